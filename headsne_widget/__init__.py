@@ -1,0 +1,48 @@
+"""headsne-widget: look inside a transformer with layer-wise maximum attention and attention-head t-SNE.
+
+The public names are imported lazily, so that ``from headsne_widget import tsne`` does not pay for
+transformers and ``import headsne_widget`` stays fast. Data flows one way:
+model -> arrays (:mod:`.extraction`) -> P (:mod:`.affinities`) -> frames (:mod:`.tsne`) -> browser (:mod:`.widget`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> submodule that defines it (one concept, one named place)
+_EXPORTS = {
+    "extract": "extraction",
+    "Extraction": "extraction",
+    "max_attention": "maximum_attention",
+    "attention_affinities": "affinities",
+    "gaussian_affinities": "affinities",
+    "tsne": "tsne",
+    "tsne_frames": "tsne",
+    "kl_divergence": "tsne",
+    "TSNEResult": "tsne",
+    "Frame": "tsne",
+    "quantile_rescale": "rescaling",
+    "align": "alignment",
+    "HeadSNE": "headsne",
+}
+_SUBMODULES = {"analyses", "plots", "export"}
+
+__all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
