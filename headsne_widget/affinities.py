@@ -1,0 +1,171 @@
+"""The joint probabilities P that t-SNE embeds: from one attention head, or from points in a space.
+
+``attention_affinities`` is the thesis's attention-head based t-SNE (section 3.1): an attention matrix is
+right-stochastic, so its rows already are neighbour distributions ``p_{j|i}``; zeroing the diagonal,
+symmetrising and normalising gives P. ``gaussian_affinities`` is standard exact t-SNE for comparison:
+perplexity-calibrated Gaussians on squared euclidean distances (Appendix A.1), as scikit-learn computes
+them, the binary search over the precisions ``beta_i = 1 / (2 sigma_i^2)`` run for all points at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .errors import DegenerateAffinitiesError
+
+__all__ = ["attention_affinities", "gaussian_affinities", "binary_search_perplexity"]
+
+MACHINE_EPSILON = np.finfo(np.double).eps
+# Same stopping rule and step budget as scikit-learn's _utils._binary_search_perplexity.
+PERPLEXITY_TOLERANCE = 1e-5
+N_STEPS = 100
+EPSILON_DBL = 1e-8
+
+
+def attention_affinities(
+    A: ArrayLike, *, exclude: ArrayLike | None = None
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """P of one attention head: ``p_ij = (A_ij + A_ji) / sum_{m != n} (A_mn + A_nm)``, ``p_ii = 0``.
+
+    ``A`` is an (n, n) attention matrix (``A[i, j]``: how much query i attends to key j). With ``exclude``,
+    a boolean mask of shape (n,), those tokens (typically the special ones, which soak up attention) are
+    dropped before symmetrising, and ``(P, kept)`` is returned with ``kept`` the int64 indices of the tokens
+    P covers. Raises DegenerateAffinitiesError when no attention mass is left off the diagonal.
+    """
+    A = _check_attention(A)
+    kept = np.arange(A.shape[0], dtype=np.int64)
+    if exclude is not None:
+        kept = np.flatnonzero(~_check_mask(exclude, A.shape[0])).astype(np.int64)
+        A = A[np.ix_(kept, kept)]
+    if A.shape[0] < 2:
+        raise DegenerateAffinitiesError(
+            f"P needs at least 2 tokens, but only {A.shape[0]} remain after excluding tokens"
+        )
+    P = A + A.T
+    np.fill_diagonal(P, 0.0)
+    total = P.sum()
+    if not total > 0.0:
+        raise DegenerateAffinitiesError(
+            "this attention head puts no attention off the diagonal among the kept tokens "
+            "(every token attends only to itself), so P = (A + A^T) / sum is undefined; pick another head"
+        )
+    P /= total
+    return (P, kept) if exclude is not None else P
+
+
+def gaussian_affinities(X: ArrayLike, perplexity: float = 20.0) -> np.ndarray:
+    """P of standard exact t-SNE for points X (n, d): ``p_ij = (p_{j|i} + p_{i|j}) / 2n``.
+
+    Each ``p_{j|i}`` is a Gaussian around ``x_i`` whose width is found by binary search so that the
+    perplexity of row i equals ``perplexity`` (the effective number of neighbours). Matches
+    ``sklearn.manifold._t_sne._joint_probabilities`` on squared euclidean distances.
+    """
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n points, d features), got shape {X.shape}")
+    if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
+        raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
+    X = X.astype(np.float64, copy=False)
+    n = X.shape[0]
+    if n < 2:
+        raise ValueError(f"X must have at least 2 points, got {n}")
+    if not np.isfinite(X).all():
+        raise ValueError("X contains NaN or infinite values")
+    perplexity = _check_perplexity(perplexity, n)
+    conditional_P = binary_search_perplexity(squared_distances(X), perplexity)
+    P = conditional_P + conditional_P.T
+    return P / max(P.sum(), MACHINE_EPSILON)
+
+
+def squared_distances(X: np.ndarray) -> np.ndarray:
+    """Squared euclidean distances between the rows of X, exactly symmetric with a zero diagonal."""
+    sq_norms = np.einsum("ij,ij->i", X, X)
+    D = sq_norms[:, None] + sq_norms[None, :] - 2.0 * (X @ X.T)
+    np.maximum(D, 0.0, out=D)  # the expansion can go slightly negative by rounding
+    D = (D + D.T) / 2.0
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def binary_search_perplexity(distances: ArrayLike, perplexity: float) -> np.ndarray:
+    """Conditional probabilities ``p_{j|i}`` (rows sum to 1, zero diagonal) of the given perplexity.
+
+    For every row, ``beta_i`` is bisected (doubled or halved until bracketed) until the row's entropy
+    ``H(P_i) = log(sum_j exp(-beta_i d_ij)) + beta_i sum_j d_ij p_{j|i}`` is within 1e-5 of
+    ``log(perplexity)``; all rows advance together and stop independently.
+    """
+    D = np.asarray(distances, dtype=np.float64)
+    n = D.shape[0]
+    off_diagonal = ~np.eye(n, dtype=bool)
+    # Shifting each row by its nearest distance leaves p_{j|i} unchanged but keeps exp() from underflowing.
+    D = D - np.min(np.where(off_diagonal, D, np.inf), axis=1, keepdims=True)
+    D[~off_diagonal] = 0.0
+    desired_entropy = np.log(perplexity)
+    beta = np.ones(n)
+    beta_min = np.full(n, -np.inf)
+    beta_max = np.full(n, np.inf)
+    P = np.zeros((n, n))
+    active = np.arange(n)
+    for _ in range(N_STEPS):
+        P_active, entropy = _gaussian_rows(D[active], beta[active], off_diagonal[active])
+        P[active] = P_active
+        entropy_diff = entropy - desired_entropy
+        searching = np.abs(entropy_diff) > PERPLEXITY_TOLERANCE
+        active, entropy_diff = active[searching], entropy_diff[searching]
+        if active.size == 0:
+            break
+        too_flat = entropy_diff > 0.0  # entropy too high: narrow the Gaussian (raise beta)
+        b = beta[active]
+        lo, hi = beta_min[active], beta_max[active]
+        lo = np.where(too_flat, b, lo)
+        hi = np.where(too_flat, hi, b)
+        raised = np.where(np.isinf(hi), b * 2.0, (b + hi) / 2.0)
+        lowered = np.where(np.isinf(lo), b / 2.0, (b + lo) / 2.0)
+        beta[active] = np.where(too_flat, raised, lowered)
+        beta_min[active], beta_max[active] = lo, hi
+    return P
+
+
+def _gaussian_rows(D: np.ndarray, beta: np.ndarray, off_diagonal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised rows ``exp(-beta_i d_ij)`` (j != i) and their natural-log entropies."""
+    P = np.exp(-D * beta[:, None]) * off_diagonal
+    sum_P = P.sum(axis=1)
+    sum_P[sum_P == 0.0] = EPSILON_DBL
+    P /= sum_P[:, None]
+    entropy = np.log(sum_P) + beta * np.einsum("ij,ij->i", D, P)
+    return P, entropy
+
+
+def _check_attention(A: ArrayLike) -> np.ndarray:
+    A = np.asarray(A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be a 2-D square attention matrix (n, n), got shape {A.shape}")
+    if not np.issubdtype(A.dtype, np.number) or np.issubdtype(A.dtype, np.complexfloating):
+        raise TypeError(f"A must hold real numbers, got dtype {A.dtype}")
+    A = A.astype(np.float64)
+    if not np.isfinite(A).all():
+        raise ValueError("A contains NaN or infinite values")
+    if (A < 0).any():
+        raise ValueError(f"A has negative entries (min {A.min():.3g}); attention weights are non-negative")
+    return A
+
+
+def _check_mask(exclude: ArrayLike, n: int) -> np.ndarray:
+    mask = np.asarray(exclude)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"exclude must be a boolean mask, got dtype {mask.dtype}")
+    if mask.shape != (n,):
+        raise ValueError(f"exclude must have shape ({n},), one flag per token, got shape {mask.shape}")
+    return mask
+
+
+def _check_perplexity(perplexity: float, n: int) -> float:
+    if isinstance(perplexity, bool) or not isinstance(perplexity, (int, float, np.integer, np.floating)):
+        raise TypeError(f"perplexity must be a number, got {type(perplexity).__name__}")
+    perplexity = float(perplexity)
+    if not np.isfinite(perplexity) or perplexity <= 0:
+        raise ValueError(f"perplexity must be > 0, got {perplexity}")
+    if perplexity >= n:
+        raise ValueError(f"perplexity ({perplexity:g}) must be less than the number of points ({n})")
+    return perplexity

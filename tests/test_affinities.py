@@ -1,0 +1,171 @@
+"""P from attention heads (thesis section 3.1) and perplexity-calibrated Gaussians (standard t-SNE)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from headsne_widget import attention_affinities, errors, gaussian_affinities
+from headsne_widget.affinities import binary_search_perplexity, squared_distances
+
+
+def _sklearn_P(X: np.ndarray, perplexity: float) -> np.ndarray:
+    from scipy.spatial.distance import squareform
+    from sklearn.manifold._t_sne import _joint_probabilities
+    from sklearn.metrics import pairwise_distances
+
+    return squareform(_joint_probabilities(pairwise_distances(X, squared=True), perplexity, 0))
+
+
+def _entropy(conditional_P: np.ndarray) -> np.ndarray:
+    """Natural-log Shannon entropy of each row (0 log 0 = 0)."""
+    logs = np.log(np.where(conditional_P > 0, conditional_P, 1.0))
+    return -np.sum(conditional_P * logs, axis=1)
+
+
+# ----------------------------------------------------------------------------------------- attention P
+
+
+def test_every_head_of_the_abstract_gives_a_joint_distribution(abstract_ex):
+    for layer in range(abstract_ex.n_layers):
+        for head in range(abstract_ex.n_heads):
+            P = attention_affinities(abstract_ex.attentions[layer, head])
+            assert P.dtype == np.float64 and P.shape == (abstract_ex.n_tokens,) * 2
+            np.testing.assert_array_equal(P, P.T)
+            assert np.all(np.diag(P) == 0.0) and P.min() >= 0.0
+            assert abs(P.sum() - 1.0) < 1e-6
+
+
+def test_matches_the_thesis_formula_entry_by_entry(tiny_bert):
+    from headsne_widget import extract
+
+    A = extract("a few words for a small head", tiny_bert).attentions[1, 2].astype(np.float64)
+    n = A.shape[0]
+    denominator = sum((A[m, k] + A[k, m]) for m in range(n) for k in range(n) if m != k)
+    expected = np.array([[(i != j) * (A[i, j] + A[j, i]) / denominator for j in range(n)] for i in range(n)])
+    np.testing.assert_allclose(attention_affinities(A), expected, rtol=1e-12)
+
+
+def test_exclude_special_tokens(abstract_ex):
+    A = abstract_ex.attentions[2, 5]
+    P, kept = attention_affinities(A, exclude=abstract_ex.special)
+    n = abstract_ex.n_tokens
+    np.testing.assert_array_equal(kept, np.arange(1, n - 1))  # all but [CLS] and [SEP]
+    assert kept.dtype == np.int64 and P.shape == (n - 2, n - 2)
+    np.testing.assert_allclose(P, attention_affinities(A[1:-1, 1:-1]), rtol=1e-12)
+    assert abs(P.sum() - 1.0) < 1e-6 and np.all(np.diag(P) == 0.0)
+    # Excluding nothing returns every index.
+    P_all, kept_all = attention_affinities(A, exclude=np.zeros(n, dtype=bool))
+    np.testing.assert_array_equal(kept_all, np.arange(n))
+    np.testing.assert_array_equal(P_all, attention_affinities(A))
+
+
+def test_self_attention_only_is_degenerate():
+    with pytest.raises(errors.DegenerateAffinitiesError, match="no attention off the diagonal"):
+        attention_affinities(np.eye(5))
+
+
+def test_mass_only_on_excluded_tokens_is_degenerate():
+    # Every token attends to itself and to token 0; once token 0 is excluded nothing is left off the diagonal.
+    A = 0.5 * np.eye(4)
+    A[:, 0] += 0.5
+    with pytest.raises(errors.DegenerateAffinitiesError, match="no attention off the diagonal"):
+        attention_affinities(A, exclude=np.array([True, False, False, False]))
+
+
+def test_excluding_all_but_one_token_is_degenerate():
+    with pytest.raises(errors.DegenerateAffinitiesError, match="at least 2 tokens"):
+        attention_affinities(np.full((3, 3), 1 / 3), exclude=np.array([True, True, False]))
+
+
+@pytest.mark.parametrize(
+    ("A", "error", "match"),
+    [
+        (np.ones((3, 4)), ValueError, "square"),
+        (np.ones((2, 3, 3)), ValueError, "2-D square"),
+        (np.array([[0.5, np.nan], [0.5, 0.5]]), ValueError, "NaN or infinite"),
+        (np.array([[0.5, np.inf], [0.5, 0.5]]), ValueError, "NaN or infinite"),
+        (np.array([[1.5, -0.5], [0.5, 0.5]]), ValueError, "negative"),
+        (np.array([["a", "b"], ["c", "d"]]), TypeError, "real numbers"),
+    ],
+)
+def test_bad_attention_matrix(A, error, match):
+    with pytest.raises(error, match=match):
+        attention_affinities(A)
+
+
+@pytest.mark.parametrize(
+    ("exclude", "error", "match"),
+    [(np.array([1, 0, 0]), TypeError, "boolean"), (np.array([True, False]), ValueError, r"shape \(3,\)")],
+)
+def test_bad_exclude_mask(exclude, error, match):
+    with pytest.raises(error, match=match):
+        attention_affinities(np.full((3, 3), 1 / 3), exclude=exclude)
+
+
+# ------------------------------------------------------------------------------------------ Gaussian P
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "perplexity", "scale"),
+    [(60, 5, 5.0, 1.0), (200, 20, 20.0, 1.0), (120, 3, 30.0, 50.0), (30, 4, 29.5, 1.0)],
+)
+def test_gaussian_equals_sklearn(n, d, perplexity, scale):
+    X = np.random.default_rng(n).normal(size=(n, d)) * scale
+    P, expected = gaussian_affinities(X, perplexity), _sklearn_P(X, perplexity)
+    np.testing.assert_allclose(P, expected, rtol=0, atol=1e-6)
+    assert np.abs(P - expected).max() <= 1e-4 * expected.max()  # tight relative to P's own scale too
+    np.testing.assert_array_equal(P, P.T)
+    assert abs(P.sum() - 1.0) < 1e-12 and np.all(np.diag(P) == 0.0)
+
+
+def test_gaussian_on_hidden_states_equals_sklearn(abstract_ex):
+    X = abstract_ex.hidden_states[6]
+    P, expected = gaussian_affinities(X, 20.0), _sklearn_P(X.astype(np.float64), 20.0)
+    np.testing.assert_allclose(P, expected, rtol=0, atol=1e-6)
+    assert np.abs(P - expected).max() <= 1e-4 * expected.max()
+
+
+@pytest.mark.parametrize("perplexity", [2.0, 10.0, 20.0, 45.0])
+def test_each_point_reaches_the_perplexity(perplexity):
+    X = np.random.default_rng(7).normal(size=(100, 8))
+    conditional_P = binary_search_perplexity(squared_distances(X), perplexity)
+    np.testing.assert_allclose(conditional_P.sum(axis=1), 1.0, atol=1e-12)
+    assert np.all(np.diag(conditional_P) == 0.0)
+    np.testing.assert_allclose(np.exp(_entropy(conditional_P)), perplexity, rtol=1e-4)
+
+
+def test_far_apart_points_do_not_underflow():
+    # Squared distances ~1e6: exp(-beta d) underflows to 0 at the starting beta = 1; the search must recover.
+    X = np.random.default_rng(3).normal(size=(40, 2)) * 1e3
+    P = gaussian_affinities(X, 10.0)
+    assert np.isfinite(P).all() and abs(P.sum() - 1.0) < 1e-12
+    conditional_P = binary_search_perplexity(squared_distances(X), 10.0)
+    np.testing.assert_allclose(np.exp(_entropy(conditional_P)), 10.0, rtol=1e-4)
+
+
+def test_identical_points_give_uniform_P():
+    P = gaussian_affinities(np.ones((6, 3)), 3.0)
+    expected = (1 - np.eye(6)) / 30
+    np.testing.assert_allclose(P, expected, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("X", "perplexity", "error", "match"),
+    [
+        (np.ones(5), 2.0, ValueError, "2-D"),
+        (np.ones((4, 2, 2)), 2.0, ValueError, "2-D"),
+        (np.array([[0.0, 1.0], [np.nan, 1.0], [2.0, 2.0]]), 1.5, ValueError, "NaN or infinite"),
+        (np.array([[0.0, 1.0], [np.inf, 1.0], [2.0, 2.0]]), 1.5, ValueError, "NaN or infinite"),
+        (np.ones((10, 2)), 0.0, ValueError, "perplexity must be > 0"),
+        (np.ones((10, 2)), -5.0, ValueError, "perplexity must be > 0"),
+        (np.ones((10, 2)), float("nan"), ValueError, "perplexity must be > 0"),
+        (np.ones((10, 2)), 10.0, ValueError, r"less than the number of points \(10\)"),
+        (np.ones((10, 2)), 30.0, ValueError, r"less than the number of points \(10\)"),
+        (np.ones((10, 2)), "20", TypeError, "perplexity must be a number"),
+        (np.ones((1, 2)), 0.5, ValueError, "at least 2 points"),
+    ],
+)
+def test_bad_gaussian_input(X, perplexity, error, match):
+    with pytest.raises(error, match=match):
+        gaussian_affinities(X, perplexity)
