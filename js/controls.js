@@ -1,0 +1,213 @@
+// Run controls (play/pause/restart/stop, iteration, KL sparkline, timeline, speed, export) and the
+// parameter inputs. Every input writes its trait with model.set + save_changes and follows the trait when
+// Python changes it; invalid entries are marked and not sent.
+
+import { scaleLinear } from "d3-scale";
+import { extent } from "d3-array";
+
+function el(tag, props = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key === "text") node.textContent = value;
+    else if (key in node) node[key] = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+const int = (min) => (s) => {
+  const v = Number(s);
+  if (!Number.isInteger(v) || v < min) throw new Error(`must be an integer >= ${min}`);
+  return v;
+};
+const positive = (s) => {
+  const v = Number(s);
+  if (!Number.isFinite(v) || v <= 0) throw new Error("must be a positive number");
+  return v;
+};
+const learningRate = (s) => {
+  const t = String(s).trim().toLowerCase();
+  return t === "" || t === "auto" ? null : positive(t);
+};
+
+/** The parameter inputs: trait, label, parser (text -> value, throws with the reason) and formatter. */
+const PARAMS = [
+  { trait: "perplexity", label: "perplexity", parse: positive, title: "perplexity of the Gaussian affinities (hidden-state mode only)" },
+  { trait: "learning_rate", label: "learning rate", parse: learningRate, show: (v) => (v == null ? "auto" : String(v)), title: "gradient descent step size; 'auto' lets the backend choose it from n" },
+  { trait: "n_iter", label: "iterations", parse: int(1) },
+  { trait: "seed", label: "seed", parse: int(0) },
+  { trait: "restarts", label: "restarts", parse: int(1), title: "best of N runs by KL divergence" },
+  { trait: "quantile_k", label: "k", parse: int(2), title: "number of quantiles of the quantile-equidistant axes" },
+  { trait: "edge_k", label: "edges", parse: int(1), title: "attention edges drawn for the hovered token" },
+];
+
+const SPEEDS = [[25, "25 it/s"], [50, "50 it/s"], [100, "100 it/s"], [250, "250 it/s"], [500, "500 it/s"], [1000, "1000 it/s"], [0, "max"]];
+
+export function createControls({ model, runRow, paramRow, onScrub, onExport, onResetView }) {
+  const listeners = [];
+  const on = (name, fn) => {
+    model.on(name, fn);
+    listeners.push([name, fn]);
+  };
+  const write = (changes) => {
+    for (const [key, value] of Object.entries(changes)) model.set(key, value);
+    model.save_changes();
+  };
+  const send = (action) => model.send({ type: "control", action });
+
+  // ---- run row
+  const play = el("button", { dataset: { testid: "headsne-play" }, className: "hs-primary", title: "pause / resume" });
+  const restart = el("button", { text: "↻", title: "restart the run", "aria-label": "restart" });
+  const stop = el("button", { text: "■", title: "stop the run", "aria-label": "stop" });
+  const counter = el("b", { dataset: { testid: "headsne-iteration" }, text: "0" });
+  const total = el("span");
+  const kl = el("span", { className: "hs-kl", title: "KL(P ‖ Q) of the shown frame" });
+  const spark = el("canvas", { className: "hs-spark", title: "KL divergence over the run" });
+  const timeline = el("input", {
+    type: "range", min: "0", max: "0", step: "1", value: "0", className: "hs-timeline",
+    dataset: { testid: "headsne-timeline" }, title: "recorded frames of this run", "aria-label": "timeline",
+  });
+  const speed = el("select", { title: "playback speed (iterations per second)", "aria-label": "speed" });
+  const exportPng = el("button", { text: "PNG", dataset: { testid: "headsne-export-png" }, title: "save the grid and the map as a PNG" });
+  const reset = el("button", { text: "⤢", title: "reset zoom (or double-click the map)", "aria-label": "reset zoom" });
+  runRow.append(
+    el("span", { className: "hs-group" }, [play, restart, stop]),
+    el("span", { className: "hs-counter" }, ["iter ", counter, total]),
+    el("span", { className: "hs-group" }, [kl, spark]),
+    timeline,
+    el("label", {}, ["speed", speed]),
+    el("span", { className: "hs-group" }, [reset, exportPng]),
+  );
+
+  play.addEventListener("click", () => {
+    const state = model.get("state");
+    send(state === "running" ? "pause" : state === "paused" ? "resume" : "restart");
+  });
+  restart.addEventListener("click", () => send("restart"));
+  stop.addEventListener("click", () => send("stop"));
+  timeline.addEventListener("input", () => {
+    const last = Number(timeline.max);
+    const i = Number(timeline.value);
+    onScrub(i >= last ? null : i);
+  });
+  speed.addEventListener("change", () => write({ speed: Number(speed.value) }));
+  exportPng.addEventListener("click", () => onExport());
+  reset.addEventListener("click", () => onResetView());
+
+  function syncSpeed() {
+    const value = Number(model.get("speed") ?? 250);
+    const options = SPEEDS.some(([v]) => v === value) ? SPEEDS : [...SPEEDS, [value, `${value} it/s`]].sort((a, b) => (a[0] || Infinity) - (b[0] || Infinity));
+    speed.replaceChildren(...options.map(([v, label]) => el("option", { value: String(v), text: label })));
+    speed.value = String(value);
+  }
+
+  function syncRun() {
+    const state = model.get("state");
+    play.textContent = state === "running" ? "❚❚" : "▶";
+    play.setAttribute("aria-label", state === "running" ? "pause" : state === "paused" ? "resume" : "play");
+    stop.disabled = !(state === "running" || state === "paused");
+    total.textContent = ` / ${model.get("n_iter")}`;
+  }
+
+  // ---- parameter row
+  const mode = el("select", { dataset: { testid: "headsne-mode" }, title: "affinities from an attention head, or from a layer's hidden states" }, [
+    el("option", { value: "attention", text: "attention head" }),
+    el("option", { value: "hidden", text: "hidden states" }),
+  ]);
+  mode.addEventListener("change", () => write({ mode: mode.value }));
+  paramRow.append(el("label", {}, ["affinities", mode]));
+
+  const inputs = {};
+  for (const spec of PARAMS) {
+    const input = el("input", { className: "hs-num", type: "text", inputMode: "decimal", title: spec.title || spec.label, "aria-label": spec.label });
+    input.addEventListener("change", () => {
+      try {
+        const value = spec.parse(input.value);
+        input.removeAttribute("aria-invalid");
+        input.title = spec.title || spec.label;
+        write({ [spec.trait]: value });
+      } catch (err) {
+        input.setAttribute("aria-invalid", "true");
+        input.title = `${spec.label} ${err.message}`;
+      }
+    });
+    inputs[spec.trait] = { input, spec };
+    paramRow.append(el("label", {}, [spec.label, input]));
+  }
+  const checks = {};
+  for (const [trait, label, title] of [
+    ["exclude_special", "exclude special tokens", "leave [CLS], [SEP], ... out of the map"],
+    ["quantile", "quantile axes", "quantile-equidistant rescaling of both axes (thesis, appendix A.3)"],
+  ]) {
+    const box = el("input", { type: "checkbox", title });
+    box.addEventListener("change", () => write({ [trait]: box.checked }));
+    checks[trait] = box;
+    paramRow.append(el("label", { title }, [box, label]));
+  }
+
+  function syncParams() {
+    mode.value = model.get("mode");
+    for (const { input, spec } of Object.values(inputs)) {
+      const value = model.get(spec.trait);
+      input.value = spec.show ? spec.show(value) : String(value);
+      input.removeAttribute("aria-invalid");
+    }
+    for (const [trait, box] of Object.entries(checks)) box.checked = Boolean(model.get(trait));
+    inputs.perplexity.input.disabled = model.get("mode") !== "hidden";
+  }
+
+  for (const trait of ["mode", "exclude_special", "quantile", ...PARAMS.map((p) => p.trait)]) on(`change:${trait}`, syncParams);
+  on("change:state", syncRun);
+  on("change:n_iter", syncRun);
+  on("change:speed", syncSpeed);
+  syncParams();
+  syncRun();
+  syncSpeed();
+
+  return {
+    /** Iteration and KL of the shown frame. */
+    showFrame(iteration, klValue) {
+      counter.textContent = String(iteration ?? 0);
+      kl.textContent = klValue == null || !Number.isFinite(klValue) ? "KL –" : `KL ${klValue.toFixed(3)}`;
+    },
+    /** Timeline over `count` recorded frames with `index` shown. */
+    setTimeline(count, index) {
+      timeline.max = String(Math.max(0, count - 1));
+      timeline.value = String(Math.max(0, index));
+      timeline.disabled = count < 2;
+    },
+    /** KL sparkline of the recorded frames with a marker at the shown one. */
+    drawSpark(frames, shown, theme) {
+      const dpr = window.devicePixelRatio || 1;
+      const w = 110, h = 24;
+      if (spark.width !== w * dpr) {
+        spark.width = w * dpr;
+        spark.height = h * dpr;
+      }
+      const c = spark.getContext("2d");
+      c.setTransform(dpr, 0, 0, dpr, 0, 0);
+      c.clearRect(0, 0, w, h);
+      const points = frames.filter((f) => f.kl != null && Number.isFinite(f.kl));
+      if (points.length < 2 || !theme) return;
+      const x = scaleLinear(extent(points, (f) => f.iteration), [2, w - 2]);
+      const y = scaleLinear(extent(points, (f) => f.kl), [h - 3, 3]);
+      c.strokeStyle = theme.accent;
+      c.lineWidth = 1.25;
+      c.beginPath();
+      points.forEach((f, i) => (i ? c.lineTo(x(f.iteration), y(f.kl)) : c.moveTo(x(f.iteration), y(f.kl))));
+      c.stroke();
+      const f = frames[shown];
+      if (f && f.kl != null && Number.isFinite(f.kl)) {
+        c.fillStyle = theme.highlight;
+        c.beginPath();
+        c.arc(x(f.iteration), y(f.kl), 2.5, 0, 2 * Math.PI);
+        c.fill();
+      }
+    },
+    destroy() {
+      for (const [name, fn] of listeners) model.off(name, fn);
+    },
+  };
+}

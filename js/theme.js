@@ -1,0 +1,61 @@
+// Colours and fonts: resolved from JupyterLab's --jp-* variables, VS Code's --vscode-* variables, or the
+// system light/dark preference (see the --hs-* variables in widget.css). Canvases cannot use CSS
+// variables, so they read the resolved values here.
+
+import { color as parseColor } from "d3-color";
+import { interpolateBlues, interpolateInferno, interpolateViridis } from "d3-scale-chromatic";
+
+/** Relative luminance in [0, 1] of a CSS colour string (0.5 when it cannot be parsed). */
+export function luminance(css) {
+  const c = parseColor(css);
+  if (!c) return 0.5;
+  const { r, g, b } = c.rgb();
+  const lin = (v) => {
+    const s = v / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+}
+
+/** The resolved theme of the widget root `el`. */
+export function readTheme(el) {
+  const cs = getComputedStyle(el);
+  const v = (name, fallback) => cs.getPropertyValue(name).trim() || fallback;
+  const bg = v("--hs-bg", "#ffffff");
+  const dark = luminance(bg) < 0.25;
+  return {
+    dark,
+    bg,
+    panel: v("--hs-panel", bg),
+    fg: v("--hs-fg", dark ? "#e6e6e6" : "#1b1b1b"),
+    muted: v("--hs-fg-muted", dark ? "#9a9a9a" : "#6b6b6b"),
+    border: v("--hs-border", dark ? "#444" : "#d0d0d0"),
+    accent: v("--hs-accent", dark ? "#4fc3f7" : "#1976d2"),
+    highlight: v("--hs-highlight", dark ? "#ffd54f" : "#e65100"),
+    font: v("--hs-font", "system-ui, sans-serif"),
+    mono: v("--hs-mono", "ui-monospace, monospace"),
+    // maximum attention: 0 blends into the background
+    heat: dark ? interpolateInferno : interpolateBlues,
+    // position in the text: a perceptually uniform ramp that stays readable on the background
+    position: dark ? (t) => interpolateViridis(0.25 + 0.75 * t) : (t) => interpolateViridis(0.88 * t),
+  };
+}
+
+/** Call `onChange` when the notebook's theme or the system colour scheme changes; returns the stop function. */
+export function watchTheme(onChange) {
+  const stops = [];
+  if (typeof MutationObserver !== "undefined" && typeof document !== "undefined") {
+    const observer = new MutationObserver(() => onChange());
+    const attributes = ["data-jp-theme-name", "data-jp-theme-light", "class", "style", "data-vscode-theme-kind"];
+    observer.observe(document.body, { attributes: true, attributeFilter: attributes });
+    observer.observe(document.documentElement, { attributes: true, attributeFilter: attributes });
+    stops.push(() => observer.disconnect());
+  }
+  if (typeof matchMedia !== "undefined") {
+    const mq = matchMedia("(prefers-color-scheme: dark)");
+    const listener = () => onChange();
+    mq.addEventListener("change", listener);
+    stops.push(() => mq.removeEventListener("change", listener));
+  }
+  return () => stops.forEach((stop) => stop());
+}
