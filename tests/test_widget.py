@@ -1,0 +1,526 @@
+"""HeadSNE as the browser sees it: real widget messages captured from a recording comm.
+
+`comm.create_comm` (what ipywidgets 8 opens comms with) is patched to a comm that records every
+message it publishes, with its binary buffers, so the tests see exactly what JupyterLab would receive.
+Messages "from the browser" go in through the same comm's `handle_msg`, as ipykernel delivers them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+from typing import Any
+
+import comm
+import ipywidgets
+import numpy as np
+import pytest
+import traitlets
+from comm.base_comm import BaseComm
+
+from headsne_widget.affinities import attention_affinities, gaussian_affinities
+from headsne_widget.alignment import align
+from headsne_widget.errors import DegenerateAffinitiesError
+from headsne_widget.extraction import Extraction, extract
+from headsne_widget.headsne import HeadSNE, align_rows, start_warmup, top_edges
+from headsne_widget.maximum_attention import max_attention
+from headsne_widget.serialization import array_from_wire
+from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.tsne import kl_divergence
+
+SHORT_TEXT = TSNE_ABSTRACT[:260]  # about 50 word pieces: fast runs, long enough for t-SNE
+LONG_RUN = dict(n_iter=10_000_000, speed=0.0)  # never ends by itself within a test
+
+
+class RecordingComm(BaseComm):
+    """A comm that keeps every published message (type, data, buffers as bytes, time)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._record_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:
+        record = {
+            "type": msg_type,
+            "data": data,
+            "buffers": [bytes(b) for b in (buffers or [])],
+            "time": time.perf_counter(),
+        }
+        with self._record_lock:
+            self.messages.append(record)
+
+    # --- reading what was sent
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._record_lock:
+            return list(self.messages)
+
+    def states(self) -> list[dict[str, Any]]:
+        """The state of the open message and of every update, buffers put back in place."""
+        out = []
+        for m in self.snapshot():
+            data = m["data"] or {}
+            if m["type"] == "comm_open" or data.get("method") == "update":
+                out.append(with_buffers(data["state"], data.get("buffer_paths", []), m["buffers"]))
+        return out
+
+    def frames(self) -> list[dict[str, Any]]:
+        return [s for s in self.states() if s.get("frame") is not None]
+
+    # --- talking to the widget as the browser does
+
+    def from_browser(self, **state: Any) -> None:
+        self.handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
+
+    def control(self, action: str) -> None:
+        self.handle_msg(
+            {"content": {"data": {"method": "custom", "content": {"type": "control", "action": action}}}, "buffers": []}
+        )
+
+
+def with_buffers(state: dict, paths: list, buffers: list[bytes]) -> dict:
+    """Put binary buffers back at their paths (what the browser's widget manager does)."""
+    state = dict(state)
+    for path, buffer in zip(paths, buffers):
+        obj = state
+        for key in path[:-1]:
+            obj[key] = dict(obj[key]) if isinstance(obj[key], dict) else list(obj[key])
+            obj = obj[key]
+        obj[path[-1]] = buffer
+    return state
+
+
+def run_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("headsne-run")]
+
+
+def wait_until(condition, timeout: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.005)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_kernels():
+    start_warmup().join()  # so that CPU and thread checks see only the run's work
+
+
+@pytest.fixture
+def comms(monkeypatch) -> list[RecordingComm]:
+    opened: list[RecordingComm] = []
+
+    def create_comm(*args: Any, **kwargs: Any) -> RecordingComm:
+        c = RecordingComm(*args, **kwargs)
+        opened.append(c)
+        return c
+
+    monkeypatch.setattr(comm, "create_comm", create_comm)
+    return opened
+
+
+@pytest.fixture
+def make(comms):
+    """Build HeadSNE widgets; each is closed after the test, and no run thread may outlive it."""
+    made: list[HeadSNE] = []
+
+    def build(*args: Any, **kwargs: Any) -> tuple[HeadSNE, RecordingComm]:
+        w = HeadSNE(*args, **kwargs)
+        made.append(w)
+        return w, w.comm
+
+    yield build
+    for w in made:
+        w.close()
+    assert run_threads() == [], "a run thread outlived its widget"
+
+
+@pytest.fixture(scope="module")
+def ex(tiny_bert) -> Extraction:
+    return extract(SHORT_TEXT, tiny_bert)
+
+
+def decode_frame(state: dict) -> np.ndarray:
+    wire = state["frame"]
+    assert wire["dtype"] == "float32"
+    return array_from_wire(wire)
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+
+def test_grid_is_sent_once_as_a_float32_buffer(make, ex):
+    w, c = make(ex, autostart=False, n_iter=40, speed=0.0)
+    opening = c.snapshot()[0]
+    assert opening["type"] == "comm_open"
+    state = c.states()[0]
+    L, H, n = ex.max_attention.shape
+    grid = state["max_attention"]
+    assert grid["dtype"] == "float32" and grid["shape"] == [L, H, n]
+    assert isinstance(grid["buffer"], bytes) and len(grid["buffer"]) == L * H * n * 4
+    assert ["max_attention", "buffer"] in opening["data"]["buffer_paths"]
+    np.testing.assert_array_equal(array_from_wire(grid), ex.max_attention)
+    assert state["tokens"] == ex.tokens and state["n_layers"] == L and state["n_heads"] == H
+    assert state["special"] == [bool(s) for s in ex.special]
+    assert state["text"] == SHORT_TEXT and state["model_name"] == ex.model_name
+    assert state["state"] == "idle" and state["frame"] is None
+    w.run()
+    w.wait(10)
+    assert sum("max_attention" in s for s in c.states()) == 1, "the grid must be sent once, not per run"
+
+
+def test_frames_are_finite_float32_buffers_of_8_bytes_per_token(make, ex):
+    w, c = make(ex, n_iter=120, speed=0.0)
+    kl = w.wait(10)
+    m = ex.n_tokens
+    frames = c.frames()
+    assert frames, "no frame reached the browser"
+    for state in frames:
+        assert state["frame"]["shape"] == [m, 2]
+        assert len(state["frame"]["buffer"]) == 8 * m
+        assert np.isfinite(decode_frame(state)).all()
+        assert state["kl"] is None or math.isfinite(state["kl"])
+    last = frames[-1]
+    assert last["iteration"] == 120, "the last frame must always be sent"
+    assert w.state == "done" and w.iteration == 120 and "done layer 0 head 0" in w.status
+    np.testing.assert_array_equal(w.embedding, decode_frame(last))
+    assert w.embedding.dtype == np.float32 and w.embedding.shape == (m, 2)
+    # the KL shown is the exact KL of the frame shown, for P of the selected head
+    P = attention_affinities(ex.attentions[0, 0])
+    assert kl == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
+    assert w.kl_history[-1] == pytest.approx(kl) and np.isfinite(w.kl_history).all()
+    assert w.kl_iterations[-1] == 120 and np.all(np.diff(w.kl_iterations) > 0)
+    assert w.kept == list(range(m))
+
+
+def test_sent_frames_are_aligned_to_the_previously_sent_frame(make, ex):
+    w, c = make(ex, n_iter=300, speed=0.0, exclude_special=True)
+    w.wait(10)
+    w.head = 1  # a head switch: the new run's frames continue from the old view
+    w.wait(10)
+    frames = [decode_frame(s) for s in c.frames()]
+    assert len(frames) >= 4
+    for previous, current in zip(frames, frames[1:]):
+        # Procrustes of an already aligned frame onto its predecessor is the identity
+        scale = np.abs(current).max()
+        np.testing.assert_allclose(align(current, previous), current, atol=1e-3 * scale + 1e-6)
+
+
+def test_edges_are_each_tokens_strongest_partners(make, ex):
+    w, c = make(ex, n_iter=20, speed=0.0, edge_k=3, layer=1, head=2)
+    w.wait(10)
+    edges = [s["edges"] for s in c.states() if s.get("edges") is not None][-1]
+    indices, weights = array_from_wire(edges["indices"]), array_from_wire(edges["weights"])
+    n = ex.n_tokens
+    assert edges["indices"]["dtype"] == "int32" and edges["weights"]["dtype"] == "float32"
+    assert indices.shape == weights.shape == (n, 3)
+    A = ex.attentions[1, 2]
+    W = np.maximum(A, A.T)
+    np.fill_diagonal(W, -np.inf)
+    np.testing.assert_allclose(weights, -np.sort(-W, axis=1)[:, :3], rtol=1e-6)
+    np.testing.assert_allclose(np.take_along_axis(W, indices.astype(np.int64), axis=1), weights, rtol=1e-6)
+    assert (indices != np.arange(n)[:, None]).all()
+    w.edge_k = 5
+    assert array_from_wire(c.states()[-1]["edges"]["indices"]).shape == (n, 5)
+
+
+def test_top_edges_only_link_kept_tokens():
+    A = np.random.default_rng(0).random((6, 6)).astype(np.float32)
+    kept = np.array([1, 2, 4, 5])
+    indices, weights = top_edges(A, 10, kept)
+    assert indices.shape == (6, 3)  # at most len(kept) - 1 partners
+    assert np.isin(indices, kept).all() and np.isfinite(weights).all()
+
+
+def test_align_rows_maps_a_moved_copy_back_over_the_shared_tokens():
+    rng = np.random.default_rng(1)
+    reference = rng.normal(size=(10, 2)).astype(np.float32)
+    reference_kept = np.arange(10)
+    angle = 0.7
+    R = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]]) @ np.diag([1.0, -1.0])
+    kept = np.array([1, 2, 3, 5, 6, 7, 8, 9, 11])  # token 11 is new, tokens 0 and 4 are gone
+    shared = reference[[1, 2, 3, 5, 6, 7, 8, 9]]
+    extra = rng.normal(size=(1, 2))
+    Y = (np.vstack([shared, extra]) @ R + [3.0, -2.0]).astype(np.float32)
+    out = align_rows(Y, kept, reference, reference_kept)
+    assert out.dtype == np.float32 and out.shape == Y.shape
+    np.testing.assert_allclose(out[:-1], shared, atol=1e-5)
+    np.testing.assert_allclose(out[-1], extra[0], atol=1e-5)  # the new token moves with the others
+    same = align_rows(Y[:8], kept[:8], reference[[1, 2, 3, 5, 6, 7, 8, 9]], kept[:8])
+    np.testing.assert_allclose(same, shared, atol=1e-5)
+    np.testing.assert_array_equal(align_rows(Y, kept + 100, reference, reference_kept), Y)  # nothing shared
+
+
+# --------------------------------------------------------------------------------------- run control
+
+
+def test_selection_from_the_browser_cancels_the_old_run_and_starts_a_new_one(make, ex):
+    w, c = make(ex, **LONG_RUN)
+    wait_until(lambda: w.iteration > 0, what="the first run's frames")
+    (old,) = run_threads()
+    old_id = w.run_id
+    c.from_browser(layer=1, head=3)  # one save_changes with both
+    assert (w.layer, w.head) == (1, 3)
+    assert w.run_id == old_id + 1, "one message setting layer and head must restart once"
+    assert not old.is_alive(), "the previous run's thread must have finished"
+    (new,) = run_threads()
+    assert new.name == f"headsne-run-{w.run_id}"
+    n_before = len(c.frames())
+    wait_until(lambda: len(c.frames()) > n_before + 2, what="frames of the new run")
+    assert "layer 1 head 3" in w.status and w.state == "running"
+    assert [s["run_id"] for s in c.states() if "run_id" in s][-1] == w.run_id  # the browser saw the new run
+
+
+def test_a_hundred_selections_in_five_seconds_leave_one_run_and_no_leaked_thread(make, ex):
+    w, c = make(ex, n_iter=10_000_000, speed=500.0)
+    rng = np.random.default_rng(0)
+    threads_before = set(threading.enumerate())
+    start = time.monotonic()
+    for i in range(100):
+        c.from_browser(layer=int(rng.integers(ex.n_layers)), head=int(rng.integers(ex.n_heads)))
+        time.sleep(max(0.0, start + (i + 1) * 0.04 - time.monotonic()))
+    assert time.monotonic() - start < 5.0
+    assert len(run_threads()) == 1, f"expected exactly one run, found {run_threads()}"
+    (thread,) = run_threads()
+    assert thread.name == f"headsne-run-{w.run_id}" and w.state == "running"
+    leaked = set(threading.enumerate()) - threads_before - {thread}
+    assert not leaked, f"threads left behind: {leaked}"
+    wait_until(lambda: w.iteration > 0, what="the last selection's frames")
+    assert f"layer {w.layer} head {w.head}" in w.status
+    w.close()
+    assert run_threads() == []
+
+
+def test_pause_stops_progress_and_cpu_work_and_resume_continues(make, ex):
+    w, c = make(ex, **LONG_RUN)
+    wait_until(lambda: w.iteration > 0, what="frames")
+    c.control("pause")
+    assert w.state == "paused" and "paused" in w.status
+    time.sleep(0.05)  # let a frame in flight land
+    iteration = w.iteration
+    cpu = time.process_time()
+    time.sleep(0.4)
+    assert time.process_time() - cpu < 0.1, "a paused run must not compute"
+    assert w.iteration == iteration and w.state == "paused"
+    assert len(run_threads()) == 1, "pausing keeps the run (and its thread) for resume"
+    with pytest.raises(RuntimeError, match="paused"):
+        w.wait()
+    c.control("resume")
+    assert w.state == "running"
+    wait_until(lambda: w.iteration > iteration, what="progress after resume")
+    c.control("stop")
+    assert w.state == "idle" and "stopped" in w.status and run_threads() == []
+    stopped_at = w.iteration
+    time.sleep(0.1)
+    assert w.iteration == stopped_at
+    c.control("restart")
+    assert w.state == "running" and len(run_threads()) == 1
+    c.control("pause")
+    (paused,) = run_threads()
+    c.from_browser(head=1)  # a click while paused starts the new selection at once
+    assert w.state == "running" and not paused.is_alive() and len(run_threads()) == 1
+
+
+def test_speed_paces_playback_and_caps_frames_per_second(make, ex):
+    w, c = make(ex, n_iter=150, speed=300.0)
+    start = time.perf_counter()
+    w.wait(10)
+    elapsed = time.perf_counter() - start
+    assert elapsed >= 0.4, f"150 iterations at 300 per second took only {elapsed:.3f} s"
+    frames = c.frames()
+    times = [m["time"] for m in c.snapshot() if m["data"] and "frame" in (m["data"].get("state") or {})]
+    span = times[-1] - times[0]
+    assert len(frames) <= 60 * span + 2, f"{len(frames)} frames in {span:.3f} s exceeds 60 per second"
+    assert frames[-1]["iteration"] == 150
+    # as fast as computed: the same run finishes far sooner
+    w.speed = 0.0
+    start = time.perf_counter()
+    w.run()
+    w.wait(10)
+    assert time.perf_counter() - start < elapsed / 2
+
+
+def test_close_stops_the_thread_and_the_comm(make, ex):
+    w, c = make(ex, **LONG_RUN)
+    wait_until(lambda: w.iteration > 0, what="frames")
+    (thread,) = run_threads()
+    w.close()
+    assert not thread.is_alive() and run_threads() == []
+    assert c.snapshot()[-1]["type"] == "comm_close"
+    count = len(c.snapshot())
+    time.sleep(0.1)
+    assert len(c.snapshot()) == count, "nothing may be sent after close"
+    with pytest.raises(RuntimeError, match="closed"):
+        w.run()
+
+
+def test_setting_the_selection_from_python_restarts_with_that_head(make, ex):
+    w, c = make(ex, n_iter=80, speed=0.0)
+    w.wait(10)
+    first_id = w.run_id
+    w.layer, w.head = 1, 3
+    kl = w.wait(10)
+    assert w.run_id > first_id and w.iteration == 80
+    P = attention_affinities(ex.attentions[1, 3])
+    assert kl == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
+
+
+def test_traits_link_to_other_widgets_and_compose(make, ex):
+    w, c = make(ex, n_iter=40, speed=0.0)
+    w.wait(10)
+    slider = ipywidgets.IntSlider(min=0, max=ex.n_heads - 1)
+    traitlets.link((slider, "value"), (w, "head"))
+    run_id = w.run_id
+    slider.value = 2
+    assert w.head == 2 and w.run_id == run_id + 1
+    w.wait(10)
+    box = ipywidgets.HBox([w, slider])
+    assert box.children[0] is w
+    slider.close()
+    box.close()
+
+
+# -------------------------------------------------------------------------------------------- modes
+
+
+def test_hidden_mode_uses_the_layers_output_and_clamps_the_perplexity(make, ex):
+    w, c = make(ex, mode="hidden", layer=1, n_iter=100, speed=0.0, perplexity=25.0)
+    kl = w.wait(10)
+    m = ex.n_tokens
+    limit = (m - 1) / 3
+    assert limit < 25.0  # too many neighbours for this few tokens
+    assert "hidden states of layer 1" in w.status and "perplexity 25 is too large" in w.status
+    P = gaussian_affinities(ex.hidden_states[2], limit)  # the OUTPUT of layer 1
+    assert kl == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
+    assert np.isfinite(w.embedding).all() and w.embedding.shape == (m, 2)
+
+
+def test_perplexity_changes_restart_only_in_hidden_mode(make, ex):
+    w, c = make(ex, n_iter=30, speed=0.0)
+    w.wait(10)
+    run_id = w.run_id
+    w.perplexity = 5.0
+    assert w.run_id == run_id
+    w.mode = "hidden"
+    w.wait(10)
+    w.perplexity = 6.0
+    assert w.run_id == run_id + 2
+    P = gaussian_affinities(ex.hidden_states[1], 6.0)
+    assert w.wait(10) == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
+
+
+def test_exclude_special_reduces_kept(make, ex):
+    w, c = make(ex, n_iter=40, speed=0.0)
+    w.wait(10)
+    assert len(w.kept) == ex.n_tokens
+    w.exclude_special = True  # restarts a finished run
+    w.wait(10)
+    expected = np.flatnonzero(~ex.special)
+    assert len(expected) == ex.n_tokens - 2  # [CLS] and [SEP]
+    assert w.kept == expected.tolist()
+    assert w.embedding.shape == (len(expected), 2)
+    assert decode_frame(c.frames()[-1]).shape == (len(expected), 2)
+    # the old frame (more rows) is withdrawn in the same message that announces the new tokens
+    change = next(s for s in c.states() if s.get("kept") == expected.tolist())
+    assert "frame" in change and change["frame"] is None
+    P, kept = attention_affinities(ex.attentions[0, 0], exclude=ex.special)
+    assert w.kl == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
+
+
+# ------------------------------------------------------------------------------------------- errors
+
+
+def identity_head(ex: Extraction, layer: int, head: int) -> Extraction:
+    attentions = ex.attentions.copy()
+    attentions[layer, head] = np.eye(ex.n_tokens, dtype=np.float32)
+    return dataclasses.replace(ex, attentions=attentions, max_attention=max_attention(attentions))
+
+
+def test_a_degenerate_head_shows_an_error_and_never_nan(make, ex):
+    bad = identity_head(ex, 1, 2)
+    with pytest.warns(UserWarning, match="no attention off the diagonal"):
+        w, c = make(bad, layer=1, head=2, n_iter=40, speed=0.0)
+    assert w.state == "error" and "layer 1 head 2" in w.status and "off the diagonal" in w.status
+    assert w.frame is None and w.kl is None and run_threads() == []
+    with pytest.raises(DegenerateAffinitiesError):
+        w.wait()
+    # another head works, then the degenerate one selected from the browser: a warning, not an exception
+    c.from_browser(head=0)
+    w.wait(10)
+    good_frame = w.embedding
+    with pytest.warns(UserWarning, match="off the diagonal"):
+        c.from_browser(head=2)
+    assert w.state == "error" and "off the diagonal" in c.states()[-1]["status"]
+    np.testing.assert_array_equal(w.embedding, good_frame)
+    for state in c.states():
+        assert state.get("kl") is None or math.isfinite(state["kl"])
+        if state.get("frame") is not None:
+            assert np.isfinite(decode_frame(state)).all()
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "match"),
+    [("", ValueError, "empty"), ("   \n", ValueError, "empty"), (42, TypeError, "str"), ("hi", ValueError, "at least 4")],
+)
+def test_bad_text_raises_at_construction(comms, tiny_bert, text, error, match):
+    with pytest.raises(error, match=match):
+        HeadSNE(text, tiny_bert)
+    assert comms == [] and run_threads() == [], "a failed construction must leave nothing open"
+
+
+def test_invalid_python_values_raise_clear_errors(make, ex):
+    w, c = make(ex, autostart=False)
+    with pytest.raises(traitlets.TraitError, match=r"layer 9 is out of range: the model has 2 layers"):
+        w.layer = 9
+    with pytest.raises(traitlets.TraitError, match=r"head 4 is out of range: the model has 4 heads"):
+        w.head = 4
+    with pytest.raises(traitlets.TraitError, match="perplexity must be a finite number > 0"):
+        w.perplexity = float("nan")
+    with pytest.raises(traitlets.TraitError, match="learning_rate must be a finite number > 0"):
+        w.learning_rate = -1.0
+    with pytest.raises(traitlets.TraitError, match="n_iter"):
+        w.n_iter = 0
+    with pytest.raises(traitlets.TraitError, match="speed must be a finite number"):
+        w.speed = float("inf")
+    with pytest.raises(traitlets.TraitError, match="mode"):
+        w.mode = "tokens"
+    w.learning_rate = "auto"
+    assert w.learning_rate is None
+    w.learning_rate = 40
+    assert w.learning_rate == 40.0
+    with pytest.raises(TypeError, match="unknown parameter.*colour"):
+        HeadSNE(ex, colour="red")
+    with pytest.raises(traitlets.TraitError, match="layer 5 is out of range"):
+        HeadSNE(ex, layer=5)
+
+
+def test_invalid_browser_values_are_reported_in_the_status_not_raised(make, ex):
+    w, c = make(ex, n_iter=40, speed=0.0)
+    w.wait(10)
+    c.from_browser(n_iter=-5)
+    assert w.state == "error" and "n_iter" in w.status and w.n_iter == 40
+    assert [s["n_iter"] for s in c.states() if "n_iter" in s][-1] == 40, "the browser's control is put back"
+    c.from_browser(perplexity=None)  # what JSON makes of NaN
+    assert w.state == "error" and "perplexity" in w.status and w.perplexity == 20.0
+    c.from_browser(layer=1, head=99)
+    assert (w.layer, w.head) == (0, 0) and "head 99 is out of range" in w.status
+    with pytest.warns(RuntimeWarning, match="unknown control action 'jump'"):
+        c.control("jump")
+    c.from_browser(n_iter=30)  # a valid value recovers
+    assert w.wait(10) is not None and w.state == "done" and w.iteration == 30
+
+
+def test_the_bundle_is_the_widgets_front_end(make, ex):
+    from headsne_widget.widget import _ESM_PATH, _MISSING_BUNDLE_ESM
+
+    w, c = make(ex, autostart=False)
+    state = c.states()[0]
+    if _ESM_PATH.is_file():
+        assert state["_esm"] == _ESM_PATH.read_text() and state["_esm"] != _MISSING_BUNDLE_ESM
+        assert state["_css"] == _ESM_PATH.with_name("widget.css").read_text()
+    else:  # an unbuilt checkout shows how to build instead of failing silently
+        assert "npm run build" in state["_esm"]
