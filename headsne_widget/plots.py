@@ -1,0 +1,322 @@
+"""Bokeh figures of the thesis: max-attention grids (Fig. 13), token maps (Fig. 8-10), KL box plots (Fig. 12,
+15) and standard deviations (Fig. 16).
+
+Every function returns a bokeh layout that shows inline in a notebook (after ``bokeh.io.output_notebook()``)
+and saves with ``bokeh.io.save``. Tokens reach the page only as data: tick labels and text glyphs are drawn
+on the canvas and tooltips use plain ``@field`` formatting, which bokeh escapes, so a token is never HTML.
+Each data source carries a ``name`` (``"max_attention_<layer>"``, ``"embedding"``, ``"boxes"``, ...) so that
+it can be found with ``layout.select(name=...)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from bokeh.layouts import column, row
+from bokeh.models import (
+    BasicTicker,
+    ColorBar,
+    ColumnDataSource,
+    FactorRange,
+    FixedTicker,
+    HoverTool,
+    LayoutDOM,
+    LinearColorMapper,
+    Whisker,
+)
+from bokeh.palettes import Category10_10, Category20_20, Viridis256
+from bokeh.plotting import figure
+from bokeh.transform import factor_cmap, linear_cmap
+
+__all__ = ["max_attention", "embedding", "kl_by_layer", "robustness", "kl_curve", "box_stats"]
+
+METHOD_COLORS = {"attention": "#d95f02", "hidden": "#1b9e77"}
+_TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
+_MAX_TICK_LABELS = 80  # token labels per axis before thinning to every k-th (thesis Fig. 13: every third)
+
+
+# ------------------------------------------------------------------------------------- max attention
+
+
+def _token_ticks(tokens: Sequence[str], max_labels: int = _MAX_TICK_LABELS) -> tuple[list[int], dict[int, str]]:
+    """Tick positions and labels for a token axis, thinned to every k-th token when there are many."""
+    step = max(1, math.ceil(len(tokens) / max_labels))
+    ticks = list(range(0, len(tokens), step))
+    return ticks, {j: str(tokens[j]) for j in ticks}
+
+
+def max_attention(ex: Any, *, layers: Sequence[int] | None = None) -> LayoutDOM:
+    """One heads x tokens heat map per layer of the layer-wise maximum attention (thesis Def. 4.2, Fig. 13).
+
+    Cell (head k, token j) of layer l is ``ex.max_attention[l, k, j]``, the most attention any query pays
+    to token j in head k. All layers share one colour scale, so layers compare at a glance; hovering a cell
+    shows its token, head and value.
+    """
+    M = np.asarray(ex.max_attention, dtype=np.float64)
+    if M.ndim != 3:
+        raise ValueError(f"ex.max_attention must have shape (layers, heads, tokens), got {M.shape}")
+    L, H, n = M.shape
+    tokens = [str(t) for t in ex.tokens]
+    if len(tokens) != n:
+        raise ValueError(f"ex has {len(tokens)} tokens but max_attention covers {n}")
+    if layers is None:
+        layers = range(L)
+    layers = list(layers)
+    if not layers:
+        raise ValueError("layers is empty: pass None for all layers or at least one layer index")
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < L:
+            raise ValueError(f"layers: {layer!r} is not a layer index of this model (0..{L - 1})")
+
+    mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=max(float(M.max()), 1e-12))
+    xticks, xlabels = _token_ticks(tokens)
+    heads = np.repeat(np.arange(H), n)
+    positions = np.tile(np.arange(n), H)
+    label_room = 12 + 6 * min(20, max(len(t) for t in xlabels.values()))  # rotated token labels
+    figures = []
+    for layer in layers:
+        p = figure(
+            title=f"layer {layer}", height=60 + 18 * H + label_room, width=int(min(1800, max(500, 9 * n + 120))),
+            x_range=(-0.5, n - 0.5), y_range=(H - 0.5, -0.5), tools=_TOOLS, toolbar_location="right",
+            x_axis_label=None, y_axis_label="head",
+        )
+        image = ColumnDataSource({"image": [M[layer]]}, name=f"max_attention_{layer}")
+        p.image(image="image", x=-0.5, y=-0.5, dw=n, dh=H, color_mapper=mapper, source=image)
+        cells = ColumnDataSource(
+            {
+                "x": positions, "y": heads, "index": positions, "head": heads,
+                "token": [tokens[j] for j in positions], "value": M[layer].ravel(),
+            },
+            name=f"max_attention_cells_{layer}",
+        )
+        hit = p.rect("x", "y", width=1, height=1, source=cells, fill_alpha=0.0, line_alpha=0.0)
+        p.add_tools(
+            HoverTool(
+                renderers=[hit],
+                tooltips=[("token", "@token"), ("position", "@index"), ("head", "@head"), ("max attention", "@value{0.000}")],
+            )
+        )
+        p.xaxis.ticker = FixedTicker(ticks=xticks)
+        p.xaxis.major_label_overrides = xlabels
+        p.xaxis.major_label_orientation = math.pi / 2
+        p.yaxis.ticker = FixedTicker(ticks=list(range(H)))
+        p.grid.visible = False
+        p.add_layout(ColorBar(color_mapper=mapper, width=10, ticker=BasicTicker(desired_num_ticks=4)), "right")
+        figures.append(p)
+    return column(*figures)
+
+
+# ----------------------------------------------------------------------------------------- embedding
+
+
+def _format_tick(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def _color_spec(color: Any, n: int, source: dict) -> tuple[Any, Any]:
+    """(fill colour spec, colour bar or legend field) for ``color``: None, n numbers or n category labels."""
+    if color is None:
+        return "#1f77b4", None
+    values = list(color)
+    if len(values) != n:
+        raise ValueError(f"color must have one entry per token ({n}), got {len(values)}")
+    arr = np.asarray(values)
+    if arr.dtype.kind in "biuf":
+        arr = arr.astype(np.float64)
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("color holds NaN or infinite values")
+        source["color"] = arr
+        hi = float(arr.max()) if arr.max() > arr.min() else float(arr.min()) + 1.0
+        spec = linear_cmap("color", Viridis256, float(arr.min()), hi)
+        return spec, ColorBar(color_mapper=spec.transform, width=10)
+    source["color"] = [str(v) for v in values]
+    factors = sorted(set(source["color"]))
+    palette = Category10_10 if len(factors) <= 10 else Category20_20
+    if len(factors) > len(palette):
+        raise ValueError(f"color has {len(factors)} categories; at most {len(palette)} can be told apart")
+    return factor_cmap("color", list(palette[: max(len(factors), 1)]), factors), "color"
+
+
+def embedding(
+    tokens: Sequence[str],
+    Y: Any,
+    *,
+    quantile_k: int | None = None,
+    color: Any = None,
+    title: str | None = None,
+) -> LayoutDOM:
+    """Scatter of a token map with each token written next to its point (thesis Fig. 8-10).
+
+    ``quantile_k`` draws quantile-equidistant axes (thesis A.3): points are placed by the rescaling with k
+    quantiles, and the equidistant ticks are labelled with the original coordinates they stand for.
+    ``color`` is None, one number per token (colour scale) or one label per token (categories, legend).
+    Hover shows the token, its position in the text and its original coordinates.
+    """
+    tokens = [str(t) for t in tokens]
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[1] != 2:
+        raise ValueError(f"Y must have shape (n, 2), got {Y.shape}")
+    if Y.shape[0] != len(tokens):
+        raise ValueError(f"Y has {Y.shape[0]} points but there are {len(tokens)} tokens")
+    if not np.all(np.isfinite(Y)):
+        raise ValueError("Y holds NaN or infinite coordinates")
+    data: dict[str, Any] = {
+        "x_orig": Y[:, 0], "y_orig": Y[:, 1], "token": tokens, "index": np.arange(len(tokens)),
+    }
+    p = figure(title=title, width=700, height=600, tools=_TOOLS, toolbar_location="right")
+    if quantile_k is not None:
+        from .rescaling import quantile_rescale
+
+        rescaled, maps = quantile_rescale(Y, k=quantile_k)
+        rescaled = np.asarray(rescaled, dtype=np.float64)
+        data["x"], data["y"] = rescaled[:, 0], rescaled[:, 1]
+        ticks = np.linspace(0.0, 1.0, 11)
+        for axis, axis_map in zip((p.xaxis, p.yaxis), maps):
+            axis.ticker = FixedTicker(ticks=list(ticks))
+            axis.major_label_overrides = {float(t): _format_tick(v) for t, v in zip(ticks, axis_map.inverse(ticks))}
+        p.xaxis.axis_label = f"x (quantile-equidistant, k={quantile_k})"
+        p.yaxis.axis_label = f"y (quantile-equidistant, k={quantile_k})"
+    else:
+        data["x"], data["y"] = Y[:, 0], Y[:, 1]
+    fill, extra = _color_spec(color, len(tokens), data)
+    source = ColumnDataSource(data, name="embedding")
+    kwargs = {"legend_field": extra} if isinstance(extra, str) else {}
+    points = p.scatter("x", "y", source=source, size=7, fill_color=fill, line_color=None, fill_alpha=0.8, **kwargs)
+    p.text("x", "y", text="token", source=source, text_font_size="8pt", x_offset=4, y_offset=-4, text_alpha=0.75)
+    if isinstance(extra, ColorBar):
+        p.add_layout(extra, "right")
+    if kwargs:
+        p.legend.click_policy = "hide"
+        p.legend.location = "top_left"
+    p.add_tools(
+        HoverTool(
+            renderers=[points],
+            tooltips=[("token", "@token"), ("position", "@index"), ("(x, y)", "(@x_orig{0.000}, @y_orig{0.000})")],
+        )
+    )
+    return column(p)
+
+
+# -------------------------------------------------------------------------------------- box plots
+
+
+def box_stats(values: Any) -> dict[str, Any]:
+    """Quartiles, Tukey whiskers (last values within 1.5 IQR of the box) and outliers of ``values``."""
+    v = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    if v.size == 0:
+        raise ValueError("no values to summarise")
+    q1, q2, q3 = np.quantile(v, [0.25, 0.5, 0.75])
+    iqr = q3 - q1
+    inside = v[(v >= q1 - 1.5 * iqr) & (v <= q3 + 1.5 * iqr)]
+    return {
+        "q1": float(q1), "q2": float(q2), "q3": float(q3), "lower": float(inside.min()), "upper": float(inside.max()),
+        "n": int(v.size), "outliers": v[(v < inside.min()) | (v > inside.max())],
+    }
+
+
+def _box_figure(
+    groups: Mapping[Any, np.ndarray], colors: Mapping[Any, str], *, title: str, y_label: str, width: int
+) -> figure:
+    """A box plot with one box per key of ``groups`` (keys are factors: strings or (layer, method) tuples)."""
+    factors = list(groups)
+    stats = [box_stats(groups[f]) for f in factors]
+    boxes = ColumnDataSource(
+        {
+            "x": factors, "color": [colors[f] for f in factors],
+            **{k: [s[k] for s in stats] for k in ("q1", "q2", "q3", "lower", "upper", "n")},
+        },
+        name="boxes",
+    )
+    outliers = ColumnDataSource(
+        {
+            "x": [f for f, s in zip(factors, stats) for _ in s["outliers"]],
+            "kl": [float(o) for s in stats for o in s["outliers"]],
+        },
+        name="outliers",
+    )
+    p = figure(x_range=FactorRange(*factors), title=title, width=width, height=420, tools=_TOOLS, y_axis_label=y_label)
+    upper = p.vbar("x", 0.7, "q2", "q3", source=boxes, fill_color="color", line_color="black", fill_alpha=0.7)
+    lower = p.vbar("x", 0.7, "q1", "q2", source=boxes, fill_color="color", line_color="black", fill_alpha=0.7)
+    whisker = Whisker(base="x", upper="upper", lower="lower", source=boxes, line_color="black")
+    whisker.upper_head.size = whisker.lower_head.size = 12
+    p.add_layout(whisker)
+    p.scatter("x", "kl", source=outliers, size=5, color="black", alpha=0.5)
+    p.add_tools(
+        HoverTool(
+            renderers=[upper, lower],
+            tooltips=[("median", "@q2{0.000}"), ("quartiles", "@q1{0.000} - @q3{0.000}"), ("runs", "@n")],
+        )
+    )
+    p.xgrid.grid_line_color = None
+    p.xaxis.major_label_orientation = math.pi / 4 if len(factors) > 8 else 0
+    return p
+
+
+def _records(rows: Any) -> list[dict]:
+    if hasattr(rows, "to_dict"):
+        return rows.to_dict("records")
+    return [dict(r) for r in rows]
+
+
+def kl_by_layer(rows: Any) -> LayoutDOM:
+    """Box plots of the KL of attention-head and standard t-SNE per layer (thesis Fig. 12).
+
+    ``rows`` is what :func:`headsne_widget.analyses.kl_by_layer` returns (DataFrame or list of dicts with
+    keys ``layer``, ``method``, ``kl``). The attention box of a layer pools all its heads and runs.
+    """
+    records = _records(rows)
+    if not records:
+        raise ValueError("rows is empty: there is nothing to plot")
+    missing = {"layer", "method", "kl"} - set(records[0])
+    if missing:
+        raise ValueError(f"rows lack the keys {sorted(missing)}")
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in sorted(records, key=lambda r: (int(r["layer"]), str(r["method"]) != "attention")):
+        groups.setdefault((str(int(r["layer"])), str(r["method"])), []).append(float(r["kl"]))
+    colors = {f: METHOD_COLORS.get(f[1], "#7570b3") for f in groups}
+    p = _box_figure(
+        {f: np.asarray(v) for f, v in groups.items()}, colors, title="KL divergence per layer (layers 0-indexed)",
+        y_label="KL(P || Q)", width=int(min(1600, max(500, 70 * len(groups)))),
+    )
+    return column(p)
+
+
+def robustness(result: Any) -> LayoutDOM:
+    """Box plots of the four conditions' KLs (thesis Fig. 15) beside a bar plot of their standard deviations
+    (Fig. 16), for a :class:`headsne_widget.analyses.RobustnessResult`."""
+    groups = {c: np.asarray(v, dtype=np.float64) for c, v in result.kls.items() if len(v)}
+    if not groups:
+        raise ValueError("the robustness result holds no KLs")
+    colors = {c: METHOD_COLORS.get(c.split()[0], "#7570b3") for c in groups}
+    where = f"layer {result.layer}, head {result.head}, {result.fraction:.0%} of tokens replaced"
+    box = _box_figure(groups, colors, title=f"KL with and without disturbance ({where})", y_label="KL(P || Q)", width=560)
+    std = result.std
+    bars = ColumnDataSource(
+        {"x": list(groups), "std": [std[c] for c in groups], "color": [colors[c] for c in groups]}, name="std"
+    )
+    q = figure(x_range=FactorRange(*groups), title="standard deviation of the KL", width=440, height=420,
+               tools=_TOOLS, y_axis_label="std of KL")
+    r = q.vbar("x", 0.7, "std", source=bars, fill_color="color", line_color="black", fill_alpha=0.7)
+    q.add_tools(HoverTool(renderers=[r], tooltips=[("condition", "@x"), ("std", "@std{0.0000}")]))
+    q.y_range.start = 0
+    q.xgrid.grid_line_color = None
+    return row(box, q)
+
+
+# ---------------------------------------------------------------------------------------- KL curve
+
+
+def kl_curve(iterations: Any, kls: Any, *, title: str = "KL(P || Q) during the run") -> LayoutDOM:
+    """Line plot of the KL divergence against the iteration (the widget's KL curve)."""
+    it = np.asarray(iterations, dtype=np.float64).ravel()
+    kl = np.asarray(kls, dtype=np.float64).ravel()
+    if it.shape != kl.shape:
+        raise ValueError(f"iterations ({it.size}) and kls ({kl.size}) must have the same length")
+    keep = np.isfinite(kl)
+    source = ColumnDataSource({"iteration": it[keep], "kl": kl[keep]}, name="kl_curve")
+    p = figure(title=title, width=700, height=260, tools=_TOOLS, x_axis_label="iteration", y_axis_label="KL")
+    line = p.line("iteration", "kl", source=source, line_width=2)
+    p.add_tools(HoverTool(renderers=[line], tooltips=[("iteration", "@iteration"), ("KL", "@kl{0.0000}")], mode="vline"))
+    return column(p)

@@ -1,0 +1,156 @@
+"""The bokeh figures hold the data they claim to draw, and reject bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from bokeh.embed import file_html
+from bokeh.models import ColumnDataSource, FactorRange, LayoutDOM
+from bokeh.resources import INLINE
+
+from headsne_widget import analyses, extract, plots, quantile_rescale
+
+TEXT = "the quick brown fox jumps over the lazy dog because the dog was asleep"
+
+
+def source(layout: LayoutDOM, name: str) -> ColumnDataSource:
+    found = list(layout.select({"type": ColumnDataSource, "name": name}))
+    assert len(found) == 1, f"expected one source named {name!r}, found {len(found)}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def ex(tiny_bert):
+    return extract(TEXT, tiny_bert)
+
+
+def test_max_attention_images_equal_the_grid(ex):
+    layout = plots.max_attention(ex)
+    assert isinstance(layout, LayoutDOM)
+    for layer in range(ex.n_layers):
+        image = source(layout, f"max_attention_{layer}").data["image"][0]
+        np.testing.assert_allclose(image, ex.max_attention[layer], rtol=1e-6)
+        cells = source(layout, f"max_attention_cells_{layer}").data
+        H, n = ex.n_heads, ex.n_tokens
+        assert list(cells["token"]) == list(ex.tokens) * H
+        np.testing.assert_allclose(np.asarray(cells["value"]).reshape(H, n), ex.max_attention[layer], rtol=1e-6)
+
+
+def test_max_attention_selected_layers(ex):
+    layout = plots.max_attention(ex, layers=[1])
+    assert len(layout.children) == 1
+    np.testing.assert_allclose(source(layout, "max_attention_1").data["image"][0], ex.max_attention[1], rtol=1e-6)
+    assert not list(layout.select({"name": "max_attention_0"}))
+
+
+@pytest.mark.parametrize("layers", [[5], [-1], [], ["0"]])
+def test_max_attention_rejects_unknown_layers(ex, layers):
+    with pytest.raises(ValueError, match="layers"):
+        plots.max_attention(ex, layers=layers)
+
+
+def test_embedding_source_holds_points_and_tokens():
+    rng = np.random.default_rng(0)
+    tokens = ["[CLS]", "a", "b", "c", "[SEP]"]
+    Y = rng.normal(size=(5, 2))
+    data = source(plots.embedding(tokens, Y), "embedding").data
+    np.testing.assert_allclose(np.c_[data["x"], data["y"]], Y)
+    assert list(data["token"]) == tokens
+    assert list(data["index"]) == [0, 1, 2, 3, 4]
+
+
+def test_embedding_quantile_axes_show_original_values():
+    rng = np.random.default_rng(1)
+    Y = np.r_[rng.normal(size=(40, 2)), rng.normal(20.0, 0.1, size=(10, 2))]
+    tokens = [f"t{i}" for i in range(len(Y))]
+    layout = plots.embedding(tokens, Y, quantile_k=10)
+    data = source(layout, "embedding").data
+    rescaled, _ = quantile_rescale(Y, k=10)
+    np.testing.assert_allclose(np.c_[data["x"], data["y"]], rescaled)
+    np.testing.assert_allclose(np.c_[data["x_orig"], data["y_orig"]], Y)  # hover shows original coordinates
+    fig = layout.children[0]
+    for axis, column in zip((fig.xaxis[0], fig.yaxis[0]), Y.T):
+        labels = axis.major_label_overrides
+        assert sorted(labels) == pytest.approx(list(np.linspace(0, 1, 11)))
+        values = [float(labels[t]) for t in sorted(labels)]
+        assert values == sorted(values)  # the inverse map is monotone
+        assert values[0] == pytest.approx(column.min(), rel=1e-2, abs=1e-2)
+        assert values[-1] == pytest.approx(column.max(), rel=1e-2, abs=1e-2)
+
+
+def test_embedding_colours():
+    Y = np.arange(8.0).reshape(4, 2)
+    numeric = source(plots.embedding(list("abcd"), Y, color=[0.0, 1.0, 2.0, 3.0]), "embedding").data
+    np.testing.assert_allclose(numeric["color"], [0, 1, 2, 3])
+    labels = source(plots.embedding(list("abcd"), Y, color=["x", "y", "x", "y"]), "embedding").data
+    assert list(labels["color"]) == ["x", "y", "x", "y"]
+
+
+@pytest.mark.parametrize(
+    "tokens, Y, kwargs, match",
+    [
+        (["a", "b"], np.zeros((3, 2)), {}, "3 points"),
+        (["a", "b"], np.zeros((2, 3)), {}, "shape"),
+        (["a", "b"], np.array([[0.0, np.nan], [1.0, 1.0]]), {}, "NaN"),
+        (["a", "b"], np.zeros((2, 2)), {"color": [1.0]}, "color"),
+    ],
+)
+def test_embedding_rejects_bad_input(tokens, Y, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plots.embedding(tokens, Y, **kwargs)
+
+
+def test_box_stats():
+    s = plots.box_stats([1, 2, 3, 4, 5, 6, 7, 8, 100])
+    assert (s["q1"], s["q2"], s["q3"]) == (3.0, 5.0, 7.0)
+    assert (s["lower"], s["upper"], s["n"]) == (1.0, 8.0, 9)
+    assert list(s["outliers"]) == [100.0]
+    with pytest.raises(ValueError):
+        plots.box_stats([])
+
+
+def test_kl_by_layer_boxes_summarise_each_layer_and_method():
+    rng = np.random.default_rng(2)
+    rows = [
+        dict(layer=layer, method=method, head=(h if method == "attention" else None), run=r, kl=float(rng.random()))
+        for layer in range(3)
+        for method, heads in (("attention", range(4)), ("hidden", [None]))
+        for h in heads
+        for r in range(5)
+    ]
+    layout = plots.kl_by_layer(rows)
+    boxes = source(layout, "boxes").data
+    assert list(boxes["x"]) == [(str(layer), m) for layer in range(3) for m in ("attention", "hidden")]
+    for (layer, method), q2, n in zip(boxes["x"], boxes["q2"], boxes["n"]):
+        kls = [r["kl"] for r in rows if str(r["layer"]) == layer and r["method"] == method]
+        assert q2 == pytest.approx(np.median(kls))
+        assert n == len(kls)
+    fig = layout.children[0]
+    assert isinstance(fig.x_range, FactorRange)
+    pd = pytest.importorskip("pandas")
+    same = source(plots.kl_by_layer(pd.DataFrame(rows)), "boxes").data
+    assert list(same["q2"]) == list(boxes["q2"])
+    with pytest.raises(ValueError, match="empty"):
+        plots.kl_by_layer([])
+
+
+def test_robustness_boxes_and_standard_deviations():
+    rng = np.random.default_rng(3)
+    kls = {c: rng.random(20) + i for i, c in enumerate(analyses.CONDITIONS)}
+    result = analyses.RobustnessResult(
+        layer=1, head=2, fraction=0.05, model_name="m", tokens=[], token_ids=np.empty(0, np.int64),
+        positions=np.empty((0, 1), np.int64), disturbed_ids=np.empty((0, 0), np.int64), kls=kls,
+    )
+    layout = plots.robustness(result)
+    boxes = source(layout, "boxes").data
+    assert list(boxes["x"]) == list(analyses.CONDITIONS)
+    np.testing.assert_allclose(boxes["q2"], [np.median(kls[c]) for c in analyses.CONDITIONS])
+    bars = source(layout, "std").data
+    np.testing.assert_allclose(bars["std"], [np.std(kls[c], ddof=1) for c in analyses.CONDITIONS])
+
+
+def test_every_plot_saves_to_html(ex):
+    rows = [dict(layer=0, method="attention", head=0, run=0, kl=1.0), dict(layer=0, method="hidden", head=None, run=0, kl=0.5)]
+    for layout in (plots.max_attention(ex), plots.embedding(ex.tokens, np.zeros((ex.n_tokens, 2))), plots.kl_by_layer(rows)):
+        html = file_html(layout, INLINE, "t")
+        assert "Bokeh" in html and '<script src="http' not in html
