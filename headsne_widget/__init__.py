@@ -2,7 +2,7 @@
 
 The public names are imported lazily, so that ``from headsne_widget import tsne`` does not pay for
 transformers and ``import headsne_widget`` stays fast. Data flows one way:
-model -> arrays (:mod:`.extraction`) -> P (:mod:`.affinities`) -> frames (:mod:`.tsne`) -> browser (:mod:`.widget`).
+model -> arrays (:mod:`.extraction`) -> P (:mod:`.affinities`) -> frames (:mod:`.t_sne`) -> browser (:mod:`.widget`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ _EXPORTS = {
     "max_attention": "maximum_attention",
     "attention_affinities": "affinities",
     "gaussian_affinities": "affinities",
-    "tsne": "tsne",
-    "tsne_frames": "tsne",
-    "kl_divergence": "tsne",
-    "TSNEResult": "tsne",
-    "Frame": "tsne",
+    "tsne": "t_sne",
+    "tsne_frames": "t_sne",
+    "kl_divergence": "t_sne",
+    "TSNEResult": "t_sne",
+    "Frame": "t_sne",
     "quantile_rescale": "rescaling",
     "align": "alignment",
     "HeadSNE": "headsne",

@@ -157,7 +157,7 @@ def _extract_ids(token_ids: np.ndarray, loaded: Any) -> Any:
 
 def _tsne_kls(P: np.ndarray, restarts: int, n_iter: int, seed: int) -> np.ndarray:
     """Final exact KL of each of ``restarts`` batched t-SNE runs on ``P``, shape (restarts,)."""
-    from .tsne import tsne
+    from .t_sne import tsne
 
     n = P.shape[0]
     chunk = max(1, _MAX_BATCH_ELEMENTS // (n * n))
@@ -433,7 +433,7 @@ def word_embeddings(
     uses :data:`OCCUPATIONS` (thesis Fig. 6). ``perplexity=None`` uses 20 (thesis A.2), lowered to
     ``(n - 1) / 3`` for short word lists so that it stays below the number of neighbours.
     """
-    from .tsne import tsne
+    from .t_sne import tsne
 
     words = _check_words(words)
     n_iter = _check_positive_int(n_iter, "n_iter")

@@ -21,11 +21,11 @@ import numpy as np
 import traitlets as t
 
 from .affinities import attention_affinities, gaussian_affinities
-from .alignment import align
+from .alignment import align, procrustes
 from .errors import HeadSNEError
 from .extraction import Extraction, extract
 from .serialization import array_to_wire
-from .tsne import tsne_frames, warmup
+from .t_sne import tsne_frames, warmup
 from .widget import HeadSNEModel
 
 __all__ = ["HeadSNE", "top_edges", "align_rows"]
@@ -90,12 +90,8 @@ def align_rows(Y: np.ndarray, kept: np.ndarray, reference: np.ndarray, reference
     _, rows, ref_rows = np.intersect1d(kept, reference_kept, assume_unique=True, return_indices=True)
     if len(rows) < 3:
         return Y
-    shared = Y[rows].astype(np.float64)
-    moved = np.asarray(align(shared, reference[ref_rows]), dtype=np.float64)
-    # align() is (Y - mean) @ R + reference mean; recover R from the shared rows to move every row
-    mean, target_mean = shared.mean(axis=0), moved.mean(axis=0)
-    R = np.linalg.lstsq(shared - mean, moved - target_mean, rcond=None)[0]
-    return np.ascontiguousarray((Y - mean) @ R + target_mean, dtype=np.float32)
+    rotation, y_mean, r_mean = procrustes(Y[rows], reference[ref_rows])
+    return np.ascontiguousarray((Y - y_mean) @ rotation + r_mean, dtype=np.float32)
 
 
 # ---------------------------------------------------------------------------------------------- warm-up

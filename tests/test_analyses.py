@@ -57,7 +57,7 @@ def test_kl_by_layer_is_reproducible_from_seed(tiny_bert):
 
 
 def test_kl_by_layer_batches_runs_in_one_tsne_call_per_head(tiny_bert, monkeypatch):
-    import headsne_widget.tsne as tsne_module
+    import headsne_widget.t_sne as tsne_module
 
     calls = []
     real = tsne_module.tsne

@@ -28,7 +28,7 @@ from headsne_widget.headsne import HeadSNE, align_rows, start_warmup, top_edges
 from headsne_widget.maximum_attention import max_attention
 from headsne_widget.serialization import array_from_wire
 from headsne_widget.texts import TSNE_ABSTRACT
-from headsne_widget.tsne import kl_divergence
+from headsne_widget.t_sne import kl_divergence
 
 SHORT_TEXT = TSNE_ABSTRACT[:260]  # about 50 word pieces: fast runs, long enough for t-SNE
 LONG_RUN = dict(n_iter=10_000_000, speed=0.0)  # never ends by itself within a test

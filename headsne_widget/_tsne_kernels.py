@@ -1,0 +1,212 @@
+"""Compiled CPU kernels of the exact t-SNE: one fused pass over all pairs per iteration.
+
+The pass computes, for every run r and point i, without any n x n temporary,
+
+    w_ij = 1 / (1 + |y_i - y_j|^2)
+    attraction_i = sum_j p_ij w_ij (y_i - y_j)       (times the exaggeration)
+    repulsion_i  = sum_j w_ij^2 (y_i - y_j)
+    z_i          = sum_{j != i} w_ij                  (Z = sum_i z_i)
+    kl_i         = sum_j p_ij log(1 + |y_i - y_j|^2)  (only in :func:`forces_kl`)
+
+so that the gradient of eq. 3 is ``4 (attraction - repulsion / Z)`` and
+``KL(P || Q) = sum p log p + sum_i kl_i + log Z`` (P sums to 1, q_ij = w_ij / Z).
+
+Embeddings are stored as (runs, 2, n) so that the inner loop over j reads contiguous memory and
+vectorises; each row of P is read once per point and reused by every run while it sits in cache.
+Rows are independent (no atomics), and per-row sums are reduced in a fixed order afterwards, so a
+seed gives the same result on every call. ``fastmath`` allows re-association and reciprocals but not
+``nnan``/``ninf``, so non-finite values are never assumed away.
+
+Points that converge onto each other (tokens with identical rows of P) make |y_i - y_j|^2 and
+p_ij w_ij (y_i - y_j) subnormal, which x86 CPUs handle in microcode, 10-100 times slower. Each row
+therefore runs with flush-to-zero / denormals-are-zero set in MXCSR and restores the caller's MXCSR
+afterwards, so nothing outside these kernels sees the change (elsewhere the flags are no-ops).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+_FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
+_FTZ_DAZ = 0x8040  # MXCSR bits 15 (flush to zero) and 6 (denormals are zero)
+
+# Thread pool: numba's OpenMP layer shares the libgomp that torch loaded (and initialised) first,
+# with its spinning barriers; on a machine whose other core is busy every pass then waits for a
+# descheduled thread: measured 5-14 s instead of 0.3-0.5 s for n = 512 on 2 loaded cores, and its
+# OMP_WAIT_POLICY can no longer be changed. numba's own workqueue pool does not spin. It is not
+# safe for concurrent launches, which tsne.py serialises with a lock. Only if the user chose no
+# layer and numba has not started one yet.
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    numba.config.THREADING_LAYER = "workqueue"
+
+
+def _mxcsr_call(builder, name: str, slot) -> None:
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [slot.type]), name)
+    builder.call(fn, [slot])
+
+
+if platform.machine().lower() in {"x86_64", "amd64"}:
+
+    @intrinsic
+    def flush_denormals(typingctx):
+        """Set FTZ and DAZ on this thread; return the previous MXCSR for :func:`restore_fp_state`."""
+
+        def codegen(context, builder, sig, args):
+            slot = cgutils.alloca_once(builder, ir.IntType(32))
+            _mxcsr_call(builder, "llvm.x86.sse.stmxcsr", slot)
+            old = builder.load(slot)
+            builder.store(builder.or_(old, ir.Constant(ir.IntType(32), _FTZ_DAZ)), slot)
+            _mxcsr_call(builder, "llvm.x86.sse.ldmxcsr", slot)
+            return old
+
+        return types.uint32(), codegen
+
+    @intrinsic
+    def restore_fp_state(typingctx, old):
+        """Load the MXCSR saved by :func:`flush_denormals`."""
+
+        def codegen(context, builder, sig, args):
+            _mxcsr_call(builder, "llvm.x86.sse.ldmxcsr", cgutils.alloca_once_value(builder, args[0]))
+            return context.get_dummy_value()
+
+        return types.void(types.uint32), codegen
+
+else:  # other CPUs handle subnormals at full speed or flush them already
+
+    @njit(inline="always")
+    def flush_denormals():  # pragma: no cover - not x86
+        return np.uint32(0)
+
+    @njit(inline="always")
+    def restore_fp_state(old):  # pragma: no cover - not x86
+        return None
+
+
+@njit(parallel=True, fastmath=_FASTMATH, cache=True)
+def forces(P, Y, exaggeration, one, attraction, repulsion, z):  # pragma: no cover - compiled
+    """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``."""
+    runs, _, n = Y.shape
+    for i in prange(n):
+        fp_state = flush_denormals()
+        p = P[i]
+        for r in range(runs):
+            x = Y[r, 0]
+            y = Y[r, 1]
+            xi = x[i]
+            yi = y[i]
+            ax = xi - xi
+            ay = ax
+            rx = ax
+            ry = ax
+            zi = ax
+            for j in range(n):
+                dx = xi - x[j]
+                dy = yi - y[j]
+                w = one / (one + dx * dx + dy * dy)
+                pw = p[j] * w
+                ax += pw * dx
+                ay += pw * dy
+                w2 = w * w
+                rx += w2 * dx
+                ry += w2 * dy
+                zi += w
+            attraction[r, 0, i] = exaggeration * ax
+            attraction[r, 1, i] = exaggeration * ay
+            repulsion[r, 0, i] = rx
+            repulsion[r, 1, i] = ry
+            z[r, i] = zi - one  # w_ii = 1 is not part of Z
+        restore_fp_state(fp_state)
+
+
+@njit(parallel=True, fastmath=_FASTMATH, cache=True)
+def forces_kl(P, Y, exaggeration, one, attraction, repulsion, z, kl):  # pragma: no cover - compiled
+    """:func:`forces` plus ``kl`` (runs, n): sum_j p_ij log(1 + |y_i - y_j|^2) of the unexaggerated P."""
+    runs, _, n = Y.shape
+    for i in prange(n):
+        fp_state = flush_denormals()
+        p = P[i]
+        for r in range(runs):
+            x = Y[r, 0]
+            y = Y[r, 1]
+            xi = x[i]
+            yi = y[i]
+            ax = xi - xi
+            ay = ax
+            rx = ax
+            ry = ax
+            zi = ax
+            li = ax
+            for j in range(n):
+                dx = xi - x[j]
+                dy = yi - y[j]
+                d = one + dx * dx + dy * dy
+                w = one / d
+                pw = p[j] * w
+                ax += pw * dx
+                ay += pw * dy
+                w2 = w * w
+                rx += w2 * dx
+                ry += w2 * dy
+                zi += w
+                li += p[j] * np.log(d)
+            attraction[r, 0, i] = exaggeration * ax
+            attraction[r, 1, i] = exaggeration * ay
+            repulsion[r, 0, i] = rx
+            repulsion[r, 1, i] = ry
+            z[r, i] = zi - one
+            kl[r, i] = li
+        restore_fp_state(fp_state)
+
+
+@njit(fastmath=_FASTMATH, cache=True)
+def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain):  # pragma: no cover
+    """One gradient-descent step with momentum and per-parameter gains, in place, then zero mean.
+
+    gradient = 4 (attraction - repulsion / Z); gains grow by 0.2 where the gradient changes sign
+    against the last step and shrink by 0.8 elsewhere (the reference implementation's rule).
+    """
+    runs, dims, n = Y.shape
+    fp_state = flush_denormals()
+    for r in range(runs):
+        inv_z = 1.0 / Z[r]
+        for c in range(dims):
+            for i in range(n):
+                g = 4.0 * (attraction[r, c, i] - repulsion[r, c, i] * inv_z)
+                s = step[r, c, i]
+                gain = gains[r, c, i]
+                if s * g < 0.0:
+                    gain = gain + 0.2
+                else:
+                    gain = gain * 0.8
+                if gain < min_gain:
+                    gain = min_gain
+                gains[r, c, i] = gain
+                s = momentum * s - learning_rate * gain * g
+                step[r, c, i] = s
+                Y[r, c, i] += s
+            # zero mean, as the reference implementation does after each step: t-SNE is
+            # translation invariant, and a drifting centroid costs float32 its resolution when
+            # early exaggeration contracts a near-uniform P to spreads of 1e-10 (points merged
+            # for good at a centroid of 6e-4; centred they stay apart and expand afterwards)
+            mean = 0.0
+            for i in range(n):
+                mean += Y[r, c, i]
+            mean /= n
+            for i in range(n):
+                Y[r, c, i] -= mean
+    restore_fp_state(fp_state)
+
+
+# Below about 2^16 pairs x runs, waking the thread pool costs more than the pass itself (and on a
+# busy machine a parallel region waits for its slowest thread): the same kernels, compiled serially.
+PARALLEL_MIN_PAIRS = 1 << 16
+forces_serial = njit(fastmath=_FASTMATH, cache=True)(forces.py_func)
+forces_kl_serial = njit(fastmath=_FASTMATH, cache=True)(forces_kl.py_func)

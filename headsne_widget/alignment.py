@@ -1,0 +1,49 @@
+"""Align an embedding to a reference by orthogonal Procrustes, for a stable view between runs and frames.
+
+t-SNE's KL depends only on pairwise distances, so a rotation, a reflection and a shift of Y leave it
+unchanged; scaling would not, and is not applied.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["align", "procrustes"]
+
+
+def _points(a, name: str) -> np.ndarray:
+    arr = np.asarray(a)
+    if arr.ndim != 2 or arr.shape[0] < 1:
+        raise ValueError(f"{name} must be a 2-D array of points (n, d), got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def procrustes(Y, reference) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The orthogonal map (rotation/reflection, Y mean, reference mean) that best moves Y onto ``reference``.
+
+    With centred Yc and Rc and Yc^T Rc = U S V^T, the best orthogonal map is U V^T (no scaling).
+    Fit it on some rows and apply it to all as ``(Y - y_mean) @ rotation + r_mean``.
+    """
+    Y64 = _points(Y, "Y").astype(np.float64)
+    R = _points(reference, "reference").astype(np.float64)
+    if Y64.shape != R.shape:
+        raise ValueError(f"Y and reference must have the same shape, got {Y64.shape} and {R.shape}")
+    y_mean, r_mean = Y64.mean(axis=0), R.mean(axis=0)
+    U, _, Vt = np.linalg.svd((Y64 - y_mean).T @ (R - r_mean))
+    return U @ Vt, y_mean, r_mean
+
+
+def align(Y, reference) -> np.ndarray:
+    """Y rotated/reflected and shifted to best match ``reference`` (least squares, same shape, no scaling).
+
+    Float32 stays float32.
+    """
+    Y_in = np.asarray(Y)
+    rotation, y_mean, r_mean = procrustes(Y_in, reference)
+    aligned = (Y_in.astype(np.float64) - y_mean) @ rotation + r_mean
+    dtype = Y_in.dtype if np.issubdtype(Y_in.dtype, np.floating) else np.float64
+    return aligned.astype(dtype)

@@ -1,0 +1,74 @@
+"""Quantile-equidistant rescaling of a scatter plot (thesis Appendix A.3).
+
+Each axis is mapped by a piecewise-linear phi through k of its quantiles: the quantile at level
+q goes to q, so the rescaled axis is roughly uniform on [0, 1] and crowded regions are spread out.
+k = n gives the empirical CDF; small k keeps more of the original scale. Ticks for the original
+scale come from phi^-1 at equidistant positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["QuantileMap", "quantile_rescale"]
+
+
+@dataclass(frozen=True)
+class QuantileMap:
+    """phi of one axis: strictly increasing knots ``values`` (data units) -> ``levels`` (in [0, 1])."""
+
+    values: np.ndarray
+    levels: np.ndarray
+
+    def __call__(self, x) -> np.ndarray:
+        """phi(x): data units -> [0, 1] (clamped outside the data range)."""
+        return np.interp(np.asarray(x, dtype=np.float64), self.values, self.levels)
+
+    def inverse(self, u) -> np.ndarray:
+        """phi^-1(u): [0, 1] -> data units, e.g. the value to write at a tick."""
+        return np.interp(np.asarray(u, dtype=np.float64), self.levels, self.values)
+
+    def ticks(self, m: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """``m`` equidistant tick positions in [0, 1] and the original values they stand for."""
+        if m < 2:
+            raise ValueError(f"need at least 2 ticks, got {m}")
+        positions = np.linspace(0.0, 1.0, m)
+        return positions, self.inverse(positions)
+
+
+def _axis_map(column: np.ndarray, k: int) -> QuantileMap:
+    """phi through the k quantiles of one axis; tied quantiles are merged (mean level) to keep phi invertible."""
+    levels = np.linspace(0.0, 1.0, k)
+    values = np.quantile(column, levels)
+    values[0], values[-1] = column.min(), column.max()
+    unique, inverse = np.unique(values, return_inverse=True)
+    if unique.size == 1:  # a constant axis sits in the middle
+        return QuantileMap(unique, np.array([0.5]))
+    merged = np.bincount(inverse, weights=levels) / np.bincount(inverse)
+    merged = (merged - merged[0]) / (merged[-1] - merged[0])
+    return QuantileMap(unique, merged)
+
+
+def quantile_rescale(Y, k: int = 100) -> tuple[np.ndarray, tuple[QuantileMap, ...]]:
+    """Rescale every axis of Y (n, d) by its quantile map; return (Y in [0, 1]^d, one QuantileMap per axis).
+
+    The thesis uses k = 100. Float32 input stays float32.
+    """
+    Y = np.asarray(Y)
+    if Y.ndim != 2 or Y.shape[0] < 1 or Y.shape[1] < 1:
+        raise ValueError(f"Y must be a 2-D array of points (n, d), got shape {Y.shape}")
+    if not np.issubdtype(Y.dtype, np.number):
+        raise TypeError(f"Y must be numeric, got dtype {Y.dtype}")
+    if not np.isfinite(Y).all():
+        raise ValueError("Y contains NaN or infinite values")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an int, got {type(k).__name__}")
+    if k < 2:
+        raise ValueError(f"k must be at least 2 quantiles, got {k}")
+    Y64 = Y.astype(np.float64)
+    maps = tuple(_axis_map(Y64[:, a], int(k)) for a in range(Y.shape[1]))
+    out = np.column_stack([np.clip(m(Y64[:, a]), 0.0, 1.0) for a, m in enumerate(maps)])
+    dtype = Y.dtype if np.issubdtype(Y.dtype, np.floating) else np.float64
+    return out.astype(dtype), maps

@@ -1,0 +1,590 @@
+"""Exact t-SNE of a given affinity matrix P: streamed frame by frame, batched over restarts.
+
+The optimisation is the thesis's Algorithm 2.1 (Section 2.5.1): the exact gradient of eq. 3,
+
+    dC/dy_i = 4 sum_j (p_ij - q_ij) (y_i - y_j) / (1 + |y_i - y_j|^2),
+
+early exaggeration (P times ``early_exaggeration`` for the first ``exaggeration_iters`` steps),
+momentum switching from ``momentum[0]`` to ``momentum[1]`` when exaggeration ends, and the
+per-parameter gains of the reference implementation and scikit-learn (+0.2 / *0.8, at least 0.01).
+As in scikit-learn, gains and the momentum term restart when exaggeration ends: on attention P
+(n = 512, 6 seeds) that lowered the median final KL from 0.680 to 0.652 against keeping them, as
+the reference implementation does.
+
+``restarts=N`` optimises N embeddings at once along a leading axis; run r starts from
+N(0, 1e-4 I) drawn with ``seed + r``, so it equals the single run with that seed. On the CPU a fused,
+compiled pass over all pairs (:mod:`._tsne_kernels`) does the work without n x n temporaries; on
+CUDA the same steps run in torch. KL(P || Q) is exact (no Barnes-Hut approximation) and is only
+computed at reported steps, where it costs a logarithm per pair.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from ._device import resolve_device
+
+__all__ = [
+    "THESIS",
+    "Frame",
+    "TSNEResult",
+    "tsne",
+    "tsne_frames",
+    "kl_divergence",
+    "gradient",
+    "warmup",
+    "auto_learning_rate",
+]
+
+#: The settings of the thesis (Appendix A.2): 1000 iterations, learning rate 5, best of 100 runs by KL.
+#: ``tsne(P, **THESIS)`` reproduces them (perplexity 20 belongs to ``gaussian_affinities``).
+THESIS = {"n_iter": 1000, "learning_rate": 5.0, "restarts": 100}
+
+MIN_GAIN = 0.01
+INIT_STD = 1e-2  # N(0, 1e-4 I), as in the t-SNE paper and the thesis
+_SYMMETRY_TOL = 1e-6  # relative to the largest entry of P
+_SUM_TOL = 1e-4
+_KERNEL_LOCK = threading.Lock()  # numba's workqueue layer must not run two parallel kernels at once
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One reported step of :func:`tsne_frames`.
+
+    ``embedding`` is the run with the lowest KL at this step (index ``run``), a float32 (n, 2)
+    C-contiguous copy that is safe to hand to another thread; ``kls`` holds every run's KL.
+    """
+
+    iteration: int
+    embedding: np.ndarray
+    kl: float
+    kls: np.ndarray
+    run: int
+
+
+@dataclass(frozen=True)
+class TSNEResult:
+    """The outcome of :func:`tsne`: the best run by final exact KL and every run.
+
+    ``kl_history[k]`` is the best run's KL after ``iterations[k]`` steps; ``kl_histories`` has
+    one row per run.
+    """
+
+    embedding: np.ndarray
+    kl: float
+    kl_history: np.ndarray
+    embeddings: np.ndarray
+    kls: np.ndarray
+    best: int
+    iterations: np.ndarray
+    kl_histories: np.ndarray
+    learning_rate: float
+
+
+def auto_learning_rate(n: int, early_exaggeration: float = 12.0) -> float:
+    """``learning_rate="auto"``: max(n / early_exaggeration, 5), chosen by measurement.
+
+    Median final exact KL over 8 seeds on MiniLM attention P (layer 1, head 2, thesis abstract;
+    ``benchmarks/tsne_speed.py --learning-rates``), 1000 iterations:
+
+    ============  ======  ======  ======  ======  ==============  =======
+    n             5       50      200     n/12    max(n/48, 50)   n/24
+    ============  ======  ======  ======  ======  ==============  =======
+    100           0.588   0.735   0.788   0.588   0.735           0.593
+    200           0.631   0.682   0.749   0.639   0.682           0.649
+    400           0.617   0.591   0.644   0.589   0.591           0.622
+    800           2.571   0.731   0.752   0.726   0.731           0.717
+    2048 (5)      0.708   0.700   0.740   0.689   0.700           -
+    ============  ======  ======  ======  ======  ==============  =======
+
+    n / 12 is best or within 0.01 of the best everywhere; scikit-learn's max(n / 48, 50) is 0.15
+    worse at the widget's typical n of 100 to 200, and the thesis's 5 stalls from n = 800 on. The
+    floor of 5 (the thesis's value) only matters below 60 points.
+    """
+    return float(max(n / early_exaggeration, 5.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# validation
+
+
+def _as_numpy(a, name: str) -> np.ndarray:
+    if isinstance(a, torch.Tensor):
+        a = a.detach().cpu().numpy()
+    try:
+        arr = np.asarray(a)
+    except Exception as err:  # noqa: BLE001 - anything numpy cannot read
+        raise TypeError(f"{name} must be an array, got {type(a).__name__}") from err
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must be a real-valued numeric array, got dtype {arr.dtype}")
+    return arr
+
+
+_BLOCK = 256  # rows per block in the O(n^2) checks, so that no extra n x n temporary is made
+
+
+def check_affinities(P, dtype=np.float64) -> np.ndarray:
+    """P in ``dtype``, exactly symmetric with zero diagonal and sum 1, or a ValueError naming the problem.
+
+    Works in row blocks: beyond the result, memory stays O(n * 256) (n = 4096 runs in under 1 GB).
+    """
+    P = _as_numpy(P, "P")
+    if P.ndim != 2 or P.shape[0] != P.shape[1]:
+        raise ValueError(f"P must be a square 2-D matrix, got shape {P.shape}")
+    n = P.shape[0]
+    if n < 4:
+        raise ValueError(f"t-SNE needs at least 4 points, P is {n} x {n}")
+    if not np.isfinite(P).all():
+        raise ValueError("P contains NaN or infinite values")
+    smallest = P.min()
+    if smallest < 0:
+        raise ValueError(f"P must be non-negative, its smallest entry is {smallest:.3g}")
+    tol = _SYMMETRY_TOL * max(float(P.max()), np.finfo(float).tiny)
+    asymmetry = max(
+        float(np.abs(P[i:i + _BLOCK].astype(np.float64) - P[:, i:i + _BLOCK].T).max()) for i in range(0, n, _BLOCK)
+    )
+    if asymmetry > tol:
+        raise ValueError(f"P must be symmetric: max |P - P^T| = {asymmetry:.3g} (largest entry {tol / _SYMMETRY_TOL:.3g})")
+    diagonal = float(np.abs(np.diagonal(P)).max())
+    if diagonal > tol:
+        raise ValueError(f"P must have a zero diagonal (q_ii = 0, so KL would be infinite); max p_ii = {diagonal:.3g}")
+    total = float(P.sum(dtype=np.float64))
+    if abs(total - 1.0) > _SUM_TOL:
+        raise ValueError(f"P must sum to 1 (a joint distribution), it sums to {total:.6g}")
+    out = np.empty((n, n), dtype=dtype)
+    for i in range(0, n, _BLOCK):
+        out[i:i + _BLOCK] = (P[i:i + _BLOCK].astype(np.float64) + P[:, i:i + _BLOCK].T) / (2.0 * total)
+    np.fill_diagonal(out, 0.0)
+    out /= out.sum(dtype=np.float64)
+    return out
+
+
+def _check_embedding(Y, n: int, name: str = "Y") -> np.ndarray:
+    Y = _as_numpy(Y, name)
+    if Y.shape != (n, 2):
+        raise ValueError(f"{name} must have shape ({n}, 2) to match P, got {Y.shape}")
+    if not np.isfinite(Y).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return Y
+
+
+def _resolve_dtype(dtype) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"dtype must be float32 or float64, got {dt}")
+    return dt
+
+
+def _resolve_learning_rate(learning_rate, n: int, early_exaggeration: float) -> float:
+    if isinstance(learning_rate, str):
+        if learning_rate != "auto":
+            raise ValueError(f"learning_rate must be 'auto' or a positive number, got {learning_rate!r}")
+        return auto_learning_rate(n, early_exaggeration)
+    lr = float(learning_rate)
+    if not np.isfinite(lr) or lr <= 0:
+        raise ValueError(f"learning_rate must be positive, got {learning_rate!r}")
+    return lr
+
+
+def _initial_embeddings(init, n: int, restarts: int, seed: int | None, dtype: np.dtype) -> np.ndarray:
+    """(restarts, 2, n): ``init`` ((n, 2) for every run or (restarts, n, 2)), else N(0, 1e-4 I) from seed + r."""
+    if init is None:
+        base = int(np.random.default_rng().integers(2**31)) if seed is None else int(seed)
+        Y0 = np.stack([np.random.default_rng(base + r).normal(0.0, INIT_STD, size=(n, 2)) for r in range(restarts)])
+    else:
+        Y0 = _as_numpy(init, "init").astype(np.float64)
+        if Y0.shape == (n, 2):
+            Y0 = np.broadcast_to(Y0, (restarts, n, 2))
+        elif Y0.shape != (restarts, n, 2):
+            raise ValueError(f"init must have shape ({n}, 2) or ({restarts}, {n}, 2), got {Y0.shape}")
+        if not np.isfinite(Y0).all():
+            raise ValueError("init contains NaN or infinite values")
+    return np.ascontiguousarray(Y0.transpose(0, 2, 1), dtype=dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# engines: the same two operations, compiled on the CPU and in torch on any device
+
+
+class _NumbaEngine:
+    """Fused CPU kernels; buffers allocated once per run."""
+
+    def __init__(self, P: np.ndarray, Y0: np.ndarray):
+        from . import _tsne_kernels as kernels
+
+        runs, _, n = Y0.shape
+        parallel = runs * n * n >= kernels.PARALLEL_MIN_PAIRS
+        self._forces = kernels.forces if parallel else kernels.forces_serial
+        self._forces_kl = kernels.forces_kl if parallel else kernels.forces_kl_serial
+        self._update = kernels.update
+        dtype = Y0.dtype
+        self.P = np.ascontiguousarray(P, dtype=dtype)
+        self.Y = Y0.copy()
+        self.one = dtype.type(1)
+        self.attraction = np.empty_like(self.Y)
+        self.repulsion = np.empty_like(self.Y)
+        self.step = np.zeros_like(self.Y)
+        self.gains = np.ones_like(self.Y)
+        self.z = np.empty(self.Y.shape[::2], dtype=dtype)
+        self.kl_rows = np.empty_like(self.z)
+        self.Z = np.empty(self.Y.shape[0], dtype=np.float64)
+
+    def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
+        """Compute attraction/repulsion/Z at the current Y; return sum_ij p log(1 + d) per run if asked."""
+        ex = self.Y.dtype.type(exaggeration)
+        with _KERNEL_LOCK:
+            if want_kl:
+                self._forces_kl(self.P, self.Y, ex, self.one, self.attraction, self.repulsion, self.z, self.kl_rows)
+            else:
+                self._forces(self.P, self.Y, ex, self.one, self.attraction, self.repulsion, self.z)
+        np.sum(self.z, axis=1, dtype=np.float64, out=self.Z)
+        return self.kl_rows.sum(axis=1, dtype=np.float64) if want_kl else None
+
+    def log_z(self) -> np.ndarray:
+        return np.log(self.Z)
+
+    def gradient(self) -> np.ndarray:
+        return 4.0 * (self.attraction - self.repulsion / self.Z[:, None, None].astype(self.Y.dtype))
+
+    def restart_optimizer(self) -> None:
+        """Gains back to 1 and no momentum, when exaggeration ends."""
+        self.gains.fill(1.0)
+        self.step.fill(0.0)
+
+    def update(self, momentum: float, learning_rate: float) -> None:
+        self._update(self.Y, self.attraction, self.repulsion, self.Z, self.gains, self.step,
+                      momentum, learning_rate, MIN_GAIN)
+
+    def embeddings(self) -> np.ndarray:
+        """(runs, 2, n) view of the current embeddings (copy before handing out)."""
+        return self.Y
+
+
+class _TorchEngine:
+    """The same steps as :class:`_NumbaEngine` with torch tensors (CUDA, or the CPU for comparison).
+
+    Three (runs, n, n) buffers are allocated once per run; runs are processed in chunks that keep
+    them under about 1 GiB.
+    """
+
+    _BUFFER_BYTES = 1 << 30
+
+    def __init__(self, P: np.ndarray, Y0: np.ndarray, device: torch.device):
+        dtype = torch.float32 if Y0.dtype == np.float32 else torch.float64
+        runs, _, n = Y0.shape
+        self.P = torch.as_tensor(np.ascontiguousarray(P), device=device).to(dtype)
+        self.Y = torch.as_tensor(Y0, device=device).clone()
+        self.attraction = torch.empty_like(self.Y)
+        self.repulsion = torch.empty_like(self.Y)
+        self.step = torch.zeros_like(self.Y)
+        self.gains = torch.ones_like(self.Y)
+        self.Z = torch.empty(runs, dtype=torch.float64, device=device)
+        self.chunk = int(max(1, min(runs, self._BUFFER_BYTES // (3 * n * n * self.Y.element_size()))))
+        shape = (self.chunk, n, n)
+        self.D = torch.empty(shape, dtype=dtype, device=device)
+        self.W = torch.empty(shape, dtype=dtype, device=device)
+        self.M = torch.empty(shape, dtype=dtype, device=device)
+
+    def _chunk_forces(self, Y: torch.Tensor, ex: float, want_kl: bool, att, rep):
+        c = Y.shape[0]
+        D, W, M = self.D[:c], self.W[:c], self.M[:c]
+        x, y = Y[:, 0], Y[:, 1]
+        torch.sub(x[:, :, None], x[:, None, :], out=D)
+        torch.mul(D, D, out=W)
+        torch.sub(y[:, :, None], y[:, None, :], out=D)
+        W.addcmul_(D, D).add_(1.0)
+        kl = None
+        if want_kl:
+            torch.log(W, out=M)
+            M.mul_(self.P)
+            kl = M.sum(dim=(1, 2), dtype=torch.float64)
+        W.reciprocal_()
+        W.diagonal(dim1=1, dim2=2).zero_()
+        Z = W.sum(dim=(1, 2), dtype=torch.float64)
+        # sum_j m_ij (y_i - y_j) = y_i * sum_j m_ij - (M y)_i, for M = P * W and M = W * W
+        Yt = Y.transpose(1, 2)
+        torch.mul(W, self.P, out=M)
+        att.copy_((M.sum(dim=2)[:, None, :] * Y - torch.bmm(M, Yt).transpose(1, 2)) * ex)
+        torch.mul(W, W, out=M)
+        rep.copy_(M.sum(dim=2)[:, None, :] * Y - torch.bmm(M, Yt).transpose(1, 2))
+        return Z, kl
+
+    def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
+        kls = []
+        for start in range(0, self.Y.shape[0], self.chunk):
+            sl = slice(start, start + self.chunk)
+            Z, kl = self._chunk_forces(self.Y[sl], exaggeration, want_kl, self.attraction[sl], self.repulsion[sl])
+            self.Z[sl] = Z
+            kls.append(kl)
+        return torch.cat(kls).cpu().numpy() if want_kl else None
+
+    def log_z(self) -> np.ndarray:
+        return torch.log(self.Z).cpu().numpy()
+
+    def gradient(self) -> np.ndarray:
+        g = 4.0 * (self.attraction - self.repulsion / self.Z[:, None, None].to(self.Y.dtype))
+        return g.cpu().numpy()
+
+    def restart_optimizer(self) -> None:
+        self.gains.fill_(1.0)
+        self.step.zero_()
+
+    def update(self, momentum: float, learning_rate: float) -> None:
+        g = 4.0 * (self.attraction - self.repulsion * (1.0 / self.Z).to(self.Y.dtype)[:, None, None])
+        grow = self.step * g < 0.0
+        self.gains.copy_(torch.where(grow, self.gains + 0.2, self.gains * 0.8).clamp_(min=MIN_GAIN))
+        self.step.mul_(momentum).sub_(learning_rate * self.gains * g)
+        self.Y.add_(self.step)
+        self.Y.sub_(self.Y.mean(dim=2, keepdim=True))  # zero mean, as in the compiled update
+
+    def embeddings(self) -> np.ndarray:
+        return self.Y.cpu().numpy()
+
+
+def _make_engine(P: np.ndarray, Y0: np.ndarray, device: torch.device, engine: str | None):
+    engine = engine or ("numba" if device.type == "cpu" else "torch")
+    if engine == "numba":
+        if device.type != "cpu":
+            raise ValueError(f"the compiled kernels run on the CPU only, not on {device}")
+        return _NumbaEngine(P, Y0)
+    if engine == "torch":
+        return _TorchEngine(P, Y0, device)
+    raise ValueError(f"unknown engine {engine!r}: 'numba' or 'torch'")
+
+
+def _entropy_term(P: np.ndarray) -> float:
+    """sum p log p over the non-zero entries (0 log 0 = 0), in float64, row block by row block."""
+    total = 0.0
+    for i in range(0, P.shape[0], _BLOCK):
+        block = P[i:i + _BLOCK].astype(np.float64)
+        total += float(np.sum(block * np.log(np.where(block > 0, block, 1.0))))
+    return total
+
+
+# ----------------------------------------------------------------------------------------------
+# the optimisation loop
+
+
+def _optimize(
+    P,
+    *,
+    n_iter: int,
+    learning_rate,
+    early_exaggeration: float,
+    exaggeration_iters: int,
+    momentum: Sequence[float],
+    init,
+    seed: int | None,
+    restarts: int,
+    device,
+    every: int,
+    dtype,
+    engine: str | None = None,
+) -> Iterator[tuple[int, np.ndarray, np.ndarray, float]]:
+    """Yield (iteration, embeddings (runs, 2, n) live view, exact KL per run, learning rate) at reported steps.
+
+    Reported steps are every ``every``-th iteration and the last. The KL of the embedding after
+    step t is computed in the same pass as the gradient of step t + 1, so reporting costs one
+    logarithm per pair and nothing else.
+    """
+    dt = _resolve_dtype(dtype)
+    P = check_affinities(P, dt)
+    n = P.shape[0]
+    n_iter, restarts, every = _positive_int(n_iter, "n_iter"), _positive_int(restarts, "restarts"), _positive_int(every, "every")
+    exaggeration_iters = _non_negative_int(exaggeration_iters, "exaggeration_iters")
+    early_exaggeration = float(early_exaggeration)
+    if not np.isfinite(early_exaggeration) or early_exaggeration <= 0:
+        raise ValueError(f"early_exaggeration must be positive, got {early_exaggeration!r}")
+    mom = tuple(float(m) for m in momentum)
+    if len(mom) != 2 or not all(0.0 <= m < 1.0 for m in mom):
+        raise ValueError(f"momentum must be two values in [0, 1) (during and after exaggeration), got {momentum!r}")
+    if seed is not None and not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
+    lr = _resolve_learning_rate(learning_rate, n, early_exaggeration)
+    dev = resolve_device(device)
+    Y0 = _initial_embeddings(init, n, restarts, seed, dt)
+    eng = _make_engine(P, Y0, dev, engine)
+    entropy = _entropy_term(P)
+
+    def kl_of(rows: np.ndarray) -> np.ndarray:
+        return entropy + rows + eng.log_z()
+
+    for t in range(1, n_iter + 1):
+        exaggerating = t <= exaggeration_iters
+        if t == exaggeration_iters + 1 and t > 1:
+            eng.restart_optimizer()
+        report = t > 1 and (t - 1) % every == 0
+        rows = eng.forces(early_exaggeration if exaggerating else 1.0, report)
+        if report:
+            yield t - 1, eng.embeddings(), kl_of(rows), lr
+        eng.update(mom[0] if exaggerating else mom[1], lr)
+    rows = eng.forces(1.0, True)
+    yield n_iter, eng.embeddings(), kl_of(rows), lr
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return int(value)
+
+
+def _non_negative_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be non-negative, got {value}")
+    return int(value)
+
+
+def _frame(iteration: int, Y: np.ndarray, kls: np.ndarray) -> Frame:
+    best = int(np.argmin(kls))
+    embedding = np.ascontiguousarray(Y[best].T, dtype=np.float32).copy()
+    return Frame(iteration, embedding, float(kls[best]), np.array(kls, dtype=np.float64), best)
+
+
+def tsne_frames(
+    P,
+    *,
+    n_iter: int = 1000,
+    learning_rate: float | str = "auto",
+    early_exaggeration: float = 12.0,
+    exaggeration_iters: int = 250,
+    momentum: tuple[float, float] = (0.5, 0.8),
+    init=None,
+    seed: int | None = None,
+    restarts: int = 1,
+    device: str | torch.device | None = None,
+    every: int = 1,
+    dtype="float32",
+) -> Iterator[Frame]:
+    """Stream the optimisation: a :class:`Frame` after every ``every``-th iteration and after the last.
+
+    Takes the keyword arguments of :func:`tsne`. With ``restarts > 1`` each frame shows the run
+    with the lowest KL at that step. The work happens inside ``next()``: closing the generator (or
+    dropping it) stops the optimisation at once, and no thread is left behind.
+    """
+    for t, Y, kls, _ in _optimize(
+        P, n_iter=n_iter, learning_rate=learning_rate, early_exaggeration=early_exaggeration,
+        exaggeration_iters=exaggeration_iters, momentum=momentum, init=init, seed=seed,
+        restarts=restarts, device=device, every=every, dtype=dtype,
+    ):
+        yield _frame(t, Y, kls)
+
+
+def tsne(
+    P,
+    *,
+    n_iter: int = 1000,
+    learning_rate: float | str = "auto",
+    early_exaggeration: float = 12.0,
+    exaggeration_iters: int = 250,
+    momentum: tuple[float, float] = (0.5, 0.8),
+    init=None,
+    seed: int | None = None,
+    restarts: int = 1,
+    device: str | torch.device | None = None,
+    every: int = 50,
+    dtype="float32",
+) -> TSNEResult:
+    """Exact t-SNE of the affinities P (n x n, symmetric, zero diagonal, sum 1); best of ``restarts`` runs.
+
+    Parameters
+    ----------
+    P : the joint probabilities, e.g. from ``attention_affinities`` or ``gaussian_affinities``.
+    n_iter : gradient steps (thesis: 1000).
+    learning_rate : a positive number, or ``"auto"`` = max(n / early_exaggeration, 5), chosen by
+        measurement on real attention P (median KL over seeds, n = 100 to 2048; the table is in
+        :func:`auto_learning_rate`): scikit-learn's max(n / 48, 50) is clearly worse at n <= 200
+        and the thesis's 5 stalls from n = 800 on. ``tsne(P, **THESIS)`` gives the thesis preset
+        (learning rate 5, 100 restarts).
+    early_exaggeration, exaggeration_iters : P is multiplied by the first for the first steps.
+    momentum : (during exaggeration, after it).
+    init : (n, 2) start for every run, or (restarts, n, 2); default N(0, 1e-4 I) from ``seed + r``.
+    seed : base seed; run r uses ``seed + r``, so it equals ``tsne(P, seed=seed + r)``.
+    restarts : runs optimised together in one batched computation; the lowest final KL wins.
+    device : ``None`` = CUDA when available, else the CPU (compiled kernels).
+    every : ``kl_history`` holds the exact KL every ``every`` steps and after the last.
+    dtype : ``"float32"`` (default) or ``"float64"``.
+    """
+    iterations, histories, lr, Y = [], [], 0.0, None
+    for t, Y, kls, lr in _optimize(
+        P, n_iter=n_iter, learning_rate=learning_rate, early_exaggeration=early_exaggeration,
+        exaggeration_iters=exaggeration_iters, momentum=momentum, init=init, seed=seed,
+        restarts=restarts, device=device, every=every, dtype=dtype,
+    ):
+        iterations.append(t)
+        histories.append(kls)
+    kl_histories = np.asarray(histories, dtype=np.float64).T  # (runs, steps)
+    kls = kl_histories[:, -1].copy()
+    best = int(np.argmin(kls))
+    embeddings = np.ascontiguousarray(np.asarray(Y).transpose(0, 2, 1), dtype=np.float32)
+    return TSNEResult(
+        embedding=embeddings[best].copy(),
+        kl=float(kls[best]),
+        kl_history=kl_histories[best].astype(np.float32),
+        embeddings=embeddings,
+        kls=kls,
+        best=best,
+        iterations=np.asarray(iterations, dtype=np.int64),
+        kl_histories=kl_histories,
+        learning_rate=lr,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# exact KL and gradient of one embedding
+
+
+def gradient(P, Y) -> tuple[float, np.ndarray]:
+    """Exact KL(P || Q(Y)) and its gradient (eq. 3) for one embedding Y (n, 2).
+
+    Computed in float64 unless both P and Y are float32.
+    """
+    P_in, Y_in = _as_numpy(P, "P"), _as_numpy(Y, "Y")
+    P64 = check_affinities(P_in)
+    Yc = _check_embedding(Y_in, P64.shape[0])
+    dt = np.dtype(np.float32) if (P_in.dtype == np.float32 and Yc.dtype == np.float32) else np.dtype(np.float64)
+    eng = _NumbaEngine(P64, np.ascontiguousarray(Yc.T[None], dtype=dt))
+    rows = eng.forces(1.0, True)
+    kl = _entropy_term(P64) + float(rows[0]) + float(eng.log_z()[0])
+    return kl, eng.gradient()[0].T.copy()
+
+
+def kl_divergence(P, Y) -> float:
+    """Exact KL(P || Q(Y)) = sum p_ij log(p_ij / q_ij) of an embedding Y (n, 2), in float64."""
+    P64 = check_affinities(P)
+    Yc = _check_embedding(Y, P64.shape[0]).astype(np.float64)
+    eng = _NumbaEngine(P64, np.ascontiguousarray(Yc.T[None]))
+    rows = eng.forces(1.0, True)
+    return _entropy_term(P64) + float(rows[0]) + float(eng.log_z()[0])
+
+
+def warmup() -> None:
+    """Compile (or load from numba's cache) every CPU kernel, float32 and float64, on a tiny problem.
+
+    The widget calls this in a background thread at start so that the first head click does not
+    wait for compilation (seconds the first time, well under a second from the cache).
+    """
+    from . import _tsne_kernels as kernels
+
+    n = 8
+    for dtype in (np.float32, np.float64):
+        P = np.full((n, n), 1.0 / (n * (n - 1)), dtype=dtype)
+        np.fill_diagonal(P, 0.0)
+        Y = np.random.default_rng(0).normal(size=(1, 2, n)).astype(dtype)
+        one = dtype(1)
+        att, rep, step, gains = (np.zeros_like(Y) for _ in range(4))
+        z, kl = np.empty((1, n), dtype), np.empty((1, n), dtype)
+        with _KERNEL_LOCK:
+            for fn in (kernels.forces, kernels.forces_serial):
+                fn(P, Y, one, one, att, rep, z)
+            for fn in (kernels.forces_kl, kernels.forces_kl_serial):
+                fn(P, Y, one, one, att, rep, z, kl)
+        kernels.update(Y, att, rep, z.sum(axis=1, dtype=np.float64), gains + 1, step, 0.5, 1.0, MIN_GAIN)

@@ -1,0 +1,397 @@
+"""The exact t-SNE engine: gradient and KL against scikit-learn, optimisation, streaming, restarts, bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from headsne_widget import attention_affinities
+from headsne_widget.t_sne import (
+    THESIS, Frame, TSNEResult, _initial_embeddings, _optimize, gradient, kl_divergence, tsne, tsne_frames, warmup,
+)
+
+
+def random_P(n: int, seed: int = 0, dtype=np.float64) -> np.ndarray:
+    A = np.random.default_rng(seed).random((n, n)) ** 4
+    P = A + A.T
+    np.fill_diagonal(P, 0.0)
+    return (P / P.sum()).astype(dtype)
+
+
+def block_P(sizes=(10, 10, 10), leak: float = 1e-4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Three well-separated groups: strong random affinities inside a block, a faint leak between blocks."""
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    rng = np.random.default_rng(seed)
+    A = np.where(labels[:, None] == labels[None, :], 0.5 + rng.random((labels.size,) * 2), leak)
+    P = A + A.T
+    np.fill_diagonal(P, 0.0)
+    return P / P.sum(), labels
+
+
+def sklearn_kl_grad(P: np.ndarray, Y: np.ndarray) -> tuple[float, np.ndarray]:
+    from scipy.spatial.distance import squareform
+    from sklearn.manifold._t_sne import _kl_divergence
+
+    n = P.shape[0]
+    kl, grad = _kl_divergence(Y.ravel().copy(), squareform(P, checks=False), 1, n, 2)
+    return float(kl), grad.reshape(n, 2)
+
+
+def test_public_names_are_the_functions_whatever_was_imported_first():
+    """``from headsne_widget import tsne`` is the function even after every submodule was imported."""
+    code = (
+        "import types, headsne_widget.t_sne, headsne_widget.headsne, headsne_widget.analyses\n"
+        "from headsne_widget import Frame, kl_divergence, tsne, tsne_frames\n"
+        "assert callable(tsne) and not isinstance(tsne, types.ModuleType), tsne\n"
+        "import headsne_widget\n"
+        "assert headsne_widget.tsne is tsne is headsne_widget.t_sne.tsne and callable(tsne_frames)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# ---------------------------------------------------------------------------------------------- exactness
+
+
+def test_gradient_matches_finite_differences_and_sklearn():
+    n = 12
+    P = random_P(n, seed=1)
+    Y = np.random.default_rng(2).normal(scale=2.0, size=(n, 2))
+    kl, grad = gradient(P, Y)
+    assert grad.shape == (n, 2) and grad.dtype == np.float64
+    numeric = np.zeros_like(Y)
+    h = 1e-6
+    for i in range(n):
+        for c in range(2):
+            Yp, Ym = Y.copy(), Y.copy()
+            Yp[i, c] += h
+            Ym[i, c] -= h
+            numeric[i, c] = (kl_divergence(P, Yp) - kl_divergence(P, Ym)) / (2 * h)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-9 * np.abs(numeric).max())
+    sk_kl, sk_grad = sklearn_kl_grad(P, Y)
+    np.testing.assert_allclose(grad, sk_grad, rtol=1e-5, atol=1e-12)
+    assert kl == pytest.approx(sk_kl, rel=1e-10)
+
+
+@pytest.mark.parametrize("n", [5, 40, 300])
+def test_kl_divergence_matches_sklearn(n):
+    P = random_P(n, seed=n)
+    Y = np.random.default_rng(n).normal(scale=5.0, size=(n, 2))
+    assert kl_divergence(P, Y) == pytest.approx(sklearn_kl_grad(P, Y)[0], rel=1e-9)
+    # float32 gradient path agrees with the float64 one
+    kl32, g32 = gradient(P.astype(np.float32), Y.astype(np.float32))
+    kl64, g64 = gradient(P, Y)
+    assert g32.dtype == np.float32
+    assert kl32 == pytest.approx(kl64, rel=1e-4)
+    np.testing.assert_allclose(g32, g64, rtol=1e-3, atol=1e-4 * np.abs(g64).max())
+
+
+def test_kl_is_invariant_to_rotation_and_zero_for_a_perfect_fit():
+    n = 6
+    Y = np.random.default_rng(0).normal(size=(n, 2))
+    D = ((Y[:, None] - Y[None]) ** 2).sum(-1)
+    Q = 1.0 / (1.0 + D)
+    np.fill_diagonal(Q, 0.0)
+    Q /= Q.sum()
+    assert kl_divergence(Q, Y) == pytest.approx(0.0, abs=1e-12)
+    kl, grad = gradient(Q, Y)
+    np.testing.assert_allclose(grad, 0.0, atol=1e-12)
+    theta = 0.7
+    rot = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+    P = random_P(n)
+    assert kl_divergence(P, Y @ rot + 3.0) == pytest.approx(kl_divergence(P, Y), rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- optimisation
+
+
+def nn_purity(Y: np.ndarray, labels: np.ndarray) -> float:
+    D = ((Y[:, None] - Y[None]) ** 2).sum(-1)
+    np.fill_diagonal(D, np.inf)
+    return float((labels[D.argmin(axis=1)] == labels).mean())
+
+
+def test_three_blocks_are_separated_and_kl_falls():
+    P, labels = block_P()
+    res = tsne(P, seed=0, n_iter=500, every=10)
+    assert isinstance(res, TSNEResult)
+    assert res.embedding.shape == (30, 2) and res.embedding.dtype == np.float32
+    assert nn_purity(res.embedding, labels) == 1.0
+    assert res.kl_history[-1] < 0.5 * res.kl_history[0]
+    assert res.iterations.tolist() == list(range(10, 501, 10))
+    assert res.kl == pytest.approx(kl_divergence(P, res.embedding), rel=1e-4)
+    # blocks are far apart compared with their own size
+    centres = np.array([res.embedding[labels == k].mean(0) for k in range(3)])
+    spread = max(np.abs(res.embedding[labels == k] - centres[k]).max() for k in range(3))
+    gaps = [np.linalg.norm(centres[a] - centres[b]) for a in range(3) for b in range(a + 1, 3)]
+    assert min(gaps) > 2 * spread
+
+
+def test_real_attention_head_embeds(abstract_ex):
+    P = attention_affinities(abstract_ex.attentions[0, 2])
+    res = tsne(P, seed=0, n_iter=300, every=50, restarts=2)
+    assert np.isfinite(res.embeddings).all()
+    assert res.kl_history[-1] < res.kl_history[0]
+    assert res.kl == pytest.approx(kl_divergence(P, res.embedding), rel=1e-4)
+
+
+def test_frames_report_steps_with_exact_kl():
+    P = random_P(20, seed=3)
+    frames = list(tsne_frames(P, seed=1, n_iter=35, every=10))
+    assert [f.iteration for f in frames] == [10, 20, 30, 35]
+    for f in frames:
+        assert isinstance(f, Frame)
+        assert f.embedding.dtype == np.float32 and f.embedding.shape == (20, 2)
+        assert f.embedding.flags.c_contiguous and f.embedding.flags.owndata
+        assert f.kl == pytest.approx(kl_divergence(P, f.embedding), rel=1e-4)
+    # frames are snapshots: later steps do not change earlier frames
+    assert not np.array_equal(frames[0].embedding, frames[-1].embedding)
+    last = tsne(P, seed=1, n_iter=35)
+    np.testing.assert_array_equal(frames[-1].embedding, last.embedding)
+
+
+def test_frames_show_the_best_run_at_each_step():
+    P = random_P(16, seed=4)
+    for f in tsne_frames(P, seed=0, n_iter=60, every=20, restarts=3):
+        assert f.kls.shape == (3,)
+        assert f.run == int(np.argmin(f.kls)) and f.kl == f.kls.min()
+        assert f.kl == pytest.approx(kl_divergence(P, f.embedding), rel=1e-4)
+
+
+def test_closing_the_generator_stops_the_work():
+    P = random_P(400, seed=5)
+    threads = threading.active_count()
+    gen = tsne_frames(P, seed=0, n_iter=100_000, every=1)
+    first = next(gen)
+    next(gen)
+    gen.close()
+    assert gen.gi_frame is None  # finished, cannot resume
+    with pytest.raises(StopIteration):
+        next(gen)
+    cpu = time.process_time()
+    time.sleep(0.3)
+    assert time.process_time() - cpu < 0.05  # no work goes on after close
+    assert threading.active_count() == threads
+    assert first.iteration == 1
+
+
+def test_seeds_reproduce_and_differ():
+    P = random_P(30, seed=6)
+    a, b = tsne(P, seed=7, n_iter=200), tsne(P, seed=7, n_iter=200)
+    np.testing.assert_array_equal(a.embedding, b.embedding)
+    assert a.kl == b.kl
+    c = tsne(P, seed=8, n_iter=200)
+    assert not np.array_equal(a.embedding, c.embedding)
+
+
+def test_restarts_are_batched_seeds_and_the_best_wins():
+    P = random_P(40, seed=7)
+    res = tsne(P, seed=10, restarts=3, n_iter=300)
+    assert res.embeddings.shape == (3, 40, 2) and res.kls.shape == (3,)
+    assert res.best == int(np.argmin(res.kls)) and res.kl == res.kls.min()
+    np.testing.assert_array_equal(res.embedding, res.embeddings[res.best])
+    np.testing.assert_array_equal(res.kl_history, res.kl_histories[res.best].astype(np.float32))
+    for r in range(3):
+        single = tsne(P, seed=10 + r, n_iter=300)
+        np.testing.assert_allclose(res.embeddings[r], single.embedding, rtol=1e-5, atol=1e-5)
+        assert res.kls[r] == pytest.approx(single.kl, rel=1e-5)
+        assert res.kls[r] == pytest.approx(kl_divergence(P, res.embeddings[r]), rel=1e-4)
+
+
+def test_init_is_used_and_default_init_is_small():
+    P = random_P(10, seed=8)
+    Y0 = np.random.default_rng(0).normal(size=(10, 2))
+    a = tsne(P, init=Y0, seed=1, n_iter=50)
+    b = tsne(P, init=Y0, seed=2, n_iter=50)
+    np.testing.assert_array_equal(a.embedding, b.embedding)
+    per_run = np.stack([Y0, -Y0])
+    two = tsne(P, init=per_run, restarts=2, n_iter=50)
+    np.testing.assert_allclose(two.embeddings[0], a.embedding, rtol=1e-5, atol=1e-6)
+    start = _initial_embeddings(None, 1000, 1, 0, np.dtype(np.float32))
+    assert start.std() == pytest.approx(1e-2, rel=0.1)  # N(0, 1e-4 I)
+
+
+def test_torch_engine_matches_compiled_kernels_on_cpu():
+    """Same steps in torch (the CUDA code path) and in the compiled kernels, through both schedule phases.
+
+    t-SNE's early dynamics amplify rounding differences about twofold per step, so the comparison
+    covers the first steps, where both must agree to rounding.
+    """
+    P = random_P(50, seed=9)
+    kwargs = dict(n_iter=8, learning_rate="auto", early_exaggeration=12.0, exaggeration_iters=4,
+                  momentum=(0.5, 0.8), init=None, seed=3, restarts=2, device="cpu", every=1)
+    for dtype, rtol in (("float64", 1e-10), ("float32", 1e-4)):
+        runs = {}
+        for engine in ("numba", "torch"):
+            runs[engine] = [(t, Y.copy(), kls) for t, Y, kls, _ in _optimize(P, dtype=dtype, engine=engine, **kwargs)]
+        assert [t for t, _, _ in runs["torch"]] == list(range(1, 9))
+        for (t1, Y1, k1), (t2, Y2, k2) in zip(runs["numba"], runs["torch"]):
+            assert t1 == t2
+            np.testing.assert_allclose(Y1, Y2, rtol=rtol, atol=rtol * np.abs(Y1).max())
+            np.testing.assert_allclose(k1, k2, rtol=rtol)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu():
+    P = random_P(64, seed=10)
+    cpu = tsne(P, seed=0, n_iter=100, device="cpu", dtype="float64")
+    gpu = tsne(P, seed=0, n_iter=100, device="cuda", dtype="float64")
+    np.testing.assert_allclose(gpu.embedding, cpu.embedding, rtol=1e-5, atol=1e-5)
+    again = tsne(P, seed=0, n_iter=100, device="cuda", dtype="float64")
+    np.testing.assert_array_equal(gpu.embedding, again.embedding)
+
+
+def test_float32_and_float64_P_are_accepted():
+    P = random_P(12, seed=11)
+    a = tsne(P.astype(np.float32), seed=0, n_iter=100)
+    b = tsne(P, seed=0, n_iter=100)
+    np.testing.assert_allclose(a.embedding, b.embedding, rtol=1e-3, atol=1e-4)
+    assert tsne(torch.as_tensor(P), seed=0, n_iter=100).kl == pytest.approx(b.kl, rel=1e-6)
+
+
+def test_thesis_preset_and_warmup():
+    assert THESIS == {"n_iter": 1000, "learning_rate": 5.0, "restarts": 100}
+    warmup()
+    P = random_P(8, seed=12)
+    res = tsne(P, seed=0, **{**THESIS, "restarts": 4, "n_iter": 100})
+    assert res.learning_rate == 5.0 and res.embeddings.shape == (4, 8, 2)
+
+
+# ---------------------------------------------------------------------------------------------- degenerate but valid P
+
+
+def star_P(n: int) -> np.ndarray:
+    P = np.zeros((n, n))
+    P[0, 1:] = P[1:, 0] = 1.0
+    return P / P.sum()
+
+
+def isolated_P(n: int) -> np.ndarray:
+    P, _ = block_P((4, 4), leak=0.0)
+    full = np.zeros((n, n))
+    full[:8, :8] = P  # tokens 8.. have all-zero rows
+    return full
+
+
+def single_pair_P(n: int) -> np.ndarray:
+    P = np.zeros((n, n))
+    P[0, 1] = P[1, 0] = 0.5
+    return P
+
+
+@pytest.mark.parametrize("make", [star_P, isolated_P, single_pair_P])
+def test_degenerate_P_gives_finite_results(make):
+    P = make(12)
+    res = tsne(P, seed=0, n_iter=1000, restarts=2, every=100)
+    assert np.isfinite(res.embeddings).all()
+    assert np.isfinite(res.kls).all() and np.isfinite(res.kl_history).all()
+    assert res.kl == pytest.approx(kl_divergence(P, res.embedding), rel=1e-3, abs=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+
+
+def _bad_P_cases():
+    good = random_P(6)
+    asym = good.copy()
+    asym[0, 1] += 1e-3
+    asym /= asym.sum()
+    neg = good.copy()
+    neg[0, 1] = neg[1, 0] = -1e-3
+    nan = good.copy()
+    nan[2, 3] = nan[3, 2] = np.nan
+    inf = good.copy()
+    inf[2, 3] = inf[3, 2] = np.inf
+    diag = good.copy()
+    diag[0, 0] = 0.1
+    diag /= diag.sum()
+    return [
+        (good[0], "square 2-D"),
+        (good[:, :5], "square 2-D"),
+        (good[None], "square 2-D"),
+        (random_P(3), "at least 4 points"),
+        (asym, "symmetric"),
+        (neg, "non-negative"),
+        (nan, "NaN or infinite"),
+        (inf, "NaN or infinite"),
+        (good * 1.01, "sum to 1"),
+        (good * 0.5, "sum to 1"),
+        (np.zeros((6, 6)), "sum to 1"),
+        (diag, "zero diagonal"),
+    ]
+
+
+@pytest.mark.parametrize("P, message", _bad_P_cases())
+def test_bad_P_is_refused_by_name(P, message):
+    for call in (lambda: tsne(P, n_iter=5), lambda: next(tsne_frames(P, n_iter=5)),
+                 lambda: kl_divergence(P, np.zeros((P.shape[0], 2)) if P.ndim == 2 else np.zeros((6, 2)))):
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
+def test_P_sum_tolerance_accepts_rounding():
+    P = random_P(6) * (1 + 5e-5)
+    assert np.isfinite(tsne(P, n_iter=5, seed=0).kl)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"init": np.zeros((5, 2))}, "init must have shape"),
+        ({"init": np.zeros((6, 3))}, "init must have shape"),
+        ({"init": np.zeros((2, 6, 2)), "restarts": 3}, "init must have shape"),
+        ({"init": np.full((6, 2), np.nan)}, "init contains NaN"),
+        ({"n_iter": 0}, "n_iter must be at least 1"),
+        ({"restarts": 0}, "restarts must be at least 1"),
+        ({"every": 0}, "every must be at least 1"),
+        ({"learning_rate": 0.0}, "learning_rate must be positive"),
+        ({"learning_rate": -5.0}, "learning_rate must be positive"),
+        ({"learning_rate": float("nan")}, "learning_rate must be positive"),
+        ({"learning_rate": "fast"}, "learning_rate must be 'auto'"),
+        ({"early_exaggeration": 0.0}, "early_exaggeration must be positive"),
+        ({"exaggeration_iters": -1}, "exaggeration_iters must be non-negative"),
+        ({"momentum": (0.5, 1.5)}, "momentum must be two values"),
+        ({"dtype": "float16"}, "dtype must be float32 or float64"),
+        ({"device": "tpu9"}, "device"),
+    ],
+)
+def test_bad_arguments_are_refused_by_name(kwargs, message):
+    P = random_P(6)
+    with pytest.raises(ValueError, match=message):
+        tsne(P, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        next(tsne_frames(P, **kwargs))
+
+
+def test_bad_types_and_embedding_shapes():
+    P = random_P(6)
+    with pytest.raises(TypeError, match="n_iter must be an int"):
+        tsne(P, n_iter=10.5)
+    with pytest.raises(TypeError, match="P must be a real-valued numeric array"):
+        tsne(np.full((6, 6), "a"))
+    with pytest.raises(ValueError, match=r"Y must have shape \(6, 2\)"):
+        kl_divergence(P, np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="Y contains NaN"):
+        gradient(P, np.full((6, 2), np.inf))
+
+
+@pytest.mark.parametrize("layer, head", [(0, 0), (0, 3)])
+def test_near_uniform_heads_do_not_collapse_in_float32(abstract_ex, layer, head):
+    """Early exaggeration contracts a near-uniform P to spreads of ~1e-15; centred, float32 keeps the
+    points apart and they expand afterwards (uncentred, they merged for good at KL(P || uniform))."""
+    from headsne_widget.affinities import attention_affinities
+
+    P = attention_affinities(abstract_ex.attentions[layer, head])
+    n = P.shape[0]
+    collapsed_kl = kl_divergence(P, np.zeros((n, 2)) + np.arange(n)[:, None] * 1e-12)
+    res = tsne(P, seed=0, restarts=2)
+    assert np.isfinite(res.embeddings).all()
+    assert (res.embeddings.std(axis=1).min(axis=1) > 0.1).all()
+    assert len(np.unique(res.embedding[:, 0])) == n
+    assert (res.kls < collapsed_kl - 0.05).all(), (res.kls, collapsed_kl)
