@@ -61,22 +61,23 @@ def _check_positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
+def _check_index(value: Any, count: int, name: str, unit: str) -> int:
+    """A 0-based index in ``[0, count)`` (negative counts from the end), named in the error."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not -count <= value < count:
+        raise ValueError(f"{name}={value} is out of range: the model has {count} {unit} (0..{count - 1})")
+    return int(value) % count
+
+
 def _check_layer(layer: Any, n_layers: int, name: str = "layer") -> int:
-    """A 0-based attention layer index in ``[0, n_layers)`` (negative counts from the end)."""
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(layer).__name__}")
-    if not -n_layers <= layer < n_layers:
-        raise ValueError(f"{name}={layer} is out of range: the model has {n_layers} layers (0..{n_layers - 1})")
-    return int(layer) % n_layers
+    """A 0-based attention layer index."""
+    return _check_index(layer, n_layers, name, "layers")
 
 
 def _check_head(head: Any, n_heads: int, name: str = "head") -> int:
-    """A 0-based head index in ``[0, n_heads)`` (negative counts from the end)."""
-    if isinstance(head, bool) or not isinstance(head, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(head).__name__}")
-    if not -n_heads <= head < n_heads:
-        raise ValueError(f"{name}={head} is out of range: the model has {n_heads} heads per layer (0..{n_heads - 1})")
-    return int(head) % n_heads
+    """A 0-based head index."""
+    return _check_index(head, n_heads, name, "heads per layer")
 
 
 def _seed(*keys: int) -> int:
