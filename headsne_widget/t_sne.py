@@ -222,6 +222,7 @@ class _NumbaEngine:
         self._forces = kernels.forces if parallel else kernels.forces_serial
         self._forces_kl = kernels.forces_kl if parallel else kernels.forces_kl_serial
         self._update = kernels.update
+        self._steps = kernels.steps if parallel else kernels.steps_serial
         dtype = Y0.dtype
         self.P = np.ascontiguousarray(P, dtype=dtype)
         self.Y = Y0.copy()
@@ -259,6 +260,13 @@ class _NumbaEngine:
     def update(self, momentum: float, learning_rate: float) -> None:
         self._update(self.Y, self.attraction, self.repulsion, self.Z, self.gains, self.step,
                       momentum, learning_rate, MIN_GAIN)
+
+    def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
+        """``count`` iterations of forces + update in one compiled call (no KL)."""
+        with _KERNEL_LOCK:
+            self._steps(self.P, self.Y, self.Y.dtype.type(exaggeration), self.one, self.attraction,
+                        self.repulsion, self.z, self.Z, self.gains, self.step, momentum, learning_rate,
+                        MIN_GAIN, count)
 
     def embeddings(self) -> np.ndarray:
         """(runs, 2, n) view of the current embeddings (copy before handing out)."""
@@ -342,6 +350,12 @@ class _TorchEngine:
         self.Y.add_(self.step)
         self.Y.sub_(self.Y.mean(dim=2, keepdim=True))  # zero mean, as in the compiled update
 
+    def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
+        """``count`` iterations of forces + update (no KL)."""
+        for _ in range(count):
+            self.forces(exaggeration, False)
+            self.update(momentum, learning_rate)
+
     def embeddings(self) -> np.ndarray:
         return self.Y.cpu().numpy()
 
@@ -414,15 +428,24 @@ def _optimize(
     def kl_of(rows: np.ndarray) -> np.ndarray:
         return entropy + rows + eng.log_z()
 
-    for t in range(1, n_iter + 1):
+    t = 1
+    while t <= n_iter:
         exaggerating = t <= exaggeration_iters
         if t == exaggeration_iters + 1 and t > 1:
             eng.restart_optimizer()
-        report = t > 1 and (t - 1) % every == 0
-        rows = eng.forces(early_exaggeration if exaggerating else 1.0, report)
-        if report:
+        ex, m = (early_exaggeration, mom[0]) if exaggerating else (1.0, mom[1])
+        if t > 1 and (t - 1) % every == 0:  # the KL of iteration t - 1 comes with the forces of t
+            rows = eng.forces(ex, True)
             yield t - 1, eng.embeddings(), kl_of(rows), lr
-        eng.update(mom[0] if exaggerating else mom[1], lr)
+            eng.update(m, lr)
+            t += 1
+            continue
+        # plain iterations up to the next report, the end of exaggeration or the end, in one call
+        stop = min(((t - 1) // every + 1) * every + 1, n_iter + 1)
+        if exaggerating:
+            stop = min(stop, exaggeration_iters + 1)
+        eng.steps(stop - t, ex, m, lr)
+        t = stop
     rows = eng.forces(1.0, True)
     yield n_iter, eng.embeddings(), kl_of(rows), lr
 
@@ -587,4 +610,6 @@ def warmup() -> None:
                 fn(P, Y, one, one, att, rep, z)
             for fn in (kernels.forces_kl, kernels.forces_kl_serial):
                 fn(P, Y, one, one, att, rep, z, kl)
+            for fn in (kernels.steps, kernels.steps_serial):
+                fn(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
         kernels.update(Y, att, rep, z.sum(axis=1, dtype=np.float64), gains + 1, step, 0.5, 1.0, MIN_GAIN)
