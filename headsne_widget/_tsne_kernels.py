@@ -6,7 +6,7 @@ The pass computes, for every run r and point i, without any n x n temporary,
     attraction_i = sum_j p_ij w_ij (y_i - y_j)       (times the exaggeration)
     repulsion_i  = sum_j w_ij^2 (y_i - y_j)
     z_i          = sum_{j != i} w_ij                  (Z = sum_i z_i)
-    kl_i         = sum_j p_ij log(1 + |y_i - y_j|^2)  (only in :func:`forces_kl`)
+    kl_i         = sum_j p_ij log(1 + |y_i - y_j|^2)  (only at reported steps: ``want_kl``)
 
 so that the gradient of eq. 3 is ``4 (attraction - repulsion / Z)`` and
 ``KL(P || Q) = sum p log p + sum_i kl_i + log Z`` (P sums to 1, q_ij = w_ij / Z).
@@ -92,44 +92,13 @@ else:  # other CPUs handle subnormals at full speed or flush them already
 
 
 @njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True)
-def forces(P, Y, exaggeration, one, attraction, repulsion, z):  # pragma: no cover - compiled
-    """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``."""
-    runs, _, n = Y.shape
-    for i in prange(n):
-        fp_state = flush_denormals()
-        p = P[i]
-        for r in range(runs):
-            x = Y[r, 0]
-            y = Y[r, 1]
-            xi = x[i]
-            yi = y[i]
-            ax = xi - xi
-            ay = ax
-            rx = ax
-            ry = ax
-            zi = ax
-            for j in range(n):
-                dx = xi - x[j]
-                dy = yi - y[j]
-                w = one / (one + dx * dx + dy * dy)
-                pw = p[j] * w
-                ax += pw * dx
-                ay += pw * dy
-                w2 = w * w
-                rx += w2 * dx
-                ry += w2 * dy
-                zi += w
-            attraction[r, 0, i] = exaggeration * ax
-            attraction[r, 1, i] = exaggeration * ay
-            repulsion[r, 0, i] = rx
-            repulsion[r, 1, i] = ry
-            z[r, i] = zi - one  # w_ii = 1 is not part of Z
-        restore_fp_state(fp_state)
+def forces(P, Y, exaggeration, one, attraction, repulsion, z, kl, want_kl):  # pragma: no cover - compiled
+    """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``; with
+    ``want_kl`` also ``kl`` (runs, n): sum_j p_ij log(1 + |y_i - y_j|^2) of the unexaggerated P.
 
-
-@njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True)
-def forces_kl(P, Y, exaggeration, one, attraction, repulsion, z, kl):  # pragma: no cover - compiled
-    """:func:`forces` plus ``kl`` (runs, n): sum_j p_ij log(1 + |y_i - y_j|^2) of the unexaggerated P."""
+    ``want_kl`` is loop-invariant: LLVM unswitches it into two vectorised loops (measured: the same
+    time as two separate kernels, with and without the logarithm).
+    """
     runs, _, n = Y.shape
     for i in prange(n):
         fp_state = flush_denormals()
@@ -157,13 +126,15 @@ def forces_kl(P, Y, exaggeration, one, attraction, repulsion, z, kl):  # pragma:
                 rx += w2 * dx
                 ry += w2 * dy
                 zi += w
-                li += p[j] * np.log(d)
+                if want_kl:
+                    li += p[j] * np.log(d)
             attraction[r, 0, i] = exaggeration * ax
             attraction[r, 1, i] = exaggeration * ay
             repulsion[r, 0, i] = rx
             repulsion[r, 1, i] = ry
-            z[r, i] = zi - one
-            kl[r, i] = li
+            z[r, i] = zi - one  # w_ii = 1 is not part of Z
+            if want_kl:
+                kl[r, i] = li
         restore_fp_state(fp_state)
 
 
@@ -222,7 +193,6 @@ def _serial(kernel, name: str, **swap):
 # region waits for its slowest thread, the serial twins run.
 PARALLEL_MIN_PAIRS = 1 << 20
 forces_serial = _serial(forces, "forces_serial")
-forces_kl_serial = _serial(forces_kl, "forces_kl_serial")
 
 
 # error_model="numpy" everywhere: numba's default "python" model guards each division with a
@@ -231,11 +201,11 @@ forces_kl_serial = _serial(forces_kl, "forces_kl_serial")
 
 
 @njit(fastmath=_FASTMATH, error_model="numpy", cache=True)
-def steps(P, Y, exaggeration, one, attraction, repulsion, z, Z, gains, step, momentum, learning_rate,
+def steps(P, Y, exaggeration, one, attraction, repulsion, z, kl, Z, gains, step, momentum, learning_rate,
           min_gain, count):  # pragma: no cover - compiled
-    """``count`` plain iterations (forces, then update) without returning to Python between them."""
+    """``count`` plain iterations (forces without KL, then update) without returning to Python between them."""
     for _ in range(count):
-        forces(P, Y, exaggeration, one, attraction, repulsion, z)
+        forces(P, Y, exaggeration, one, attraction, repulsion, z, kl, False)
         _sum_rows(z, Z)
         update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain)
 

@@ -220,7 +220,6 @@ class _NumbaEngine:
         runs, _, n = Y0.shape
         parallel = runs * n * n >= kernels.PARALLEL_MIN_PAIRS
         self._forces = kernels.forces if parallel else kernels.forces_serial
-        self._forces_kl = kernels.forces_kl if parallel else kernels.forces_kl_serial
         self._update = kernels.update
         self._steps = kernels.steps if parallel else kernels.steps_serial
         dtype = Y0.dtype
@@ -239,10 +238,7 @@ class _NumbaEngine:
         """Compute attraction/repulsion/Z at the current Y; return sum_ij p log(1 + d) per run if asked."""
         ex = self.Y.dtype.type(exaggeration)
         with _KERNEL_LOCK:
-            if want_kl:
-                self._forces_kl(self.P, self.Y, ex, self.one, self.attraction, self.repulsion, self.z, self.kl_rows)
-            else:
-                self._forces(self.P, self.Y, ex, self.one, self.attraction, self.repulsion, self.z)
+            self._forces(self.P, self.Y, ex, self.one, self.attraction, self.repulsion, self.z, self.kl_rows, want_kl)
         np.sum(self.z, axis=1, dtype=np.float64, out=self.Z)
         return self.kl_rows.sum(axis=1, dtype=np.float64) if want_kl else None
 
@@ -265,8 +261,8 @@ class _NumbaEngine:
         """``count`` iterations of forces + update in one compiled call (no KL)."""
         with _KERNEL_LOCK:
             self._steps(self.P, self.Y, self.Y.dtype.type(exaggeration), self.one, self.attraction,
-                        self.repulsion, self.z, self.Z, self.gains, self.step, momentum, learning_rate,
-                        MIN_GAIN, count)
+                        self.repulsion, self.z, self.kl_rows, self.Z, self.gains, self.step, momentum,
+                        learning_rate, MIN_GAIN, count)
 
     def embeddings(self) -> np.ndarray:
         """(runs, 2, n) view of the current embeddings (copy before handing out)."""
@@ -607,9 +603,7 @@ def warmup() -> None:
         z, kl = np.empty((1, n), dtype), np.empty((1, n), dtype)
         with _KERNEL_LOCK:
             for fn in (kernels.forces, kernels.forces_serial):
-                fn(P, Y, one, one, att, rep, z)
-            for fn in (kernels.forces_kl, kernels.forces_kl_serial):
-                fn(P, Y, one, one, att, rep, z, kl)
+                fn(P, Y, one, one, att, rep, z, kl, True)
             for fn in (kernels.steps, kernels.steps_serial):
-                fn(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
+                fn(P, Y, one, one, att, rep, z, kl, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
         kernels.update(Y, att, rep, z.sum(axis=1, dtype=np.float64), gains + 1, step, 0.5, 1.0, MIN_GAIN)
