@@ -181,7 +181,9 @@ def test_closing_the_generator_stops_the_work():
         next(gen)
     cpu = time.process_time()
     time.sleep(0.3)
-    assert time.process_time() - cpu < 0.05  # no work goes on after close
+    # a run still going would burn >= 0.25 s of CPU in these 0.3 s; native threads that earlier tests
+    # left spinning down (torch's OpenMP pool) and the garbage collector cost up to ~0.06 s here
+    assert time.process_time() - cpu < 0.1  # no work goes on after close
     assert threading.active_count() == threads
     assert first.iteration == 1
 
