@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._checks import real_array
 from .errors import DegenerateAffinitiesError
 
 __all__ = ["attention_affinities", "gaussian_affinities", "binary_search_perplexity"]
@@ -64,14 +65,10 @@ def gaussian_affinities(X: ArrayLike, perplexity: float = 20.0) -> np.ndarray:
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D array (n points, d features), got shape {X.shape}")
-    if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
-        raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
-    X = X.astype(np.float64, copy=False)
+    X = real_array(X, "X").astype(np.float64, copy=False)
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"X must have at least 2 points, got {n}")
-    if not np.isfinite(X).all():
-        raise ValueError("X contains NaN or infinite values")
     perplexity = _check_perplexity(perplexity, n)
     conditional_P = binary_search_perplexity(squared_distances(X), perplexity)
     P = conditional_P + conditional_P.T
@@ -141,11 +138,7 @@ def _check_attention(A: ArrayLike) -> np.ndarray:
     A = np.asarray(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a 2-D square attention matrix (n, n), got shape {A.shape}")
-    if not np.issubdtype(A.dtype, np.number) or np.issubdtype(A.dtype, np.complexfloating):
-        raise TypeError(f"A must hold real numbers, got dtype {A.dtype}")
-    A = A.astype(np.float64)
-    if not np.isfinite(A).all():
-        raise ValueError("A contains NaN or infinite values")
+    A = real_array(A, "A").astype(np.float64)
     if (A < 0).any():
         raise ValueError(f"A has negative entries (min {A.min():.3g}); attention weights are non-negative")
     return A

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import real_array
+
 __all__ = ["align", "procrustes"]
 
 
@@ -15,11 +17,7 @@ def _points(a, name: str) -> np.ndarray:
     arr = np.asarray(a)
     if arr.ndim != 2 or arr.shape[0] < 1:
         raise ValueError(f"{name} must be a 2-D array of points (n, d), got shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.number):
-        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return arr
+    return real_array(arr, name)
 
 
 def procrustes(Y, reference) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,6 +14,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ._checks import int_at_least
+
 __all__ = [
     "OCCUPATIONS",
     "RobustnessResult",
@@ -50,15 +52,6 @@ _MAX_BATCH_ELEMENTS = 20_000_000
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-
-
-def _check_positive_int(value: Any, name: str) -> int:
-    """``value`` as an int >= 1, or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
 
 
 def _check_index(value: Any, count: int, name: str, unit: str) -> int:
@@ -216,8 +209,8 @@ def kl_by_layer(
     "hidden"), ``head`` (None for hidden), ``run`` and ``kl``: a pandas DataFrame if pandas is
     importable, else a list of dicts. Ctrl-C warns and returns the rows finished so far.
     """
-    runs = _check_positive_int(runs, "runs")
-    n_iter = _check_positive_int(n_iter, "n_iter")
+    runs = int_at_least(runs, "runs", 1)
+    n_iter = int_at_least(n_iter, "n_iter", 1)
     loaded = _load(model)
     ex = _extract(text, loaded)
     L, H = ex.n_layers, ex.n_heads
@@ -331,9 +324,9 @@ def robustness(
         raise TypeError(f"fraction must be a number in (0, 1), got {type(fraction).__name__}")
     if not 0.0 < float(fraction) < 1.0:
         raise ValueError(f"fraction must be in (0, 1), got {fraction}")
-    repeats = _check_positive_int(repeats, "repeats")
-    runs = _check_positive_int(runs, "runs")
-    n_iter = _check_positive_int(n_iter, "n_iter")
+    repeats = int_at_least(repeats, "repeats", 1)
+    runs = int_at_least(runs, "runs", 1)
+    n_iter = int_at_least(n_iter, "n_iter", 1)
     loaded = _load(model)
     ex = _extract(text, loaded)
     layer = _check_layer(layer, ex.n_layers)
@@ -437,7 +430,7 @@ def word_embeddings(
     from .t_sne import tsne
 
     words = _check_words(words)
-    n_iter = _check_positive_int(n_iter, "n_iter")
+    n_iter = int_at_least(n_iter, "n_iter", 1)
     loaded = _load(model)
     first = _extract(words[0], loaded)
     n_states = first.n_layers + 1

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._checks import real_array
+
 __all__ = ["max_attention"]
 
 
@@ -25,10 +27,7 @@ def max_attention(attentions: ArrayLike) -> np.ndarray:
         raise ValueError(f"attentions must have shape (..., n, n), got shape {A.shape}")
     if A.shape[-1] == 0:
         raise ValueError("attentions are empty (n = 0 tokens)")
+    A = real_array(A, "attentions")
     if not np.issubdtype(A.dtype, np.floating):
-        if not np.issubdtype(A.dtype, np.number) or np.issubdtype(A.dtype, np.complexfloating):
-            raise TypeError(f"attentions must be real numbers, got dtype {A.dtype}")
         A = A.astype(np.float64)
-    if not np.isfinite(A).all():
-        raise ValueError("attentions contain NaN or infinite values")
     return A.max(axis=-2)

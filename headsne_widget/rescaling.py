@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import real_array
+
 __all__ = ["QuantileMap", "quantile_rescale"]
 
 
@@ -59,10 +61,7 @@ def quantile_rescale(Y, k: int = 100) -> tuple[np.ndarray, tuple[QuantileMap, ..
     Y = np.asarray(Y)
     if Y.ndim != 2 or Y.shape[0] < 1 or Y.shape[1] < 1:
         raise ValueError(f"Y must be a 2-D array of points (n, d), got shape {Y.shape}")
-    if not np.issubdtype(Y.dtype, np.number):
-        raise TypeError(f"Y must be numeric, got dtype {Y.dtype}")
-    if not np.isfinite(Y).all():
-        raise ValueError("Y contains NaN or infinite values")
+    Y = real_array(Y, "Y")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an int, got {type(k).__name__}")
     if k < 2:

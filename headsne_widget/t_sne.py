@@ -27,6 +27,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+from ._checks import int_at_least, real_array
 from ._device import resolve_device
 
 __all__ = [
@@ -114,15 +115,10 @@ def auto_learning_rate(n: int, early_exaggeration: float = 12.0) -> float:
 
 
 def _as_numpy(a, name: str) -> np.ndarray:
+    """A finite real numpy array from an array or a torch tensor (on any device)."""
     if isinstance(a, torch.Tensor):
         a = a.detach().cpu().numpy()
-    try:
-        arr = np.asarray(a)
-    except Exception as err:  # noqa: BLE001 - anything numpy cannot read
-        raise TypeError(f"{name} must be an array, got {type(a).__name__}") from err
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise TypeError(f"{name} must be a real-valued numeric array, got dtype {arr.dtype}")
-    return arr
+    return real_array(a, name)
 
 
 _BLOCK = 256  # rows per block in the O(n^2) checks, so that no extra n x n temporary is made
@@ -139,8 +135,6 @@ def check_affinities(P, dtype=np.float64) -> np.ndarray:
     n = P.shape[0]
     if n < 4:
         raise ValueError(f"t-SNE needs at least 4 points, P is {n} x {n}")
-    if not np.isfinite(P).all():
-        raise ValueError("P contains NaN or infinite values")
     smallest = P.min()
     if smallest < 0:
         raise ValueError(f"P must be non-negative, its smallest entry is {smallest:.3g}")
@@ -168,8 +162,6 @@ def _check_embedding(Y, n: int, name: str = "Y") -> np.ndarray:
     Y = _as_numpy(Y, name)
     if Y.shape != (n, 2):
         raise ValueError(f"{name} must have shape ({n}, 2) to match P, got {Y.shape}")
-    if not np.isfinite(Y).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
     return Y
 
 
@@ -202,8 +194,6 @@ def _initial_embeddings(init, n: int, restarts: int, seed: int | None, dtype: np
             Y0 = np.broadcast_to(Y0, (restarts, n, 2))
         elif Y0.shape != (restarts, n, 2):
             raise ValueError(f"init must have shape ({n}, 2) or ({restarts}, {n}, 2), got {Y0.shape}")
-        if not np.isfinite(Y0).all():
-            raise ValueError("init contains NaN or infinite values")
     return np.ascontiguousarray(Y0.transpose(0, 2, 1), dtype=dtype)
 
 
@@ -405,8 +395,9 @@ def _optimize(
     dt = _resolve_dtype(dtype)
     P = check_affinities(P, dt)
     n = P.shape[0]
-    n_iter, restarts, every = _positive_int(n_iter, "n_iter"), _positive_int(restarts, "restarts"), _positive_int(every, "every")
-    exaggeration_iters = _non_negative_int(exaggeration_iters, "exaggeration_iters")
+    n_iter, restarts, every = (int_at_least(v, name, 1) for v, name in
+                               ((n_iter, "n_iter"), (restarts, "restarts"), (every, "every")))
+    exaggeration_iters = int_at_least(exaggeration_iters, "exaggeration_iters", 0)
     early_exaggeration = float(early_exaggeration)
     if not np.isfinite(early_exaggeration) or early_exaggeration <= 0:
         raise ValueError(f"early_exaggeration must be positive, got {early_exaggeration!r}")
@@ -444,22 +435,6 @@ def _optimize(
         t = stop
     rows = eng.forces(1.0, True)
     yield n_iter, eng.embeddings(), kl_of(rows), lr
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return int(value)
-
-
-def _non_negative_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be non-negative, got {value}")
-    return int(value)
 
 
 def _frame(iteration: int, Y: np.ndarray, kls: np.ndarray) -> Frame:

@@ -1,0 +1,30 @@
+"""Argument checks shared by the numeric modules, so that every function names bad input the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def real_array(a: Any, name: str) -> np.ndarray:
+    """``a`` as a numpy array of finite real numbers (dtype kept), else a TypeError or ValueError naming ``name``."""
+    try:
+        arr = np.asarray(a)
+    except Exception as err:  # noqa: BLE001 - anything numpy cannot read
+        raise TypeError(f"{name} must be an array, got {type(a).__name__}") from err
+    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must be a real-valued numeric array (real numbers), got dtype {arr.dtype}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def int_at_least(value: Any, name: str, least: int) -> int:
+    """``value`` as an int >= ``least``, else a TypeError or ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < least:
+        bound = "non-negative" if least == 0 else f"at least {least}"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return int(value)
