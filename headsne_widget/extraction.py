@@ -79,6 +79,15 @@ class Extraction:
     max_attention: np.ndarray
     model_name: str
     truncated: bool = False
+    kv_groups: int = 1  # query heads per key/value head (1 without grouped-query attention)
+
+    def attention(self, layer: int, head: int) -> np.ndarray:
+        """float32 (n, n) attention of one head, rows = queries, as the model computes it."""
+        return self.attentions[layer, head]
+
+    def layer_output(self, layer: int) -> np.ndarray:
+        """float32 (n, d) hidden states output by ``layer`` (0-based), i.e. ``hidden_states[layer + 1]``."""
+        return self.hidden_states[layer + 1]
 
     @property
     def n_layers(self) -> int:
