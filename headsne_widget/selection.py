@@ -1,0 +1,119 @@
+"""From a selection to affinities: the one place where (extraction, mode, layer, head, perplexity,
+exclude_special) becomes P, the tokens it covers and a label.
+
+The widget, the analyses, the corpus study and the export all call :func:`selection_affinities`, so a
+head means the same P everywhere.
+
+Perplexity policy (hidden mode), one for every caller: a perplexity above ``(m - 1) / 3`` for ``m`` kept
+tokens cannot be calibrated (each Gaussian would need more effective neighbours than a third of the
+points), so it is lowered to ``(m - 1) / 3``, as openTSNE does. The value used is returned as
+``Selection.perplexity`` and explained in ``Selection.note``; callers show the note (widget status) or
+record the value (analyses rows) and warn. A perplexity that is not a finite number > 0 is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .affinities import attention_affinities, gaussian_affinities
+
+__all__ = ["MIN_TOKENS", "MODES", "Selection", "check_index", "effective_perplexity", "selection_affinities"]
+
+#: the least number of tokens t-SNE can place
+MIN_TOKENS = 4
+#: where P comes from: one attention head, or a layer's output hidden states
+MODES = ("attention", "hidden")
+
+
+@dataclass(frozen=True, eq=False)
+class Selection:
+    """P of one selection and what it covers.
+
+    Attributes
+    ----------
+    P : float64 (m, m), symmetric, zero diagonal, sums to 1.
+    kept : int64 (m,), the token index of each row of P.
+    label : "layer 2 head 5" or "hidden states of layer 2".
+    perplexity : the perplexity used (hidden mode), else None.
+    note : "" or why the perplexity was lowered.
+    """
+
+    P: np.ndarray
+    kept: np.ndarray
+    label: str
+    perplexity: float | None = None
+    note: str = ""
+
+
+def check_index(value: Any, count: int, name: str, unit: str) -> int:
+    """A 0-based index in ``[0, count)``; a bool or a non-integer is refused (``True`` is not layer 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not 0 <= value < count:
+        raise ValueError(f"{name}={value} is out of range: the model has {count} {unit} (0 to {count - 1})")
+    return int(value)
+
+
+def effective_perplexity(perplexity: Any, m: int) -> tuple[float, str]:
+    """The perplexity used for ``m`` points, and a note when it had to be lowered (see the module doc)."""
+    if isinstance(perplexity, bool) or not isinstance(perplexity, (int, float, np.integer, np.floating)):
+        raise TypeError(f"perplexity must be a number, got {type(perplexity).__name__}")
+    value = float(perplexity)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"perplexity must be a finite number > 0, got {perplexity!r}")
+    limit = (m - 1) / 3
+    if value > limit:
+        return limit, f"perplexity {value:g} is too large for {m} tokens: using {limit:.3g}"
+    return value, ""
+
+
+def selection_label(mode: str, layer: int, head: int) -> str:
+    """How a selection is named in status lines, titles and tables."""
+    return f"hidden states of layer {layer}" if mode == "hidden" else f"layer {layer} head {head}"
+
+
+def selection_affinities(
+    ex: Any,
+    mode: str = "attention",
+    layer: int = 0,
+    head: int = 0,
+    *,
+    perplexity: float = 20.0,
+    exclude_special: bool = False,
+) -> Selection:
+    """P for one selection of an :class:`~headsne_widget.extraction.Extraction`.
+
+    Parameters
+    ----------
+    ex : the extraction (tokens, per-head attention, layer outputs).
+    mode : ``"attention"``: P = (A + A^T) of head ``head`` of layer ``layer``, zero diagonal, normalised
+        (thesis Def. 3.1); ``"hidden"``: perplexity-calibrated Gaussians on layer ``layer``'s output
+        hidden states (``ex.layer_output(layer)``); ``head`` is ignored.
+    perplexity : hidden mode only; lowered to ``(m - 1) / 3`` when too large (see the module doc).
+    exclude_special : drop special tokens ([CLS], [SEP], ...) from P.
+
+    Raises
+    ------
+    TypeError, ValueError : a bad mode, index or perplexity, or fewer than ``MIN_TOKENS`` kept tokens.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
+    layer = check_index(layer, ex.n_layers, "layer", "layers")
+    if mode == "attention":
+        head = check_index(head, ex.n_heads, "head", "heads per layer")
+    exclude = np.asarray(ex.special, dtype=bool) if exclude_special else np.zeros(ex.n_tokens, dtype=bool)
+    kept = np.flatnonzero(~exclude).astype(np.int64)
+    if len(kept) < MIN_TOKENS:
+        raise ValueError(f"only {len(kept)} tokens are kept; t-SNE needs at least {MIN_TOKENS}")
+    label = selection_label(mode, layer, head)
+    if mode == "attention":
+        A = ex.attention(layer, head)
+        P = attention_affinities(A, exclude=exclude)[0] if exclude.any() else attention_affinities(A)
+        return Selection(P, kept, label)
+    used, note = effective_perplexity(perplexity, len(kept))
+    X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]
+    return Selection(gaussian_affinities(X, perplexity=used), kept, label, used, note)
