@@ -45,3 +45,18 @@ def align(Y, reference) -> np.ndarray:
     aligned = (Y_in.astype(np.float64) - y_mean) @ rotation + r_mean
     dtype = Y_in.dtype if np.issubdtype(Y_in.dtype, np.floating) else np.float64
     return aligned.astype(dtype)
+
+
+def align_rows(Y: np.ndarray, kept: np.ndarray, reference: np.ndarray, reference_kept: np.ndarray) -> np.ndarray:
+    """Rotate, reflect and shift Y (rows = tokens ``kept``) onto ``reference`` over the tokens both hold.
+
+    With the same tokens this is :func:`align`; otherwise the Procrustes map is fitted on the shared
+    tokens and applied to every row. Fewer than 3 shared tokens: Y unchanged. Used for display only.
+    """
+    if len(kept) == len(reference_kept) and np.array_equal(kept, reference_kept):
+        return np.ascontiguousarray(align(Y, reference), dtype=np.float32)
+    _, rows, ref_rows = np.intersect1d(kept, reference_kept, assume_unique=True, return_indices=True)
+    if len(rows) < 3:
+        return Y
+    rotation, y_mean, r_mean = procrustes(Y[rows], reference[ref_rows])
+    return np.ascontiguousarray((Y - y_mean) @ rotation + r_mean, dtype=np.float32)
