@@ -12,26 +12,44 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import os
 import sys
 import threading
 import urllib.error
 import urllib.request
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from ._device import resolve_device
-from .errors import AttentionUnavailableError, ModelLoadError, TextTooLongError
-from .maximum_attention import max_attention
+from .capture import (
+    DENSE_BUDGET_BYTES,
+    SUPPORTED,
+    CapturedAttention,
+    DenseAttention,
+    can_capture,
+    capturing,
+    check_budget,
+)
+from .errors import AttentionUnavailableError, ModelLoadError, TextTooLongError, UnsupportedAttentionError
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["Extraction", "LoadedModel", "extract", "extract_token_ids", "load_model", "clear_model_cache"]
+__all__ = [
+    "Extraction",
+    "HiddenStates",
+    "LoadedModel",
+    "clear_model_cache",
+    "extract",
+    "extract_token_ids",
+    "load_model",
+]
 
 DEFAULT_MODEL = "bert-base-uncased"
 BUNDLED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2 (bundled)"
@@ -65,47 +83,139 @@ class LoadedModel:
         return f"LoadedModel(name={self.name!r}, model={type(self.model).__name__}, device={str(self.device)!r})"
 
 
-@dataclass(eq=False)  # arrays have no single truth value; compare fields explicitly
+class HiddenStates:
+    """Every layer's hidden states ``(L + 1, n, d)``, kept on the CPU in the model's dtype (bf16 stays bf16).
+
+    ``layer(i)`` is float32 ``(n, d)`` of entry ``i`` (0 = embeddings); ``dense()`` is float32 ``(L + 1, n, d)``:
+    a view when the model runs in float32, else a copy made only within the dense budget.
+    """
+
+    def __init__(self, states: torch.Tensor | np.ndarray, budget: int = DENSE_BUDGET_BYTES) -> None:
+        self.states = torch.as_tensor(states)
+        if self.states.ndim != 3:
+            raise ValueError(f"hidden states must have shape (L + 1, n, d), got {tuple(self.states.shape)}")
+        self.budget = budget
+        self._dense: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.states.numel() * self.states.element_size()
+
+    def layer(self, index: int) -> np.ndarray:
+        return self.states[index].float().numpy()
+
+    def dense(self) -> np.ndarray:
+        if self._dense is None:
+            if self.states.dtype != torch.float32:
+                check_budget(tuple(self.states.shape), self.budget, "every layer's hidden states", "ex.layer_output(l)")
+            self._dense = self.states.float().numpy()
+        return self._dense
+
+
+@dataclass(eq=False, init=False)  # arrays have no single truth value; compare fields explicitly
 class Extraction:
-    """Tokens, attentions ``(L, H, n, n)`` and hidden states ``(L + 1, n, d)`` of one text (float32, CPU)."""
+    """One text run through a model: tokens, the maximum-attention grid, every head on demand, hidden states.
+
+    ``max_attention`` float32 ``(L, H, n)`` is always there. One head's float32 ``(n, n)`` comes from
+    ``attention(layer, head)`` (recomputed from the layer's captured queries and keys; the first call for a
+    layer computes all its heads when they fit ``capture.DENSE_BUDGET_BYTES``). ``attentions`` ``(L, H, n, n)``
+    and ``hidden_states`` ``(L + 1, n, d)`` are the dense float32 arrays, handed out only within that budget.
+    ``dataclasses.replace(ex, attentions=A)`` substitutes dense attentions (and ``hidden_states=X`` states).
+    """
 
     text: str
     tokens: list[str]
     token_ids: np.ndarray
     offsets: list[tuple[int, int] | None]
     special: np.ndarray
-    attentions: np.ndarray
-    hidden_states: np.ndarray
     max_attention: np.ndarray
     model_name: str
-    truncated: bool = False
-    kv_groups: int = 1  # query heads per key/value head (1 without grouped-query attention)
+    truncated: bool
+    kv_groups: int  # query heads per key/value head (1 without grouped-query attention)
+    attention_source: CapturedAttention | DenseAttention
+    states: HiddenStates
+
+    def __init__(
+        self,
+        text: str,
+        tokens: list[str],
+        token_ids: np.ndarray,
+        offsets: list[tuple[int, int] | None],
+        special: np.ndarray,
+        max_attention: np.ndarray,
+        model_name: str,
+        truncated: bool = False,
+        kv_groups: int | None = None,
+        attention_source: CapturedAttention | DenseAttention | None = None,
+        states: HiddenStates | None = None,
+        *,
+        attentions: np.ndarray | None = None,
+        hidden_states: np.ndarray | torch.Tensor | None = None,
+    ) -> None:
+        if attentions is not None:
+            attention_source = DenseAttention(attentions, 1 if kv_groups is None else kv_groups)
+        if hidden_states is not None:
+            states = HiddenStates(hidden_states)
+        if attention_source is None or states is None:
+            raise TypeError("an Extraction needs attention_source= (or attentions=) and states= (or hidden_states=)")
+        self.text, self.tokens, self.token_ids, self.offsets, self.special = text, tokens, token_ids, offsets, special
+        self.max_attention, self.model_name, self.truncated = max_attention, model_name, truncated
+        self.kv_groups = attention_source.kv_groups if kv_groups is None else kv_groups
+        self.attention_source, self.states = attention_source, states
+
+    @property
+    def attentions(self) -> np.ndarray:
+        """float32 (L, H, n, n) of every head, within the dense budget; beyond it use ``attention(layer, head)``."""
+        return self.attention_source.dense()
+
+    @property
+    def hidden_states(self) -> np.ndarray:
+        """float32 (L + 1, n, d); entry 0 is the embeddings; beyond the budget use ``layer_output(layer)``."""
+        return self.states.dense()
 
     def attention(self, layer: int, head: int) -> np.ndarray:
         """float32 (n, n) attention of one head, rows = queries, as the model computes it."""
-        return self.attentions[layer, head]
+        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
+        return self.attention_source.head(layer, head)
 
     def layer_output(self, layer: int) -> np.ndarray:
         """float32 (n, d) hidden states output by ``layer`` (0-based), i.e. ``hidden_states[layer + 1]``."""
-        return self.hidden_states[layer + 1]
+        return self.states.layer(self._layer_index(layer) + 1)
 
     @property
     def n_layers(self) -> int:
-        return int(self.attentions.shape[0])
+        return int(self.max_attention.shape[0])
 
     @property
     def n_heads(self) -> int:
-        return int(self.attentions.shape[1])
+        return int(self.max_attention.shape[1])
 
     @property
     def n_tokens(self) -> int:
-        return int(self.attentions.shape[2])
+        return int(self.max_attention.shape[2])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this extraction keeps: the grid, the captured queries/keys (or dense heads), the hidden states."""
+        return int(self.max_attention.nbytes) + self.attention_source.nbytes + self.states.nbytes
+
+    def _layer_index(self, layer: int) -> int:
+        return _index(layer, self.n_layers, "layer")
 
     def __repr__(self) -> str:
         return (
             f"Extraction(model_name={self.model_name!r}, n_layers={self.n_layers}, n_heads={self.n_heads}, "
-            f"n_tokens={self.n_tokens}, truncated={self.truncated})"
+            f"n_tokens={self.n_tokens}, kv_groups={self.kv_groups}, truncated={self.truncated})"
         )
+
+
+def _index(value: int, size: int, name: str) -> int:
+    """``value`` as an index into ``size`` items (negative counts from the end), else a clear error."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not -size <= value < size:
+        raise IndexError(f"{name} {value} is out of range: the model has {size} {name}s (0..{size - 1})")
+    return int(value) % size
 
 
 # --------------------------------------------------------------------------------------------------- loading
@@ -397,18 +507,18 @@ def _extraction(
     special: np.ndarray,
     truncated: bool,
 ) -> Extraction:
-    attentions, hidden_states = _forward(loaded, token_ids)
+    source, grid, states = _forward(loaded, token_ids)
     return Extraction(
         text=text,
         tokens=loaded.tokenizer.convert_ids_to_tokens(token_ids.tolist()),
         token_ids=token_ids,
         offsets=offsets,
         special=special,
-        attentions=attentions,
-        hidden_states=hidden_states,
-        max_attention=max_attention(attentions),
+        max_attention=grid,
         model_name=loaded.name,
         truncated=truncated,
+        attention_source=source,
+        states=states,
     )
 
 
@@ -477,31 +587,70 @@ def _check_token_ids(token_ids: Sequence[int] | np.ndarray, loaded: LoadedModel)
     return ids.astype(np.int64)
 
 
-def _forward(loaded: LoadedModel, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One forward pass: attentions (L, H, n, n) and hidden states (L + 1, n, d), float32 on the CPU."""
-    input_ids = torch.as_tensor(token_ids, device=loaded.device)[None, :]
-    with torch.inference_mode():
-        output = loaded.model(
-            input_ids=input_ids,
-            attention_mask=torch.ones_like(input_ids),
-            output_attentions=True,
-            output_hidden_states=True,
-            return_dict=True,
-        )
-    attentions = getattr(output, "attentions", None)
-    if not attentions or any(a is None for a in attentions):
-        implementation = getattr(loaded.model.config, "_attn_implementation", "unknown")
-        raise AttentionUnavailableError(
-            f"{loaded.name} ({type(loaded.model).__name__}) returned no attention matrices "
-            f"(attention implementation: {implementation!r}); it needs eager attention layers"
-        )
+def _forward(
+    loaded: LoadedModel, token_ids: np.ndarray
+) -> tuple[CapturedAttention | DenseAttention, np.ndarray, HiddenStates]:
+    """One forward pass: the attention source, the grid (L, H, n) float32 and the hidden states, on the CPU.
+
+    Architectures whose attention goes through transformers' AttentionInterface are captured layer by layer
+    (:mod:`.capture`); the others run eager with ``output_attentions=True``, which holds every head's n x n at
+    once, so they are refused beyond the dense budget.
+    """
+    model = loaded.model
+    input_ids = torch.as_tensor(token_ids, device=_input_device(model))[None, :]
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "output_hidden_states": True}
+    if "use_cache" in inspect.signature(model.forward).parameters:
+        inputs["use_cache"] = False  # no key/value cache: the capture keeps what it needs
+    if can_capture(model):
+        with torch.inference_mode(), capturing(model) as session:
+            output = model(**inputs, return_dict=True)
+        if not session.layers:
+            raise AttentionUnavailableError(
+                f"{loaded.name} ({type(model).__name__}) ran no attention layer: it has no attention to show"
+            )
+        source: CapturedAttention | DenseAttention = CapturedAttention(session.layers)
+        grid = np.stack(session.grids)
+    else:
+        source, output = _eager_attentions(loaded, inputs)
+        grid = source.grid()
     hidden_states = getattr(output, "hidden_states", None)
     if not hidden_states:
-        raise AttentionUnavailableError(f"{loaded.name} ({type(loaded.model).__name__}) returned no hidden states")
-    A = torch.stack([a[0] for a in attentions]).float().cpu().numpy()
-    X = torch.stack([h[0] for h in hidden_states]).float().cpu().numpy()
-    if not (np.isfinite(A).all() and np.isfinite(X).all()):
+        raise AttentionUnavailableError(f"{loaded.name} ({type(model).__name__}) returned no hidden states")
+    states = HiddenStates(torch.stack([h[0].detach().to("cpu") for h in hidden_states]))
+    if not (np.isfinite(grid).all() and torch.isfinite(states.states).all()):
         raise AttentionUnavailableError(
             f"{loaded.name} produced NaN or infinite attention/hidden states; check its weights and dtype"
         )
-    return A, X
+    return source, grid, states
+
+
+def _eager_attentions(loaded: LoadedModel, inputs: dict) -> tuple[DenseAttention, Any]:
+    """Every head at once from ``output_attentions=True``, for models that bypass the AttentionInterface."""
+    model, n = loaded.model, int(inputs["input_ids"].shape[1])
+    config = model.config
+    layers = getattr(config, "num_hidden_layers", None)
+    heads = getattr(config, "num_attention_heads", None)
+    if isinstance(layers, int) and isinstance(heads, int):
+        try:
+            check_budget((layers, heads, n, n), DENSE_BUDGET_BYTES, "every head's attention", "fewer tokens")
+        except MemoryError as err:
+            raise UnsupportedAttentionError(
+                f"{loaded.name} ({type(model).__name__}) does not route its attention through transformers' "
+                f"AttentionInterface, so its heads can only be read all at once with output_attentions=True, "
+                f"and {err}. {SUPPORTED}"
+            ) from err
+    with torch.inference_mode():
+        output = model(**inputs, output_attentions=True, return_dict=True)
+    attentions = getattr(output, "attentions", None)
+    if not attentions or any(a is None for a in attentions):
+        implementation = getattr(config, "_attn_implementation", "unknown")
+        raise AttentionUnavailableError(
+            f"{loaded.name} ({type(model).__name__}) returned no attention matrices "
+            f"(attention implementation: {implementation!r}); it needs eager attention layers"
+        )
+    return DenseAttention(torch.stack([a[0].float().cpu() for a in attentions]).numpy()), output
+
+
+def _input_device(model: Any) -> torch.device:
+    """Where the token ids go: the input embeddings' device (the first device of a model split across devices)."""
+    return model.get_input_embeddings().weight.device

@@ -8,12 +8,17 @@ t-SNE easy to spot.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import real_array
 
-__all__ = ["max_attention"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["max_attention", "max_attention_update"]
 
 
 def max_attention(attentions: ArrayLike) -> np.ndarray:
@@ -31,3 +36,13 @@ def max_attention(attentions: ArrayLike) -> np.ndarray:
     if not np.issubdtype(A.dtype, np.floating):
         A = A.astype(np.float64)
     return A.max(axis=-2)
+
+
+def max_attention_update(grid: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor:
+    """Def. 4.2 folded over query chunks: the running maximum of ``grid`` ``(..., n)`` and ``rows`` ``(..., c, n)``.
+
+    ``rows`` are consecutive query rows of the same matrices; folding every chunk of them gives ``max_attention``
+    of the whole ``(..., n, n)`` without holding it, on the device the rows live on. ``grid`` None starts the fold.
+    """
+    chunk = rows.amax(dim=-2)
+    return chunk if grid is None else grid.maximum(chunk)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -109,3 +109,76 @@ def tiny_gpt2() -> LoadedModel:
     torch.manual_seed(0)
     loaded = load_model(GPT2Model(config), tokenizer=tokenizer, device="cpu")
     return dataclasses.replace(loaded, name="tiny random GPT-2 (2 x 4)")
+
+
+# ------------------------------------------------------------------- tiny random models of many architectures
+
+# architecture -> (config class, model class, config arguments): 2 layers, hidden 32, weights large enough
+# (initializer_range 0.2) that heads do not attend uniformly, each special feature active at 128 tokens.
+_DECODER = dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64)
+_IDS = dict(pad_token_id=0, bos_token_id=101, eos_token_id=102)  # inside the 30522-token vocabulary
+TINY_ARCHITECTURES: dict[str, tuple[str, str, dict]] = {
+    "bert": ("BertConfig", "BertModel", dict(hidden_size=32, num_attention_heads=4, intermediate_size=64)),
+    "roberta": (
+        "RobertaConfig", "RobertaModel",
+        dict(hidden_size=32, num_attention_heads=4, intermediate_size=64, max_position_embeddings=514, pad_token_id=1),
+    ),
+    "distilbert": ("DistilBertConfig", "DistilBertModel", dict(dim=32, n_heads=4, hidden_dim=64, n_layers=2)),
+    "modernbert": (  # layer 0 global, layer 1 local: a bidirectional window of 16 tokens each side
+        "ModernBertConfig", "ModernBertModel",
+        dict(hidden_size=32, num_attention_heads=4, intermediate_size=64, local_attention=32,
+             layer_types=["full_attention", "sliding_attention"], cls_token_id=101, sep_token_id=102, **_IDS),
+    ),
+    "gpt2": ("GPT2Config", "GPT2Model", dict(n_embd=32, n_head=4, n_layer=2, n_positions=512)),
+    "llama": ("LlamaConfig", "LlamaModel", dict(**_DECODER)),  # GQA: 4 query heads share 2 key/value heads
+    "mistral": ("MistralConfig", "MistralModel", dict(**_DECODER, sliding_window=32)),  # window 32 < n = 128
+    "qwen2": (  # 4 query heads on 1 key/value head; layer 1 slides over 48 tokens; biases on q/k/v
+        "Qwen2Config", "Qwen2Model",
+        dict(**{**_DECODER, "num_key_value_heads": 1}, use_sliding_window=True, sliding_window=48, max_window_layers=1),
+    ),
+    "gemma2": (  # logit softcap 2 (strong at this init), layer 0 local (window 24), layer 1 global
+        "Gemma2Config", "Gemma2Model",
+        dict(**_DECODER, head_dim=16, sliding_window=24, attn_logit_softcapping=2.0, query_pre_attn_scalar=16),
+    ),
+    "phi3": ("Phi3Config", "Phi3Model", dict(**_DECODER, **_IDS, original_max_position_embeddings=512)),
+}  # fmt: skip
+_POSITIONS = {"llama", "mistral", "qwen2", "gemma2", "phi3"}  # the decoders take max_position_embeddings=512
+
+
+def build_tiny_model(architecture: str, directory: os.PathLike, tokenizer, seed: int = 0, **overrides) -> str:
+    """Build a seeded random ``architecture`` from TINY_ARCHITECTURES, save it with ``tokenizer`` to ``directory``."""
+    import transformers
+
+    config_name, model_name, arguments = TINY_ARCHITECTURES[architecture]
+    arguments = {"vocab_size": tokenizer.vocab_size, "initializer_range": 0.2, **arguments}
+    if architecture not in {"gpt2", "distilbert"}:
+        arguments["num_hidden_layers"] = 2
+    if architecture in _POSITIONS:
+        arguments["max_position_embeddings"] = 512
+    config = getattr(transformers, config_name)(**{**arguments, **overrides})
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_name)(config)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return os.fspath(directory)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(bert_tokenizer, tmp_path_factory) -> Callable[[str], str]:
+    """``tiny_model_dir(architecture)``: directory of a tiny random model (MiniLM's tokenizer), built once."""
+    built: dict[str, str] = {}
+
+    def make(architecture: str) -> str:
+        if architecture not in built:
+            directory = tmp_path_factory.mktemp(f"tiny-{architecture}")
+            built[architecture] = build_tiny_model(architecture, directory, bert_tokenizer)
+        return built[architecture]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def long_llama_dir(bert_tokenizer, tmp_path_factory) -> str:
+    """A tiny random Llama (2 layers, 4 heads, 2 key/value heads, hidden 64) with 16384 positions."""
+    directory = tmp_path_factory.mktemp("tiny-llama-16k")
+    return build_tiny_model("llama", directory, bert_tokenizer, hidden_size=64, max_position_embeddings=16384)

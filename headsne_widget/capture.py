@@ -1,0 +1,499 @@
+"""Capture a transformer's attention one layer at a time, never every head's n x n at once.
+
+transformers (5.x) lets a package register its own attention function (``AttentionInterface``) and its own mask
+builder (``AttentionMaskInterface``); every architecture whose attention layers call the interface (BERT,
+RoBERTa, DistilBERT, ModernBERT, GPT-2, Llama, Mistral, Qwen2, Gemma 2/3, Phi-3, GPT-OSS, ...) then hands this
+module, for each layer, exactly the inputs its eager attention would get: post-RoPE queries, keys and values,
+the scaling, the logit softcap, the attention sinks and the mask. :func:`capture_attention_forward` computes
+that layer's attention in query chunks (bounded memory), returns the layer's output to the model, folds the
+chunks into the maximum-attention grid ``(H, n)`` and keeps the layer's queries and keys (model dtype, on the
+layer's device, GQA keys not repeated): what any head's n x n is recomputed from later, exactly.
+
+The mask is never materialised as n x n: :func:`capture_mask` keeps transformers' own mask function
+(causal, sliding window, bidirectional window, padding) and rows of it are built per chunk with transformers'
+``sdpa_mask``, then made additive as in ``eager_mask``. Each layer is checked against the architecture's own
+``eager_attention_forward`` on a few query rows; a mismatch raises :class:`UnsupportedAttentionError`, so an
+architecture whose attention this does not reproduce is refused rather than approximated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from .errors import MemoryBudgetError, UnsupportedAttentionError
+from .maximum_attention import max_attention, max_attention_update
+
+__all__ = [
+    "CAPTURE_IMPLEMENTATION",
+    "CHUNK_BYTES",
+    "DENSE_BUDGET_BYTES",
+    "CapturedAttention",
+    "DenseAttention",
+    "LayerAttention",
+    "MaskRows",
+    "capture_attention_forward",
+    "capture_mask",
+    "capturing",
+]
+
+CAPTURE_IMPLEMENTATION = "headsne_capture"
+# float32 scores of one query chunk (all heads of a layer): bounds the working memory of a layer at any length.
+CHUNK_BYTES = 32 * 2**20
+# Largest dense float32 array handed out at once: every head's n x n (``Extraction.attentions``), every layer's
+# hidden states, and the cache of recomputed heads. 512 MiB holds a 24-layer x 16-head model at 512 tokens.
+DENSE_BUDGET_BYTES = 512 * 2**20
+# Query rows on which every captured layer is compared with the architecture's own eager attention.
+_PROBE_ROWS = 3
+
+_SESSION: contextvars.ContextVar[_Session | None] = contextvars.ContextVar("headsne_capture_session", default=None)
+_SWITCH_LOCK = threading.RLock()  # one capture forward at a time: the implementation switch is per model config
+_REGISTERED = False
+
+
+# ----------------------------------------------------------------------------------------------------- the mask
+
+
+@dataclass(frozen=True)
+class MaskRows:
+    """transformers' mask for one layer, kept as its mask function so that only query chunks are built."""
+
+    batch_size: int
+    q_length: int
+    kv_length: int
+    q_offset: int
+    kv_offset: int
+    mask_function: Callable
+    padding: torch.Tensor | None
+    use_vmap: bool
+    dtype: torch.dtype
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return (self.batch_size, 1, self.q_length, self.kv_length)
+
+    @property
+    def ndim(self) -> int:
+        return 4
+
+    def allowed(self, start: int, stop: int, device: torch.device) -> torch.Tensor:
+        """Boolean ``(B, 1, stop - start, kv)``: which keys the query rows ``start:stop`` may attend to."""
+        from transformers.masking_utils import sdpa_mask
+
+        return sdpa_mask(
+            batch_size=self.batch_size,
+            q_length=stop - start,
+            kv_length=self.kv_length,
+            q_offset=self.q_offset + start,
+            kv_offset=self.kv_offset,
+            mask_function=self.mask_function,
+            attention_mask=None if self.padding is None else self.padding.to(device),
+            allow_is_causal_skip=False,
+            allow_is_bidirectional_skip=False,
+            use_vmap=self.use_vmap,
+            device=device,
+        )
+
+
+def capture_mask(
+    batch_size: int,
+    q_length: int,
+    kv_length: int,
+    q_offset: int = 0,
+    kv_offset: int = 0,
+    mask_function: Callable | None = None,
+    attention_mask: torch.Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+    use_vmap: bool = False,
+    **_: Any,
+) -> MaskRows:
+    """The ``AttentionMaskInterface`` entry: the arguments ``eager_mask`` would get, kept instead of an n x n mask."""
+    from transformers.masking_utils import causal_mask_function
+
+    return MaskRows(
+        batch_size=batch_size,
+        q_length=q_length,
+        kv_length=kv_length,
+        q_offset=int(q_offset),
+        kv_offset=int(kv_offset),
+        mask_function=causal_mask_function if mask_function is None else mask_function,
+        padding=attention_mask,
+        use_vmap=use_vmap,
+        dtype=dtype,
+    )
+
+
+def _additive_rows(mask: MaskRows | torch.Tensor | None, rows: slice | list[int], device: torch.device) -> Any:
+    """The eager additive mask ``(1, 1 or H, r, kv)`` of the query ``rows`` (0 where allowed, dtype min elsewhere)."""
+    if mask is None:
+        return None
+    if isinstance(mask, MaskRows):
+        runs = [(rows.start, rows.stop)] if isinstance(rows, slice) else [(r, r + 1) for r in rows]
+        allowed = torch.cat([mask.allowed(a, b, device) for a, b in runs], dim=2)[:1]
+        dtype = mask.dtype
+    else:  # a 4D mask the model prepared itself (bool or additive float), rows sliced from it
+        picked = mask[:1, :, rows].to(device)
+        if picked.dtype != torch.bool:
+            return picked
+        allowed, dtype = picked, torch.float32
+    return torch.where(allowed, torch.zeros((), device=device, dtype=dtype), torch.finfo(dtype).min)
+
+
+# ------------------------------------------------------------------------------------------------ one layer
+
+
+@dataclass
+class LayerAttention:
+    """What one attention layer computed, enough to recompute any of its heads exactly.
+
+    ``query`` ``(H, n, d)`` and ``key`` ``(H_kv, n, d)`` are the post-RoPE states the layer attended with, in the
+    model's dtype, on the layer's device; query head ``h`` reads key head ``h // kv_groups`` (GQA). The weights of
+    a query chunk are ``softmax(softcap(q k^T * scaling) + mask [, sinks])`` in the same order of operations as
+    transformers' eager attention, rounded to the model's dtype as the model uses them.
+    """
+
+    query: torch.Tensor
+    key: torch.Tensor
+    mask: MaskRows | torch.Tensor | None
+    scaling: float
+    softcap: float | None = None
+    sinks: torch.Tensor | None = None
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.query.shape[0])
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.key.shape[1])
+
+    @property
+    def kv_groups(self) -> int:
+        return self.n_heads // int(self.key.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes kept for this layer (queries and keys; the mask is its function, O(n) at most)."""
+        return _tensor_bytes(self.query) + _tensor_bytes(self.key)
+
+    def chunk_rows(self, n_heads: int | None = None) -> int:
+        """Query rows per chunk so that the float32 scores of ``n_heads`` heads stay within CHUNK_BYTES."""
+        heads = self.n_heads if n_heads is None else n_heads
+        return max(1, min(self.n_tokens, CHUNK_BYTES // (4 * heads * self.n_tokens)))
+
+    def chunks(self) -> Iterator[slice]:
+        step = self.chunk_rows()
+        return (slice(start, min(start + step, self.n_tokens)) for start in range(0, self.n_tokens, step))
+
+    def weights(self, rows: slice | list[int], head: int | None = None) -> torch.Tensor:
+        """Attention weights ``(h, r, n)`` of the query ``rows``, all heads or one ``head``, in the model's dtype."""
+        if head is None:
+            query, key = self.query[:, rows], self.key
+        else:
+            query = self.query[head : head + 1, rows]
+            key = self.key[head // self.kv_groups : head // self.kv_groups + 1]
+        h, r, d = query.shape
+        logits = torch.matmul(query.reshape(key.shape[0], -1, d), key.transpose(1, 2)).view(h, r, -1) * self.scaling
+        if self.softcap is not None:
+            logits = torch.tanh(logits / self.softcap) * self.softcap
+        additive = _additive_rows(self.mask, rows, query.device)
+        if additive is not None:
+            per_head = additive.shape[1] > 1 and head is not None
+            logits = logits + (additive[0, head : head + 1] if per_head else additive[0])
+        if self.sinks is None:
+            return torch.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+        sinks = self.sinks.reshape(-1)[slice(None) if head is None else slice(head, head + 1)]
+        combined = torch.cat([logits, sinks.reshape(h, 1, 1).expand(h, r, 1).to(logits.dtype)], dim=-1)
+        combined = combined - combined.amax(dim=-1, keepdim=True)
+        return torch.softmax(combined, dim=-1, dtype=combined.dtype)[..., :-1].to(query.dtype)
+
+    def grid(self) -> torch.Tensor:
+        """Maximum-attention grid ``(H, n)`` float32 on the layer's device, folded over query chunks."""
+        grid = None
+        for rows in self.chunks():
+            grid = max_attention_update(grid, self.weights(rows).float())
+        return grid
+
+    def heads(self, head: int | None = None) -> np.ndarray:
+        """float32 ``(H, n, n)`` (``(1, n, n)`` for one ``head``) on the CPU, built in chunks on the layer's device."""
+        out = np.empty((self.n_heads if head is None else 1, self.n_tokens, self.n_tokens), dtype=np.float32)
+        for rows in self.chunks():
+            out[:, rows] = self.weights(rows, head).float().cpu().numpy()
+        return out
+
+
+def _tensor_bytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+# ------------------------------------------------------------------------------- the registered attention
+
+
+@dataclass
+class _Session:
+    """The layers captured by one forward pass, in call order (= layer order)."""
+
+    layers: list[LayerAttention] = field(default_factory=list)
+    grids: list[np.ndarray] = field(default_factory=list)
+
+
+def capture_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: MaskRows | torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    softcap: float | None = None,
+    s_aux: torch.Tensor | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """The ``AttentionInterface`` entry: the layer's output as eager attention computes it, in query chunks.
+
+    Inside :func:`capturing` it also keeps the layer (:class:`LayerAttention`) and its grid; outside it only
+    computes the output, so a model left switched still runs exactly.
+    """
+    if module.training and dropout:
+        raise UnsupportedAttentionError(
+            f"{type(module).__name__} is in training mode with attention dropout; call model.eval() first"
+        )
+    if query.shape[0] != 1 or query.shape[2] != key.shape[2]:
+        raise UnsupportedAttentionError(
+            f"attention capture runs one sequence without a cache (got queries {tuple(query.shape)}, "
+            f"keys {tuple(key.shape)} in {type(module).__name__})"
+        )
+    n_heads, n_kv = query.shape[1], key.shape[1]
+    if n_heads % n_kv:
+        raise UnsupportedAttentionError(f"{type(module).__name__}: {n_heads} query heads for {n_kv} key/value heads")
+    layer = LayerAttention(
+        query=query[0].clone(memory_format=torch.contiguous_format),  # own storage: never pins a fused qkv
+        key=key[0].clone(memory_format=torch.contiguous_format),
+        mask=attention_mask,
+        scaling=float(query.shape[-1] ** -0.5 if scaling is None else scaling),
+        softcap=None if softcap is None else float(softcap),
+        sinks=s_aux,
+    )
+    values = value[0]
+    out = torch.empty((1, layer.n_tokens, n_heads, values.shape[-1]), dtype=value.dtype, device=value.device)
+    grid = None
+    for rows in layer.chunks():
+        weights = layer.weights(rows)
+        grid = max_attention_update(grid, weights.float())
+        c = weights.shape[1]
+        mixed = torch.matmul(weights.to(value.dtype).reshape(n_kv, -1, layer.n_tokens), values)
+        out[0, rows] = mixed.view(n_heads, c, -1).transpose(0, 1)
+    session = _SESSION.get()
+    if session is not None:
+        _verify(module, layer, value, out, dict(kwargs, scaling=scaling, dropout=0.0, softcap=softcap, s_aux=s_aux))
+        session.layers.append(layer)
+        session.grids.append(grid.cpu().numpy())
+    return out, None
+
+
+def _verify(
+    module: torch.nn.Module, layer: LayerAttention, value: torch.Tensor, out: torch.Tensor, kwargs: dict
+) -> None:
+    """Compare a few query rows with the architecture's own ``eager_attention_forward``; raise on a mismatch."""
+    architecture = type(module).__name__
+    eager = getattr(inspect.getmodule(type(module)), "eager_attention_forward", None)
+    if eager is None:
+        raise UnsupportedAttentionError(
+            f"{architecture} calls transformers' AttentionInterface but its module has no eager_attention_forward "
+            f"to check the capture against; {SUPPORTED}"
+        )
+    n = layer.n_tokens
+    rows = sorted({0, n // 2, n - 1})[:_PROBE_ROWS]
+    if kwargs.get("softcap") is None:
+        kwargs.pop("softcap")
+    if kwargs.get("s_aux") is None:
+        kwargs.pop("s_aux")
+    mask = _additive_rows(layer.mask, rows, layer.query.device)
+    with torch.no_grad():
+        ref_out, ref_weights = eager(module, layer.query[None, :, rows], layer.key[None], value, mask, **kwargs)
+    mine = layer.weights(rows).float()
+    tolerance = _tolerance(layer.query.dtype)
+    out_scale = float(value.abs().max()) if value.numel() else 1.0
+    same = ref_weights is not None and torch.allclose(ref_weights[0].float(), mine, rtol=tolerance, atol=tolerance)
+    same = same and torch.allclose(
+        ref_out[0].float(), out[0, rows].float(), rtol=tolerance, atol=tolerance * max(1.0, out_scale)
+    )
+    if not same:
+        raise UnsupportedAttentionError(
+            f"{architecture}'s eager attention differs from the captured attention on query rows {rows} "
+            f"(scaling {layer.scaling}, softcap {layer.softcap}, sinks {layer.sinks is not None}); its attention "
+            f"cannot be captured exactly. {SUPPORTED}"
+        )
+
+
+def _tolerance(dtype: torch.dtype) -> float:
+    """Agreement asked of the probe: 1e-5 in float32, a few units in the last place of half precisions."""
+    return 1e-5 if torch.finfo(dtype).bits >= 32 else 4 * float(torch.finfo(dtype).eps)
+
+
+SUPPORTED = (
+    "Supported: architectures whose attention layers call transformers' AttentionInterface with the standard "
+    "eager inputs (scaling, additive/causal/sliding-window mask, logit softcapping, attention sinks, grouped-query "
+    "key/value heads), e.g. BERT, RoBERTa, DistilBERT, ModernBERT, GPT-2, Llama, Mistral, Qwen2, Gemma 2/3, Phi-3."
+)
+
+
+def register() -> None:
+    """Register the capture attention and mask functions with transformers (once per process)."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    AttentionInterface.register(CAPTURE_IMPLEMENTATION, capture_attention_forward)
+    AttentionMaskInterface.register(CAPTURE_IMPLEMENTATION, capture_mask)
+    _REGISTERED = True
+
+
+@contextlib.contextmanager
+def capturing(model: Any) -> Iterator[_Session]:
+    """Run ``model`` with the capture attention inside the block; its layers land in the yielded session.
+
+    The model's attention implementation is switched for the block only and restored after it.
+    """
+    register()
+    with _SWITCH_LOCK:
+        previous = model.config._attn_implementation
+        model.set_attn_implementation(CAPTURE_IMPLEMENTATION)
+        session = _Session()
+        token = _SESSION.set(session)
+        try:
+            yield session
+        finally:
+            _SESSION.reset(token)
+            model.set_attn_implementation(previous)
+
+
+def can_capture(model: Any) -> bool:
+    """Whether ``model``'s attention layers go through transformers' AttentionInterface."""
+    check = getattr(type(model), "_can_set_attn_implementation", None)
+    return bool(check is not None and check())
+
+
+# ------------------------------------------------------------------------------------ attention sources
+
+
+class _HeadCache:
+    """Recomputed float32 arrays keyed by (layer, heads), least recently used first out, within a byte budget."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.items: OrderedDict[tuple, np.ndarray] = OrderedDict()
+
+    def get(self, key: tuple) -> np.ndarray | None:
+        if key in self.items:
+            self.items.move_to_end(key)
+            return self.items[key]
+        return None
+
+    def put(self, key: tuple, value: np.ndarray) -> None:
+        if value.nbytes > self.budget:
+            return
+        self.items[key] = value
+        while sum(v.nbytes for v in self.items.values()) > self.budget:
+            self.items.popitem(last=False)
+
+
+class CapturedAttention:
+    """Every layer's captured attention: single heads recomputed on demand, the dense array within the budget."""
+
+    def __init__(self, layers: list[LayerAttention], budget: int = DENSE_BUDGET_BYTES) -> None:
+        self.layers = layers
+        self.budget = budget
+        self._cache = _HeadCache(budget)
+        self._dense: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        first = self.layers[0]
+        return (len(self.layers), first.n_heads, first.n_tokens, first.n_tokens)
+
+    @property
+    def kv_groups(self) -> int:
+        return self.layers[0].kv_groups
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes kept (queries and keys of every layer)."""
+        return sum(layer.nbytes for layer in self.layers)
+
+    def head(self, layer: int, head: int) -> np.ndarray:
+        """float32 (n, n); the first call for a layer recomputes all its heads when they fit the budget."""
+        with self._lock:
+            if self._dense is not None:
+                return self._dense[layer, head]
+            whole = self._cache.get((layer, None))
+            if whole is not None:
+                return whole[head]
+            _, H, n, _ = self.shape
+            if 4 * H * n * n <= self.budget:
+                whole = self.layers[layer].heads()
+                self._cache.put((layer, None), whole)
+                return whole[head]
+            single = self._cache.get((layer, head))
+            if single is None:
+                single = self.layers[layer].heads(head)[0]
+                self._cache.put((layer, head), single)
+            return single
+
+    def dense(self) -> np.ndarray:
+        """float32 (L, H, n, n) of every head, within the budget, else MemoryBudgetError."""
+        with self._lock:
+            if self._dense is None:
+                check_budget(self.shape, self.budget, "every head's attention", "ex.attention(layer, head)")
+                self._dense = np.stack([layer.heads() for layer in self.layers])
+                self._cache.items.clear()
+            return self._dense
+
+
+class DenseAttention:
+    """Attention given as a dense (L, H, n, n) array (the eager path, or an array a caller substituted)."""
+
+    def __init__(self, attentions: np.ndarray, kv_groups: int = 1) -> None:
+        self.attentions = np.asarray(attentions, dtype=np.float32)
+        if self.attentions.ndim != 4 or self.attentions.shape[-1] != self.attentions.shape[-2]:
+            raise ValueError(f"attentions must have shape (L, H, n, n), got {self.attentions.shape}")
+        self.kv_groups = kv_groups
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return tuple(self.attentions.shape)  # type: ignore[return-value]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.attentions.nbytes)
+
+    def head(self, layer: int, head: int) -> np.ndarray:
+        return self.attentions[layer, head]
+
+    def dense(self) -> np.ndarray:
+        return self.attentions
+
+    def grid(self) -> np.ndarray:
+        return max_attention(self.attentions)
+
+
+def check_budget(shape: tuple[int, ...], budget: int, what: str, instead: str) -> None:
+    """MemoryBudgetError when a float32 array of ``shape`` exceeds ``budget`` bytes, naming the bounded accessor."""
+    size = 4 * int(np.prod(shape))
+    if size > budget:
+        raise MemoryBudgetError(
+            f"{what} as one float32 array {tuple(shape)} takes {size / 2**20:.0f} MiB, above the "
+            f"{budget / 2**20:.0f} MiB budget (headsne_widget.capture.DENSE_BUDGET_BYTES); use {instead} instead"
+        )

@@ -1,0 +1,104 @@
+"""Every supported architecture, as a tiny random model saved with MiniLM's tokenizer and loaded by path: the
+captured grid and every recomputed head equal transformers' own eager forward with output_attentions=True."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from conftest import TINY_ARCHITECTURES
+
+from headsne_widget import extract
+from headsne_widget.capture import CapturedAttention
+from headsne_widget.texts import TSNE_ABSTRACT
+
+N = 128
+KV_GROUPS = {"llama": 2, "mistral": 2, "qwen2": 4, "gemma2": 2, "phi3": 2}
+CAUSAL = {"gpt2", "llama", "mistral", "qwen2", "gemma2", "phi3"}
+# (layer, window): keys further than the window are masked. Mistral: causal window 32 (j > i - 32); Qwen2 layer 1:
+# 48; Gemma 2 layer 0: 24; ModernBERT layer 1: |i - j| <= 16.
+WINDOWS = {"mistral": [(0, 32), (1, 32)], "qwen2": [(1, 48)], "gemma2": [(0, 24)], "modernbert": [(1, 16)]}
+
+
+def eager_reference(path: str, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Attentions (L, H, n, n) and hidden states (L + 1, n, d) from a fresh eager load of the saved model."""
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    with torch.no_grad():
+        out = model(input_ids=torch.as_tensor(token_ids)[None], output_attentions=True, output_hidden_states=True)
+    return torch.cat(out.attentions).numpy(), torch.cat(out.hidden_states).numpy()
+
+
+def extract_n(path: str, n: int = N, text: str = TSNE_ABSTRACT):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "text truncated", UserWarning)
+        return extract(text, path, device="cpu", max_tokens=n)
+
+
+@pytest.mark.parametrize("architecture", sorted(TINY_ARCHITECTURES))
+def test_capture_equals_eager_forward(architecture, tiny_model_dir):
+    path = tiny_model_dir(architecture)
+    ex = extract_n(path)
+    assert ex.n_tokens == N and isinstance(ex.attention_source, CapturedAttention)
+    A, X = eager_reference(path, ex.token_ids)
+    L, H = A.shape[:2]
+    assert (ex.n_layers, ex.n_heads) == (L, H) == (2, 4)
+    assert ex.kv_groups == KV_GROUPS.get(architecture, 1)
+    assert ex.max_attention.dtype == np.float32 and ex.max_attention.shape == (L, H, N)
+    np.testing.assert_allclose(ex.max_attention, A.max(axis=2), atol=1e-5, rtol=0)
+    for layer in range(L):
+        for head in range(H):
+            got = ex.attention(layer, head)
+            assert got.dtype == np.float32 and got.shape == (N, N)
+            np.testing.assert_allclose(got, A[layer, head], atol=1e-5, rtol=0, err_msg=f"layer {layer} head {head}")
+        np.testing.assert_allclose(ex.layer_output(layer), X[layer + 1], atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(ex.attentions, A, atol=1e-5, rtol=0)
+    # the reference really has the feature the architecture is here for
+    i, j = np.indices((N, N))
+    assert (A[..., j > i] == 0).all() == (architecture in CAUSAL)
+    for layer, window in WINDOWS.get(architecture, []):
+        outside = (j <= i - window) if architecture in CAUSAL else (abs(i - j) > window)
+        assert (A[layer][:, outside] == 0).all() and (A[layer][:, ~outside & (j <= i)] > 0).all()
+        np.testing.assert_array_equal(ex.attention(layer, 1)[outside], 0.0)
+    if architecture in KV_GROUPS:  # heads sharing a key/value head still differ (their queries differ)
+        assert not np.allclose(ex.attention(0, 0), ex.attention(0, 1), atol=1e-3)
+
+
+def test_gemma2_softcap_shapes_the_attention(tiny_model_dir, bert_tokenizer, tmp_path):
+    """The same weights with the softcap lifted attend differently: the capture follows the cap, not a default."""
+    from conftest import build_tiny_model
+
+    capped = extract_n(tiny_model_dir("gemma2"), n=64)
+    uncapped_dir = build_tiny_model("gemma2", tmp_path / "uncapped", bert_tokenizer, attn_logit_softcapping=None)
+    uncapped = extract_n(uncapped_dir, n=64)
+    assert np.abs(capped.max_attention - uncapped.max_attention).max() > 0.05
+    A, _ = eager_reference(uncapped_dir, uncapped.token_ids)
+    np.testing.assert_allclose(uncapped.max_attention, A.max(axis=2), atol=1e-5, rtol=0)
+
+
+def test_bf16_model_reduces_in_its_dtype(tiny_model_dir):
+    """A bf16 model: queries and keys are kept in bf16 and the heads equal the bf16 eager forward."""
+    from transformers import AutoModel
+
+    from headsne_widget.extraction import load_model
+
+    path = tiny_model_dir("llama")
+    model = AutoModel.from_pretrained(path, attn_implementation="eager", dtype=torch.bfloat16).eval()
+    loaded = load_model(model, tokenizer=path, device="cpu")
+    ids = extract_n(path, n=96).token_ids
+    from headsne_widget.extraction import extract_token_ids
+
+    ex = extract_token_ids(ids, loaded)
+    layer0 = ex.attention_source.layers[0]
+    assert layer0.query.dtype == torch.bfloat16 and layer0.key.dtype == torch.bfloat16
+    assert layer0.key.shape == (2, 96, 8)  # 2 key/value heads, not repeated to 4
+    with torch.no_grad():
+        out = model(input_ids=torch.as_tensor(ids)[None], output_attentions=True, output_hidden_states=True)
+    A = torch.cat(out.attentions).float().numpy()
+    np.testing.assert_allclose(ex.max_attention, A.max(axis=2), atol=2**-8, rtol=0)
+    np.testing.assert_allclose(ex.attention(1, 3), A[1, 3], atol=2**-8, rtol=0)
+    assert ex.states.states.dtype == torch.bfloat16  # hidden states kept in the model's dtype
+    assert ex.layer_output(1).dtype == np.float32
