@@ -6,7 +6,7 @@ The pass computes, for every run r and point i, without any n x n temporary,
     attraction_i = sum_j p_ij w_ij (y_i - y_j)       (times the exaggeration)
     repulsion_i  = sum_j w_ij^2 (y_i - y_j)
     z_i          = sum_{j != i} w_ij                  (Z = sum_i z_i)
-    kl_i         = sum_j p_ij log(1 + |y_i - y_j|^2)  (only at reported steps: ``want_kl``)
+    kl_i         = sum_j p_ij log(1 + |y_i - y_j|^2)  (only at reported steps: ``want_kl``, own loop)
 
 so that the gradient of eq. 3 is ``4 (attraction - repulsion / Z)`` and
 ``KL(P || Q) = sum p log p + sum_i kl_i + log Z`` (P sums to 1, q_ij = w_ij / Z).
@@ -91,13 +91,47 @@ else:  # other CPUs handle subnormals at full speed or flush them already
         return None
 
 
+@njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
+def _pair_sums(p, x, y, xi, yi, lo, hi, one, ax, ay, rx, ry, zi):  # pragma: no cover - compiled
+    """Add the pairs (i, j) for j in [lo, hi) to the running sums of :func:`forces` (one vectorised loop)."""
+    for j in range(lo, hi):
+        dx = xi - x[j]
+        dy = yi - y[j]
+        w = one / (one + dx * dx + dy * dy)
+        pw = p[j] * w
+        ax += pw * dx
+        ay += pw * dy
+        w2 = w * w
+        rx += w2 * dx
+        ry += w2 * dy
+        zi += w
+    return ax, ay, rx, ry, zi
+
+
+@njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
+def _kl_sum(p, x, y, xi, yi, n, one, li):  # pragma: no cover - compiled
+    """li + sum_j p_ij log(1 + |y_i - y_j|^2) (the j = i term is log 1 = 0)."""
+    for j in range(n):
+        dx = xi - x[j]
+        dy = yi - y[j]
+        li += p[j] * np.log(one + dx * dx + dy * dy)
+    return li
+
+
 @njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True)
 def forces(P, Y, exaggeration, one, attraction, repulsion, z, kl, want_kl):  # pragma: no cover - compiled
     """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``; with
     ``want_kl`` also ``kl`` (runs, n): sum_j p_ij log(1 + |y_i - y_j|^2) of the unexaggerated P.
 
-    ``want_kl`` is loop-invariant: LLVM unswitches it into two vectorised loops (measured: the same
-    time as two separate kernels, with and without the logarithm).
+    The KL has a loop of its own: the forces are then computed by the very same machine code with
+    and without it, so that a run does not depend on how often it reports (one loop with a
+    loop-invariant ``want_kl`` was vectorised differently in its two versions, changing the rounding
+    of the forces). At reported steps the logarithm dominates the cost either way.
+
+    The pair j = i is skipped (two loops, j < i and j > i) rather than added and subtracted: its
+    w_ii = 1 would dominate z_i when the points are far apart, and ``(1 + sum_j w_ij) - 1`` in float32
+    loses every w_ij below 6e-8. That cancellation made Z, log Z and so the reported KL far too small
+    (KL -1.20 on a run blown up to a radius of 3e6 by learning rate 1e6).
     """
     runs, _, n = Y.shape
     for i in prange(n):
@@ -108,33 +142,16 @@ def forces(P, Y, exaggeration, one, attraction, repulsion, z, kl, want_kl):  # p
             y = Y[r, 1]
             xi = x[i]
             yi = y[i]
-            ax = xi - xi
-            ay = ax
-            rx = ax
-            ry = ax
-            zi = ax
-            li = ax
-            for j in range(n):
-                dx = xi - x[j]
-                dy = yi - y[j]
-                d = one + dx * dx + dy * dy
-                w = one / d
-                pw = p[j] * w
-                ax += pw * dx
-                ay += pw * dy
-                w2 = w * w
-                rx += w2 * dx
-                ry += w2 * dy
-                zi += w
-                if want_kl:
-                    li += p[j] * np.log(d)
+            o = xi - xi
+            ax, ay, rx, ry, zi = _pair_sums(p, x, y, xi, yi, 0, i, one, o, o, o, o, o)
+            ax, ay, rx, ry, zi = _pair_sums(p, x, y, xi, yi, i + 1, n, one, ax, ay, rx, ry, zi)
             attraction[r, 0, i] = exaggeration * ax
             attraction[r, 1, i] = exaggeration * ay
             repulsion[r, 0, i] = rx
             repulsion[r, 1, i] = ry
-            z[r, i] = zi - one  # w_ii = 1 is not part of Z
+            z[r, i] = zi
             if want_kl:
-                kl[r, i] = li
+                kl[r, i] = _kl_sum(p, x, y, xi, yi, n, one, o)
         restore_fp_state(fp_state)
 
 
@@ -201,8 +218,9 @@ forces_serial = _serial(forces, "forces_serial")
 
 
 @njit(fastmath=_FASTMATH, error_model="numpy", cache=True)
-def steps(P, Y, exaggeration, one, attraction, repulsion, z, kl, Z, gains, step, momentum, learning_rate,
-          min_gain, count):  # pragma: no cover - compiled
+def steps(
+    P, Y, exaggeration, one, attraction, repulsion, z, kl, Z, gains, step, momentum, learning_rate, min_gain, count
+):  # pragma: no cover - compiled
     """``count`` plain iterations (forces without KL, then update) without returning to Python between them."""
     for _ in range(count):
         forces(P, Y, exaggeration, one, attraction, repulsion, z, kl, False)

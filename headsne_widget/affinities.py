@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 from ._checks import real_array
 from .errors import DegenerateAffinitiesError
 
-__all__ = ["attention_affinities", "gaussian_affinities", "binary_search_perplexity"]
+__all__ = ["attention_affinities", "binary_search_perplexity", "gaussian_affinities"]
 
 MACHINE_EPSILON = np.finfo(np.double).eps
 # Same stopping rule and step budget as scikit-learn's _utils._binary_search_perplexity.
@@ -43,6 +43,7 @@ def attention_affinities(
         raise DegenerateAffinitiesError(
             f"P needs at least 2 tokens, but only {A.shape[0]} remain after excluding tokens"
         )
+    A = _power_of_two_scaled(A)  # P does not depend on A's scale; A * 1e308 would overflow A + A^T
     P = A + A.T
     np.fill_diagonal(P, 0.0)
     total = P.sum()
@@ -70,9 +71,39 @@ def gaussian_affinities(X: ArrayLike, perplexity: float = 20.0) -> np.ndarray:
     if n < 2:
         raise ValueError(f"X must have at least 2 points, got {n}")
     perplexity = _check_perplexity(perplexity, n)
+    X = _distance_scaled(X)
     conditional_P = binary_search_perplexity(squared_distances(X), perplexity)
     P = conditional_P + conditional_P.T
     return P / max(P.sum(), MACHINE_EPSILON)
+
+
+def _power_of_two_scaled(A: np.ndarray) -> np.ndarray:
+    """A times the power of two that brings its largest entry into [0.5, 1): exact in floating point."""
+    largest = float(np.abs(A).max())
+    if largest == 0.0:
+        return A
+    return np.ldexp(A, -int(np.frexp(largest)[1]))
+
+
+_SAFE_SCALE = 2.0**100
+
+
+def _distance_scaled(X: np.ndarray) -> np.ndarray:
+    """X centred, and scaled by a power of two when its spread would over- or underflow squared distances.
+
+    P depends on X only through distances, and the perplexity search adapts the Gaussians' widths to
+    their scale, so P(c X + b) = P(X). Centring keeps the expansion |x|^2 + |y|^2 - 2 x.y of
+    :func:`squared_distances` from cancelling (X + 1e10 changed P by 4e-3 uncentred). Coordinates of
+    1e200 (squares overflow to inf, then NaN) or 1e-200 (squares underflow to 0, a uniform P) are
+    brought to order 1 by a power of two, which is exact.
+    """
+    if np.abs(X).max() >= _SAFE_SCALE:
+        X = _power_of_two_scaled(X)  # within [-1, 1] first, so that the mean cannot overflow
+    X = X - X.mean(axis=0)
+    spread = float(np.abs(X).max())
+    if 1.0 / _SAFE_SCALE <= spread <= _SAFE_SCALE:
+        return X
+    return _power_of_two_scaled(X)
 
 
 def squared_distances(X: np.ndarray) -> np.ndarray:

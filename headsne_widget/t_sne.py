@@ -21,25 +21,26 @@ computed at reported steps, where it costs a logarithm per pair.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch
 
 from ._checks import int_at_least, real_array
 from ._device import resolve_device
+from .errors import TSNEDivergedError
 
 __all__ = [
     "THESIS",
     "Frame",
     "TSNEResult",
+    "auto_learning_rate",
+    "gradient",
+    "kl_divergence",
     "tsne",
     "tsne_frames",
-    "kl_divergence",
-    "gradient",
     "warmup",
-    "auto_learning_rate",
 ]
 
 #: The settings of the thesis (Appendix A.2): 1000 iterations, learning rate 5, best of 100 runs by KL.
@@ -50,6 +51,20 @@ MIN_GAIN = 0.01
 INIT_STD = 1e-2  # N(0, 1e-4 I), as in the t-SNE paper and the thesis
 _SYMMETRY_TOL = 1e-6  # relative to the largest entry of P
 _SUM_TOL = 1e-4
+#: Most runs one call optimises together (``restarts``); beyond it memory and time grow with no gain
+#: in the best KL worth having (the thesis uses 100).
+MAX_RESTARTS = 1000
+#: Bytes the optimiser's per-run state may take (embeddings, forces, gains, steps: about 60 bytes per
+#: point and run): ``restarts * n`` is refused beyond it, before anything is allocated.
+MAX_STATE_BYTES = 4 << 30
+_STATE_BYTES_PER_POINT = 64
+#: Divergence: the mean kernel mass per point, Z / n = mean_i sum_j 1 / (1 + |y_i - y_j|^2), below
+#: which the embedding has blown up. Converged embeddings keep Z / n of order 0.01 to 100 at every n
+#: (a point's neighbours lie within a few units); below 1e-4 the typical neighbour is more than 100
+#: units away, where the forces (~ 1 / d^3) have vanished and the run cannot come back. Measured on
+#: attention and Gaussian P (n = 271 and 300): learning rates up to 300 stayed above 6e-3, 1e4 and 1e5
+#: fell to 5e-5 and 2e-6 with final KLs 2 to 150 times worse.
+BLOWN_UP_Z_PER_POINT = 1e-4
 _KERNEL_LOCK = threading.Lock()  # numba's workqueue layer must not run two parallel kernels at once
 
 
@@ -121,6 +136,7 @@ def _as_numpy(a, name: str) -> np.ndarray:
     return real_array(a, name)
 
 
+_MAX_INIT = 1e4  # a start beyond this is already blown up (see BLOWN_UP_Z_PER_POINT)
 _BLOCK = 256  # rows per block in the O(n^2) checks, so that no extra n x n temporary is made
 
 
@@ -140,10 +156,12 @@ def check_affinities(P, dtype=np.float64) -> np.ndarray:
         raise ValueError(f"P must be non-negative, its smallest entry is {smallest:.3g}")
     tol = _SYMMETRY_TOL * max(float(P.max()), np.finfo(float).tiny)
     asymmetry = max(
-        float(np.abs(P[i:i + _BLOCK].astype(np.float64) - P[:, i:i + _BLOCK].T).max()) for i in range(0, n, _BLOCK)
+        float(np.abs(P[i : i + _BLOCK].astype(np.float64) - P[:, i : i + _BLOCK].T).max()) for i in range(0, n, _BLOCK)
     )
     if asymmetry > tol:
-        raise ValueError(f"P must be symmetric: max |P - P^T| = {asymmetry:.3g} (largest entry {tol / _SYMMETRY_TOL:.3g})")
+        raise ValueError(
+            f"P must be symmetric: max |P - P^T| = {asymmetry:.3g} (largest entry {tol / _SYMMETRY_TOL:.3g})"
+        )
     diagonal = float(np.abs(np.diagonal(P)).max())
     if diagonal > tol:
         raise ValueError(f"P must have a zero diagonal (q_ii = 0, so KL would be infinite); max p_ii = {diagonal:.3g}")
@@ -152,7 +170,7 @@ def check_affinities(P, dtype=np.float64) -> np.ndarray:
         raise ValueError(f"P must sum to 1 (a joint distribution), it sums to {total:.6g}")
     out = np.empty((n, n), dtype=dtype)
     for i in range(0, n, _BLOCK):
-        out[i:i + _BLOCK] = (P[i:i + _BLOCK].astype(np.float64) + P[:, i:i + _BLOCK].T) / (2.0 * total)
+        out[i : i + _BLOCK] = (P[i : i + _BLOCK].astype(np.float64) + P[:, i : i + _BLOCK].T) / (2.0 * total)
     np.fill_diagonal(out, 0.0)
     out /= out.sum(dtype=np.float64)
     return out
@@ -172,15 +190,67 @@ def _resolve_dtype(dtype) -> np.dtype:
     return dt
 
 
+def _number(value, name: str) -> float:
+    """``value`` as a finite float; a bool or a non-number is a TypeError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    out = float(value)
+    if not np.isfinite(out):
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return out
+
+
+def _positive(value, name: str) -> float:
+    out = _number(value, name)
+    if out <= 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    return out
+
+
 def _resolve_learning_rate(learning_rate, n: int, early_exaggeration: float) -> float:
     if isinstance(learning_rate, str):
         if learning_rate != "auto":
             raise ValueError(f"learning_rate must be 'auto' or a positive number, got {learning_rate!r}")
         return auto_learning_rate(n, early_exaggeration)
-    lr = float(learning_rate)
-    if not np.isfinite(lr) or lr <= 0:
-        raise ValueError(f"learning_rate must be positive, got {learning_rate!r}")
-    return lr
+    if learning_rate is None:  # not an alias of "auto": say so rather than guess
+        raise TypeError("learning_rate must be a positive number or 'auto' (max(n / early_exaggeration, 5)), got None")
+    return _positive(learning_rate, "learning_rate")
+
+
+def _check_momentum(momentum) -> tuple[float, float]:
+    if isinstance(momentum, (str, bytes)) or not hasattr(momentum, "__len__") or len(momentum) != 2:
+        raise TypeError(f"momentum must be a pair (during exaggeration, after it) such as (0.5, 0.8), got {momentum!r}")
+    mom = tuple(_number(m, "momentum") for m in momentum)
+    if not all(0.0 <= m < 1.0 for m in mom):
+        raise ValueError(f"momentum must be two values in [0, 1) (during and after exaggeration), got {momentum!r}")
+    return mom[0], mom[1]
+
+
+def _check_seed(seed) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
+    if not 0 <= seed < 2**63 - MAX_RESTARTS:
+        raise ValueError(
+            f"seed must be a non-negative int below 2**63 - {MAX_RESTARTS} (run r uses seed + r), got {seed}"
+        )
+    return int(seed)
+
+
+def _check_restarts(restarts, n: int) -> int:
+    """``restarts`` within :data:`MAX_RESTARTS` and the state memory budget, checked before allocating."""
+    restarts = int_at_least(restarts, "restarts", 1)
+    if restarts > MAX_RESTARTS:
+        raise ValueError(f"restarts must be at most {MAX_RESTARTS}, got {restarts}")
+    need = restarts * n * _STATE_BYTES_PER_POINT
+    if need > MAX_STATE_BYTES:
+        raise ValueError(
+            f"restarts={restarts} at n={n} needs about {need / 2**30:.1f} GiB of optimiser state "
+            f"(the limit is {MAX_STATE_BYTES / 2**30:.0f} GiB); "
+            f"use at most {MAX_STATE_BYTES // (n * _STATE_BYTES_PER_POINT)}"
+        )
+    return restarts
 
 
 def _initial_embeddings(init, n: int, restarts: int, seed: int | None, dtype: np.dtype) -> np.ndarray:
@@ -194,6 +264,14 @@ def _initial_embeddings(init, n: int, restarts: int, seed: int | None, dtype: np
             Y0 = np.broadcast_to(Y0, (restarts, n, 2))
         elif Y0.shape != (restarts, n, 2):
             raise ValueError(f"init must have shape ({n}, 2) or ({restarts}, {n}, 2), got {Y0.shape}")
+        spread = np.ptp(Y0, axis=1).max(axis=1)
+        if (spread == 0).any():
+            raise ValueError(
+                "init puts every point at the same place (e.g. all zeros): the gradient is zero there by "
+                "symmetry and the run would stay collapsed; start from small random values such as N(0, 1e-4 I)"
+            )
+        if np.abs(Y0).max() > _MAX_INIT:
+            raise ValueError(f"init must have coordinates within +-{_MAX_INIT:g} (t-SNE embeddings span tens of units)")
     return np.ascontiguousarray(Y0.transpose(0, 2, 1), dtype=dtype)
 
 
@@ -204,24 +282,25 @@ def _initial_embeddings(init, n: int, restarts: int, seed: int | None, dtype: np
 class _NumbaEngine:
     """Fused CPU kernels; buffers allocated once per run."""
 
-    def __init__(self, P: np.ndarray, Y0: np.ndarray):
+    def __init__(self, P: np.ndarray, Y0: np.ndarray, one: float = 1.0):
         from . import _tsne_kernels as kernels
 
         runs, _, n = Y0.shape
         parallel = runs * n * n >= kernels.PARALLEL_MIN_PAIRS
         self._forces = kernels.forces if parallel else kernels.forces_serial
         self._update = kernels.update
+        self._sum_rows = kernels._sum_rows
         self._steps = kernels.steps if parallel else kernels.steps_serial
         dtype = Y0.dtype
         self.P = np.ascontiguousarray(P, dtype=dtype)
         self.Y = Y0.copy()
-        self.one = dtype.type(1)
+        self.one = dtype.type(one)  # the 1 of 1 / (1 + d^2); see _one_embedding
         self.attraction = np.empty_like(self.Y)
         self.repulsion = np.empty_like(self.Y)
         self.step = np.zeros_like(self.Y)
         self.gains = np.ones_like(self.Y)
         self.z = np.empty(self.Y.shape[::2], dtype=dtype)
-        self.kl_rows = np.empty_like(self.z)
+        self.kl_rows = np.empty(self.z.shape, dtype=np.float64)  # summed in float64 by the kernel
         self.Z = np.empty(self.Y.shape[0], dtype=np.float64)
 
     def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
@@ -229,11 +308,15 @@ class _NumbaEngine:
         ex = self.Y.dtype.type(exaggeration)
         with _KERNEL_LOCK:
             self._forces(self.P, self.Y, ex, self.one, self.attraction, self.repulsion, self.z, self.kl_rows, want_kl)
-        np.sum(self.z, axis=1, dtype=np.float64, out=self.Z)
+        self._sum_rows(self.z, self.Z)  # as the compiled steps do, so a run does not depend on `every`
         return self.kl_rows.sum(axis=1, dtype=np.float64) if want_kl else None
 
     def log_z(self) -> np.ndarray:
         return np.log(self.Z)
+
+    def normalisers(self) -> np.ndarray:
+        """Z per run from the last force pass (float64)."""
+        return self.Z
 
     def gradient(self) -> np.ndarray:
         return 4.0 * (self.attraction - self.repulsion / self.Z[:, None, None].astype(self.Y.dtype))
@@ -244,15 +327,30 @@ class _NumbaEngine:
         self.step.fill(0.0)
 
     def update(self, momentum: float, learning_rate: float) -> None:
-        self._update(self.Y, self.attraction, self.repulsion, self.Z, self.gains, self.step,
-                      momentum, learning_rate, MIN_GAIN)
+        self._update(
+            self.Y, self.attraction, self.repulsion, self.Z, self.gains, self.step, momentum, learning_rate, MIN_GAIN
+        )
 
     def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
         """``count`` iterations of forces + update in one compiled call (no KL)."""
         with _KERNEL_LOCK:
-            self._steps(self.P, self.Y, self.Y.dtype.type(exaggeration), self.one, self.attraction,
-                        self.repulsion, self.z, self.kl_rows, self.Z, self.gains, self.step, momentum,
-                        learning_rate, MIN_GAIN, count)
+            self._steps(
+                self.P,
+                self.Y,
+                self.Y.dtype.type(exaggeration),
+                self.one,
+                self.attraction,
+                self.repulsion,
+                self.z,
+                self.kl_rows,
+                self.Z,
+                self.gains,
+                self.step,
+                momentum,
+                learning_rate,
+                MIN_GAIN,
+                count,
+            )
 
     def embeddings(self) -> np.ndarray:
         """(runs, 2, n) view of the current embeddings (copy before handing out)."""
@@ -320,6 +418,9 @@ class _TorchEngine:
     def log_z(self) -> np.ndarray:
         return torch.log(self.Z).cpu().numpy()
 
+    def normalisers(self) -> np.ndarray:
+        return self.Z.cpu().numpy()
+
     def gradient(self) -> np.ndarray:
         g = 4.0 * (self.attraction - self.repulsion / self.Z[:, None, None].to(self.Y.dtype))
         return g.cpu().numpy()
@@ -361,7 +462,7 @@ def _entropy_term(P: np.ndarray) -> float:
     """sum p log p over the non-zero entries (0 log 0 = 0), in float64, row block by row block."""
     total = 0.0
     for i in range(0, P.shape[0], _BLOCK):
-        block = P[i:i + _BLOCK].astype(np.float64)
+        block = P[i : i + _BLOCK].astype(np.float64)
         total += float(np.sum(block * np.log(np.where(block > 0, block, 1.0))))
     return total
 
@@ -393,19 +494,16 @@ def _optimize(
     logarithm per pair and nothing else.
     """
     dt = _resolve_dtype(dtype)
+    n_iter, every = int_at_least(n_iter, "n_iter", 1), int_at_least(every, "every", 1)
+    exaggeration_iters = int_at_least(exaggeration_iters, "exaggeration_iters", 0)
+    early_exaggeration = _positive(early_exaggeration, "early_exaggeration")
+    mom = _check_momentum(momentum)
+    seed = _check_seed(seed)
+    if int_at_least(restarts, "restarts", 1) > MAX_RESTARTS:  # before the O(n^2) checks of P
+        _check_restarts(restarts, 1)
     P = check_affinities(P, dt)
     n = P.shape[0]
-    n_iter, restarts, every = (int_at_least(v, name, 1) for v, name in
-                               ((n_iter, "n_iter"), (restarts, "restarts"), (every, "every")))
-    exaggeration_iters = int_at_least(exaggeration_iters, "exaggeration_iters", 0)
-    early_exaggeration = float(early_exaggeration)
-    if not np.isfinite(early_exaggeration) or early_exaggeration <= 0:
-        raise ValueError(f"early_exaggeration must be positive, got {early_exaggeration!r}")
-    mom = tuple(float(m) for m in momentum)
-    if len(mom) != 2 or not all(0.0 <= m < 1.0 for m in mom):
-        raise ValueError(f"momentum must be two values in [0, 1) (during and after exaggeration), got {momentum!r}")
-    if seed is not None and not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
+    restarts = _check_restarts(restarts, n)
     lr = _resolve_learning_rate(learning_rate, n, early_exaggeration)
     dev = resolve_device(device)
     Y0 = _initial_embeddings(init, n, restarts, seed, dt)
@@ -415,6 +513,9 @@ def _optimize(
     def kl_of(rows: np.ndarray) -> np.ndarray:
         return entropy + rows + eng.log_z()
 
+    def check(t: int, exaggeration: float) -> None:
+        _check_divergence(eng, t, n, lr, exaggeration, early_exaggeration)
+
     t = 1
     while t <= n_iter:
         exaggerating = t <= exaggeration_iters
@@ -423,6 +524,7 @@ def _optimize(
         ex, m = (early_exaggeration, mom[0]) if exaggerating else (1.0, mom[1])
         if t > 1 and (t - 1) % every == 0:  # the KL of iteration t - 1 comes with the forces of t
             rows = eng.forces(ex, True)
+            check(t - 1, ex)
             yield t - 1, eng.embeddings(), kl_of(rows), lr
             eng.update(m, lr)
             t += 1
@@ -432,9 +534,40 @@ def _optimize(
         if exaggerating:
             stop = min(stop, exaggeration_iters + 1)
         eng.steps(stop - t, ex, m, lr)
+        check(stop - 1, ex)
         t = stop
     rows = eng.forces(1.0, True)
+    check(n_iter, 1.0)
     yield n_iter, eng.embeddings(), kl_of(rows), lr
+
+
+def _check_divergence(eng, t: int, n: int, lr: float, exaggeration: float, early_exaggeration: float) -> None:
+    """Raise :class:`TSNEDivergedError` when a run's embedding is non-finite or has blown up.
+
+    Cheap (O(runs * n)): it reads the normalisers Z of the last force pass and the embeddings. Blown up
+    means Z / n < :data:`BLOWN_UP_Z_PER_POINT`: the points are so far apart that the forces vanish and
+    the run would end on a poor embedding with no sign of trouble (learning rate 1e5 on 271 tokens
+    reached a radius of 1e6 and ended at KL 2.3 instead of 1.8). Z is from the step's positions before
+    its update, so a step that overflows is caught at the next check.
+    """
+    Z = eng.normalisers()
+    finite = np.isfinite(Z).all() and np.isfinite(eng.embeddings()).all()
+    if finite and (Z >= BLOWN_UP_Z_PER_POINT * n).all():
+        return
+    what = (
+        "the embedding became non-finite (overflow)"
+        if not finite
+        else f"the embedding blew up: mean kernel mass per point Z / n = {Z.min() / n:.2g} < {BLOWN_UP_Z_PER_POINT:g}, "
+        "so neighbours are over 100 units apart and the forces have vanished"
+    )
+    hints = []
+    auto = auto_learning_rate(n, early_exaggeration)
+    if lr > auto or exaggeration <= 1.0:
+        hints.append(f"a smaller learning_rate (given {lr:g}; 'auto' would be {auto:g})")
+    if exaggeration > 1.0:
+        hints.append(f"a smaller early_exaggeration (given {early_exaggeration:g}; 12 is usual)")
+    hint = "use " + " or ".join(hints)
+    raise TSNEDivergedError(f"t-SNE diverged by iteration {t}: {what}; {hint}")
 
 
 def _frame(iteration: int, Y: np.ndarray, kls: np.ndarray) -> Frame:
@@ -465,9 +598,18 @@ def tsne_frames(
     dropping it) stops the optimisation at once, and no thread is left behind.
     """
     for t, Y, kls, _ in _optimize(
-        P, n_iter=n_iter, learning_rate=learning_rate, early_exaggeration=early_exaggeration,
-        exaggeration_iters=exaggeration_iters, momentum=momentum, init=init, seed=seed,
-        restarts=restarts, device=device, every=every, dtype=dtype,
+        P,
+        n_iter=n_iter,
+        learning_rate=learning_rate,
+        early_exaggeration=early_exaggeration,
+        exaggeration_iters=exaggeration_iters,
+        momentum=momentum,
+        init=init,
+        seed=seed,
+        restarts=restarts,
+        device=device,
+        every=every,
+        dtype=dtype,
     ):
         yield _frame(t, Y, kls)
 
@@ -508,10 +650,19 @@ def tsne(
     dtype : ``"float32"`` (default) or ``"float64"``.
     """
     iterations, histories, lr, Y = [], [], 0.0, None
-    for t, Y, kls, lr in _optimize(
-        P, n_iter=n_iter, learning_rate=learning_rate, early_exaggeration=early_exaggeration,
-        exaggeration_iters=exaggeration_iters, momentum=momentum, init=init, seed=seed,
-        restarts=restarts, device=device, every=every, dtype=dtype,
+    for t, Y, kls, lr in _optimize(  # noqa: B007 - the last Y and lr are the result
+        P,
+        n_iter=n_iter,
+        learning_rate=learning_rate,
+        early_exaggeration=early_exaggeration,
+        exaggeration_iters=exaggeration_iters,
+        momentum=momentum,
+        init=init,
+        seed=seed,
+        restarts=restarts,
+        device=device,
+        every=every,
+        dtype=dtype,
     ):
         iterations.append(t)
         histories.append(kls)
@@ -536,6 +687,37 @@ def tsne(
 # exact KL and gradient of one embedding
 
 
+def _one_embedding(P64: np.ndarray, Y: np.ndarray, dt: np.dtype, exact_scale: bool):
+    """Forces and KL of one embedding, in units where no |y_i - y_j|^2 overflows; returns (KL, engine, c).
+
+    KL and Q only depend on Y through w_ij = 1 / (1 + |y_i - y_j|^2). Written with Y = c Y' this is
+    w_ij = eps / (eps + |y'_i - y'_j|^2) with eps = 1 / c^2: the kernel with ``one = eps`` on Y' gives
+    the same w, Z and q, sum_j p log(eps + d'^2) = sum_j p log(1 + d^2) + log eps, and forces c times
+    smaller. Coordinates beyond sqrt(max float) / 8 (1.7e153 in float64) are rescaled this way; when
+    1 / c^2 is below the smallest normal float, eps is held there: q then stays exact for every pair not
+    closer than 1e-150 of the largest coordinate, which ``exact_scale`` (the gradient) refuses instead.
+    """
+    largest = float(np.abs(Y).max())
+    c, eps = 1.0, 1.0
+    if largest > np.sqrt(np.finfo(dt).max) / 8:
+        dt = np.dtype(np.float64)
+        c = largest
+        eps = c**-2
+        floor = np.finfo(np.float64).tiny * 2**20
+        if eps < floor:
+            if exact_scale:
+                raise ValueError(f"Y has coordinates up to {largest:.3g}: too large for an exact gradient in float64")
+            eps = floor
+        Y = Y / c
+    Y = Y - Y.mean(axis=0)  # translation invariant; the centred coordinates stay within [-2, 2] after scaling
+    eng = _NumbaEngine(P64, np.ascontiguousarray(Y.T[None], dtype=dt), one=eps)
+    rows = eng.forces(1.0, True)
+    kl = _entropy_term(P64) + float(rows[0]) - np.log(eps) + float(eng.log_z()[0])
+    if not np.isfinite(kl):
+        raise ValueError("KL(P || Q(Y)) is not finite for this Y (coinciding points at an extreme scale?)")
+    return kl, eng, c
+
+
 def gradient(P, Y) -> tuple[float, np.ndarray]:
     """Exact KL(P || Q(Y)) and its gradient (eq. 3) for one embedding Y (n, 2).
 
@@ -545,19 +727,18 @@ def gradient(P, Y) -> tuple[float, np.ndarray]:
     P64 = check_affinities(P_in)
     Yc = _check_embedding(Y_in, P64.shape[0])
     dt = np.dtype(np.float32) if (P_in.dtype == np.float32 and Yc.dtype == np.float32) else np.dtype(np.float64)
-    eng = _NumbaEngine(P64, np.ascontiguousarray(Yc.T[None], dtype=dt))
-    rows = eng.forces(1.0, True)
-    kl = _entropy_term(P64) + float(rows[0]) + float(eng.log_z()[0])
-    return kl, eng.gradient()[0].T.copy()
+    kl, eng, c = _one_embedding(P64, Yc.astype(np.float64), dt, exact_scale=True)
+    return kl, (eng.gradient()[0].T * c).astype(eng.Y.dtype)
 
 
 def kl_divergence(P, Y) -> float:
-    """Exact KL(P || Q(Y)) = sum p_ij log(p_ij / q_ij) of an embedding Y (n, 2), in float64."""
+    """Exact KL(P || Q(Y)) = sum p_ij log(p_ij / q_ij) of an embedding Y (n, 2), in float64.
+
+    Finite and non-negative for any finite Y (huge coordinates are rescaled without changing Q).
+    """
     P64 = check_affinities(P)
     Yc = _check_embedding(Y, P64.shape[0]).astype(np.float64)
-    eng = _NumbaEngine(P64, np.ascontiguousarray(Yc.T[None]))
-    rows = eng.forces(1.0, True)
-    return _entropy_term(P64) + float(rows[0]) + float(eng.log_z()[0])
+    return _one_embedding(P64, Yc, np.dtype(np.float64), exact_scale=False)[0]
 
 
 def warmup() -> None:
@@ -575,7 +756,7 @@ def warmup() -> None:
         Y = np.random.default_rng(0).normal(size=(1, 2, n)).astype(dtype)
         one = dtype(1)
         att, rep, step, gains = (np.zeros_like(Y) for _ in range(4))
-        z, kl = np.empty((1, n), dtype), np.empty((1, n), dtype)
+        z, kl = np.empty((1, n), dtype), np.empty((1, n), np.float64)
         with _KERNEL_LOCK:
             for fn in (kernels.forces, kernels.forces_serial):
                 fn(P, Y, one, one, att, rep, z, kl, True)
