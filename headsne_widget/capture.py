@@ -44,6 +44,8 @@ __all__ = [
     "capture_attention_forward",
     "capture_mask",
     "capturing",
+    "check_budget",
+    "fits_budget",
 ]
 
 CAPTURE_IMPLEMENTATION = "headsne_capture"
@@ -216,6 +218,7 @@ class LayerAttention:
         combined = combined - combined.amax(dim=-1, keepdim=True)
         return torch.softmax(combined, dim=-1, dtype=combined.dtype)[..., :-1].to(query.dtype)
 
+    @torch.inference_mode()
     def grid(self) -> torch.Tensor:
         """Maximum-attention grid ``(H, n)`` float32 on the layer's device, folded over query chunks."""
         grid = None
@@ -223,6 +226,7 @@ class LayerAttention:
             grid = max_attention_update(grid, self.weights(rows).float())
         return grid
 
+    @torch.inference_mode()
     def heads(self, head: int | None = None) -> np.ndarray:
         """float32 ``(H, n, n)`` (``(1, n, n)`` for one ``head``) on the CPU, built in chunks on the layer's device."""
         out = np.empty((self.n_heads if head is None else 1, self.n_tokens, self.n_tokens), dtype=np.float32)
@@ -281,7 +285,7 @@ def capture_attention_forward(
         mask=attention_mask,
         scaling=float(query.shape[-1] ** -0.5 if scaling is None else scaling),
         softcap=None if softcap is None else float(softcap),
-        sinks=s_aux,
+        sinks=None if s_aux is None else s_aux.detach().clone(),
     )
     values = value[0]
     out = torch.empty((1, layer.n_tokens, n_heads, values.shape[-1]), dtype=value.dtype, device=value.device)
@@ -389,10 +393,9 @@ def can_capture(model: Any) -> bool:
 
 
 class _HeadCache:
-    """Recomputed float32 arrays keyed by (layer, heads), least recently used first out, within a byte budget."""
+    """Recomputed float32 arrays keyed by (layer, head or None for all), least recently used out first."""
 
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
+    def __init__(self) -> None:
         self.items: OrderedDict[tuple, np.ndarray] = OrderedDict()
 
     def get(self, key: tuple) -> np.ndarray | None:
@@ -402,20 +405,19 @@ class _HeadCache:
         return None
 
     def put(self, key: tuple, value: np.ndarray) -> None:
-        if value.nbytes > self.budget:
+        if not fits_budget(value.shape):
             return
         self.items[key] = value
-        while sum(v.nbytes for v in self.items.values()) > self.budget:
+        while sum(v.nbytes for v in self.items.values()) > DENSE_BUDGET_BYTES:
             self.items.popitem(last=False)
 
 
 class CapturedAttention:
     """Every layer's captured attention: single heads recomputed on demand, the dense array within the budget."""
 
-    def __init__(self, layers: list[LayerAttention], budget: int = DENSE_BUDGET_BYTES) -> None:
+    def __init__(self, layers: list[LayerAttention]) -> None:
         self.layers = layers
-        self.budget = budget
-        self._cache = _HeadCache(budget)
+        self._cache = _HeadCache()
         self._dense: np.ndarray | None = None
         self._lock = threading.Lock()
 
@@ -442,7 +444,7 @@ class CapturedAttention:
             if whole is not None:
                 return whole[head]
             _, H, n, _ = self.shape
-            if 4 * H * n * n <= self.budget:
+            if fits_budget((H, n, n)):
                 whole = self.layers[layer].heads()
                 self._cache.put((layer, None), whole)
                 return whole[head]
@@ -456,7 +458,7 @@ class CapturedAttention:
         """float32 (L, H, n, n) of every head, within the budget, else MemoryBudgetError."""
         with self._lock:
             if self._dense is None:
-                check_budget(self.shape, self.budget, "every head's attention", "ex.attention(layer, head)")
+                check_budget(self.shape, "every head's attention", "ex.attention(layer, head)")
                 self._dense = np.stack([layer.heads() for layer in self.layers])
                 self._cache.items.clear()
             return self._dense
@@ -489,11 +491,16 @@ class DenseAttention:
         return max_attention(self.attentions)
 
 
-def check_budget(shape: tuple[int, ...], budget: int, what: str, instead: str) -> None:
-    """MemoryBudgetError when a float32 array of ``shape`` exceeds ``budget`` bytes, naming the bounded accessor."""
-    size = 4 * int(np.prod(shape))
-    if size > budget:
+def fits_budget(shape: tuple[int, ...]) -> bool:
+    """Whether a float32 array of ``shape`` fits DENSE_BUDGET_BYTES (read at call time, so it can be changed)."""
+    return 4 * int(np.prod(shape)) <= DENSE_BUDGET_BYTES
+
+
+def check_budget(shape: tuple[int, ...], what: str, instead: str) -> None:
+    """MemoryBudgetError when a float32 array of ``shape`` exceeds the budget, naming the bounded accessor."""
+    if not fits_budget(shape):
         raise MemoryBudgetError(
-            f"{what} as one float32 array {tuple(shape)} takes {size / 2**20:.0f} MiB, above the "
-            f"{budget / 2**20:.0f} MiB budget (headsne_widget.capture.DENSE_BUDGET_BYTES); use {instead} instead"
+            f"{what} as one float32 array {tuple(shape)} takes {4 * int(np.prod(shape)) / 2**20:.0f} MiB, above "
+            f"the {DENSE_BUDGET_BYTES / 2**20:.0f} MiB budget (headsne_widget.capture.DENSE_BUDGET_BYTES); "
+            f"use {instead} instead"
         )

@@ -1,5 +1,9 @@
-"""Run a Hugging Face transformer on a text and keep what the widget shows: every head's attention matrix
-and every layer's hidden states, with the tokens and their character spans.
+"""Run a Hugging Face transformer on a text and keep what the widget shows: the maximum-attention grid, every
+head's attention on demand and every layer's hidden states, with the tokens and their character spans.
+
+Memory stays bounded at long texts (see :mod:`.capture`): the forward pass keeps, per layer, the grid ``(H, n)``
+and the post-RoPE queries and keys in the model's dtype, never every head's n x n; one head is recomputed
+exactly when asked for. Hidden states are kept on the CPU in the model's dtype, ``(L + 1) x n x d``.
 
 Models are loaded once per (model, device) and cached. ``model=None`` means the thesis's
 ``bert-base-uncased`` when it can be loaded (Hugging Face cache or hub), else the bundled real
@@ -10,6 +14,7 @@ local cache missed and a quick reachability probe succeeded: a blocked network m
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -19,7 +24,7 @@ import threading
 import urllib.error
 import urllib.request
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +33,6 @@ import torch
 
 from ._device import resolve_device
 from .capture import (
-    DENSE_BUDGET_BYTES,
     SUPPORTED,
     CapturedAttention,
     DenseAttention,
@@ -90,11 +94,10 @@ class HiddenStates:
     a view when the model runs in float32, else a copy made only within the dense budget.
     """
 
-    def __init__(self, states: torch.Tensor | np.ndarray, budget: int = DENSE_BUDGET_BYTES) -> None:
+    def __init__(self, states: torch.Tensor | np.ndarray) -> None:
         self.states = torch.as_tensor(states)
         if self.states.ndim != 3:
             raise ValueError(f"hidden states must have shape (L + 1, n, d), got {tuple(self.states.shape)}")
-        self.budget = budget
         self._dense: np.ndarray | None = None
 
     @property
@@ -107,7 +110,7 @@ class HiddenStates:
     def dense(self) -> np.ndarray:
         if self._dense is None:
             if self.states.dtype != torch.float32:
-                check_budget(tuple(self.states.shape), self.budget, "every layer's hidden states", "ex.layer_output(l)")
+                check_budget(tuple(self.states.shape), "every layer's hidden states", "ex.layer_output(l)")
             self._dense = self.states.float().numpy()
         return self._dense
 
@@ -234,6 +237,8 @@ def load_model(
     ``device=None`` leaves it where it is; it is switched to eager attention and eval mode in place), a
     :class:`LoadedModel`, or None for the default (module doc). ``tokenizer`` overrides the model's own.
     """
+    if not isinstance(trust_remote_code, bool):
+        raise TypeError(f"trust_remote_code must be True or False, got {trust_remote_code!r}")
     if isinstance(model, LoadedModel):
         loaded = model
         target = loaded.device if device is None else resolve_device(device)
@@ -342,12 +347,30 @@ def _pretrained_pair(source: str, trust_remote_code: bool, *, local_files_only: 
                 "(model.get_encoder()) with tokenizer= instead"
             )
         tokenizer = AutoTokenizer.from_pretrained(source, **options)
-        model = AutoModel.from_pretrained(source, config=config, attn_implementation="eager", **options)
+        with _quiet_loading():
+            model = AutoModel.from_pretrained(source, config=config, attn_implementation="eager", **options)
     except ModelLoadError:
         raise
     except (OSError, ValueError, KeyError, ImportError) as err:
         raise ModelLoadError(f"could not load model {source!r}: {err}") from err
     return model, tokenizer
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" progress bar from transformers inside the block; the previous tqdm hook comes back.
+
+    Only transformers' own bars are silenced (a download's bar from huggingface_hub still shows), and its warnings
+    (e.g. weights missing from a checkpoint) still print.
+    """
+    from transformers.utils import logging as hf_logging
+
+    previous = getattr(hf_logging, "_tqdm_hook", None)
+    hf_logging.set_tqdm_hook(lambda _factory, args, kwargs: hf_logging.EmptyTqdm(*args, **kwargs))
+    try:
+        yield
+    finally:
+        hf_logging.set_tqdm_hook(previous)
 
 
 def _load_tokenizer(tokenizer: Any, trust_remote_code: bool) -> Any:
@@ -466,10 +489,13 @@ def extract(
     """Tokenise ``text``, run ``model`` once and return all attentions and hidden states.
 
     ``max_tokens`` (special tokens included) truncates a long text with a warning; without it a text longer
-    than the model's positions raises TextTooLongError.
+    than the model's positions raises TextTooLongError. A special token written in the text ("[CLS]", "[SEP]",
+    "<s>", ...) becomes that special token, as the tokenizer does by default (so "A [SEP] B" is a sentence pair):
+    it is marked in ``special`` and has no character span, like the ones the tokenizer adds.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
+    _check_surrogates(text)
     if not text.strip():
         raise ValueError("text is empty or only whitespace; give some words to look at")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer))):
@@ -479,6 +505,17 @@ def extract(
     loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
     token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
     return _extraction(loaded, text, token_ids, offsets, special, truncated)
+
+
+def _check_surrogates(text: str) -> None:
+    """A lone UTF-16 surrogate is no character and no tokenizer takes it: say where it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"text holds a lone surrogate {text[err.start]!r} at index {err.start} (half of a UTF-16 pair, not a "
+            "character); decode the source with errors='replace' or remove it"
+        ) from None
 
 
 def extract_token_ids(
@@ -632,7 +669,7 @@ def _eager_attentions(loaded: LoadedModel, inputs: dict) -> tuple[DenseAttention
     heads = getattr(config, "num_attention_heads", None)
     if isinstance(layers, int) and isinstance(heads, int):
         try:
-            check_budget((layers, heads, n, n), DENSE_BUDGET_BYTES, "every head's attention", "fewer tokens")
+            check_budget((layers, heads, n, n), "every head's attention", "fewer tokens")
         except MemoryError as err:
             raise UnsupportedAttentionError(
                 f"{loaded.name} ({type(model).__name__}) does not route its attention through transformers' "

@@ -1,0 +1,203 @@
+"""The per-layer capture: chunked queries, bounded memory at long texts, the memory budget of the dense arrays,
+attention sinks, and the architectures it refuses or reads the eager way."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from headsne_widget import capture, errors, extract
+from headsne_widget.capture import CapturedAttention, DenseAttention
+from headsne_widget.extraction import load_model
+from headsne_widget.texts import TSNE_ABSTRACT
+
+
+def eager_attentions(path: str, token_ids: np.ndarray) -> np.ndarray:
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    with torch.no_grad():
+        out = model(input_ids=torch.as_tensor(token_ids)[None], output_attentions=True)
+    return torch.cat(out.attentions).float().numpy()
+
+
+def extract_n(path, n: int, text: str = TSNE_ABSTRACT, **options):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "text truncated", UserWarning)
+        return extract(text, path, device="cpu", max_tokens=n, **options)
+
+
+def long_text(n_words: int) -> str:
+    words = TSNE_ABSTRACT.split()
+    return " ".join(words[i % len(words)] for i in range(n_words))
+
+
+def save_tiny(config_name: str, model_name: str, directory, tokenizer, **arguments) -> str:
+    """A seeded random model of a class not in TINY_ARCHITECTURES, saved with ``tokenizer``."""
+    import transformers
+
+    config = getattr(transformers, config_name)(vocab_size=tokenizer.vocab_size, initializer_range=0.2, **arguments)
+    torch.manual_seed(0)
+    getattr(transformers, model_name)(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return os.fspath(directory)
+
+
+# ---------------------------------------------------------------------------------------- query chunks
+
+
+@pytest.mark.parametrize("architecture", ["mistral", "modernbert", "gemma2"])
+def test_many_small_chunks_equal_eager(architecture, tiny_model_dir, monkeypatch):
+    """Chunks of 5 query rows (chunk borders inside the sliding windows) give the eager attention exactly."""
+    path = tiny_model_dir(architecture)
+    monkeypatch.setattr(capture, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # 5 rows of 4 heads x 100 keys
+    ex = extract_n(path, n=100)
+    assert ex.attention_source.layers[0].chunk_rows() == 5
+    A = eager_attentions(path, ex.token_ids)
+    np.testing.assert_allclose(ex.max_attention, A.max(axis=2), atol=1e-5, rtol=0)
+    for layer in range(2):
+        np.testing.assert_allclose(ex.attention(layer, 3), A[layer, 3], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(ex.attentions, A, atol=1e-5, rtol=0)
+
+
+# ------------------------------------------------------------------------------------------- long texts
+
+
+def test_4k_tokens_store_o_n_bytes(long_llama_dir):
+    """At 4096 tokens the extraction keeps the grid, q/k and hidden states: O(L*H*n), far below L*H*n^2."""
+    ex = extract_n(long_llama_dir, n=4096, text=long_text(4000))
+    L, H, n, kv_heads, head_dim, d = 2, 4, 4096, 2, 16, 64
+    assert (ex.n_layers, ex.n_heads, ex.n_tokens, ex.kv_groups) == (L, H, n, 2)
+    expected = 4 * (L * H * n + L * n * (H + kv_heads) * head_dim + (L + 1) * n * d)
+    assert ex.nbytes == expected  # 6.1 MiB
+    assert ex.nbytes < 4 * L * H * n * n / 80  # the dense heads would be 512 MiB
+    layer = ex.attention_source.layers[1]
+    assert layer.query.shape == (H, n, head_dim) and layer.key.shape == (kv_heads, n, head_dim)
+    assert layer.chunk_rows() < n  # the forward really ran in query chunks
+    A = ex.attention(1, 2)
+    np.testing.assert_allclose(A.sum(axis=1), 1.0, atol=1e-4)
+    assert (A[np.triu_indices(n, k=1)] == 0).all()  # causal
+    np.testing.assert_allclose(A.max(axis=0), ex.max_attention[1, 2], atol=1e-6, rtol=0)
+    np.testing.assert_allclose(A[0, 0], 1.0)
+
+
+def test_2k_tokens_equal_eager(long_llama_dir):
+    """Across 2048 tokens (two query chunks of 1024 rows), a GQA head equals transformers' eager attention."""
+    ex = extract_n(long_llama_dir, n=2048, text=long_text(2000))
+    assert ex.attention_source.layers[0].chunk_rows() == 1024
+    A = eager_attentions(long_llama_dir, ex.token_ids)
+    np.testing.assert_allclose(ex.max_attention, A.max(axis=2), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(ex.attention(1, 3), A[1, 3], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(ex.layer_output(1).shape, (2048, 64))
+
+
+def test_dense_arrays_beyond_the_budget_name_the_per_head_accessors(tiny_model_dir, monkeypatch):
+    ex = extract_n(tiny_model_dir("llama"), n=128)
+    head = ex.attention(1, 2).copy()
+    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 2 * 4 * 128 * 128 - 1)  # one float32 short
+    with pytest.raises(errors.MemoryBudgetError, match=r"ex\.attention\(layer, head\)") as info:
+        _ = ex.attentions
+    assert "DENSE_BUDGET_BYTES" in str(info.value)
+    fresh = extract_n(tiny_model_dir("llama"), n=128)
+    np.testing.assert_array_equal(fresh.attention(1, 2), head)  # one head at a time still works
+    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 128 * 128 - 1)  # not even one head: no cache
+    np.testing.assert_allclose(extract_n(tiny_model_dir("llama"), n=128).attention(1, 2), head, atol=1e-6, rtol=0)
+
+
+def test_bf16_hidden_states_beyond_the_budget_name_layer_output(tiny_model_dir, monkeypatch):
+    from transformers import AutoModel
+
+    path = tiny_model_dir("qwen2")
+    model = AutoModel.from_pretrained(path, dtype=torch.bfloat16)
+    ex = extract_n(load_model(model, tokenizer=path, device="cpu"), n=64)
+    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 3 * 64 * 32 - 1)
+    with pytest.raises(errors.MemoryBudgetError, match=r"ex\.layer_output\(l\)"):
+        _ = ex.hidden_states
+    assert ex.layer_output(0).shape == (64, 32) and ex.layer_output(-1).dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("layer", "head", "error"),
+    [(2, 0, IndexError), (0, 4, IndexError), (-3, 0, IndexError), (0.5, 0, TypeError), (True, 0, TypeError)],
+)
+def test_bad_layer_or_head(tiny_model_dir, layer, head, error):
+    ex = extract_n(tiny_model_dir("bert"), n=32)
+    with pytest.raises(error, match=r"^(layer|head)"):
+        ex.attention(layer, head)
+
+
+def test_negative_indices_count_from_the_end(tiny_model_dir):
+    ex = extract_n(tiny_model_dir("bert"), n=32)
+    np.testing.assert_array_equal(ex.attention(-1, -1), ex.attention(1, 3))
+    np.testing.assert_array_equal(ex.layer_output(-1), ex.hidden_states[-1])
+
+
+# -------------------------------------------------------------------------- sinks and refused architectures
+
+
+def test_attention_sinks_gpt_oss(bert_tokenizer, tmp_path):
+    """GPT-OSS's learned sinks take part of each row's mass: rows sum to less than 1, as in its eager attention."""
+    path = save_tiny(
+        "GptOssConfig", "GptOssModel", tmp_path / "gpt-oss", bert_tokenizer, hidden_size=32, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, intermediate_size=32, num_local_experts=2, num_experts_per_tok=1,
+        sliding_window=16, num_hidden_layers=2, max_position_embeddings=512,
+    )  # fmt: skip
+    ex = extract_n(path, n=64)
+    A = eager_attentions(path, ex.token_ids)
+    assert A.sum(axis=-1).min() < 0.5  # the sinks take visible mass
+    np.testing.assert_allclose(ex.attentions, A, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(ex.max_attention, A.max(axis=2), atol=1e-5, rtol=0)
+
+
+def test_architecture_whose_eager_attention_differs_is_refused(bert_tokenizer, tmp_path):
+    """Granite-SWA reports plain softmax weights but scales its output by a sink: not the capture's attention,
+    so it is refused by name rather than shown approximately."""
+    path = save_tiny(
+        "GraniteSWAConfig", "GraniteSWAModel", tmp_path / "granite", bert_tokenizer, hidden_size=32,
+        num_attention_heads=4, num_key_value_heads=2, intermediate_size=32, sliding_window=16, num_hidden_layers=2,
+        max_position_embeddings=512, bos_token_id=101, eos_token_id=102, pad_token_id=0,
+    )  # fmt: skip
+    with pytest.raises(errors.UnsupportedAttentionError, match=r"GraniteSWAAttention.*Supported:.*Llama"):
+        extract_n(path, n=32)
+    loaded = load_model(path, device="cpu")
+    assert loaded.model.config._attn_implementation == "eager"  # the switch was undone
+
+
+@pytest.fixture(scope="module")
+def tiny_deberta(bert_tokenizer, tmp_path_factory) -> str:
+    """DeBERTa-v2 does not route attention through the AttentionInterface (disentangled relative attention)."""
+    return save_tiny(
+        "DebertaV2Config", "DebertaV2Model", tmp_path_factory.mktemp("deberta"), bert_tokenizer, hidden_size=32,
+        num_attention_heads=4, intermediate_size=64, num_hidden_layers=2,
+    )  # fmt: skip
+
+
+def test_architecture_outside_the_interface_runs_eager_within_the_budget(tiny_deberta):
+    ex = extract_n(tiny_deberta, n=64)
+    assert isinstance(ex.attention_source, DenseAttention) and ex.kv_groups == 1
+    A = eager_attentions(tiny_deberta, ex.token_ids)
+    np.testing.assert_allclose(ex.attentions, A, atol=1e-6, rtol=0)
+    np.testing.assert_array_equal(ex.max_attention, A.max(axis=2))
+    np.testing.assert_array_equal(ex.attention(1, 2), ex.attentions[1, 2])
+
+
+def test_architecture_outside_the_interface_is_refused_beyond_the_budget(tiny_deberta, monkeypatch):
+    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 2 * 4 * 64 * 64 - 1)
+    with pytest.raises(errors.UnsupportedAttentionError, match=r"DebertaV2Model.*AttentionInterface.*Supported:"):
+        extract_n(tiny_deberta, n=64)
+    assert isinstance(extract_n(tiny_deberta, n=63).attention_source, DenseAttention)
+
+
+def test_implementation_is_restored_and_the_model_still_runs_eager(tiny_model_dir):
+    loaded = load_model(tiny_model_dir("mistral"), device="cpu")
+    ex = extract_n(loaded, n=40)
+    assert isinstance(ex.attention_source, CapturedAttention)
+    assert loaded.model.config._attn_implementation == "eager"
+    ids = torch.as_tensor(ex.token_ids)[None]
+    with torch.no_grad():
+        out = loaded.model(input_ids=ids, output_attentions=True)
+    np.testing.assert_allclose(ex.attentions, torch.cat(out.attentions).numpy(), atol=1e-5, rtol=0)
