@@ -269,7 +269,7 @@ def test_model_without_attention(bert_tokenizer):
     config = MambaConfig(vocab_size=bert_tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, state_size=4)
     loaded = load_model(MambaModel(config), tokenizer=bert_tokenizer, device="cpu")
     loaded = dataclasses.replace(loaded, name="mamba-tiny")
-    with pytest.raises(errors.AttentionUnavailableError, match="mamba-tiny.*no attention"):
+    with pytest.raises(errors.AttentionUnavailableError, match=r"mamba-tiny.*no attention"):
         extract(SHORT_TEXT, loaded)
 
 
@@ -310,7 +310,12 @@ def test_roberta_limit_is_positions_minus_two(tiny_roberta):
 
 @pytest.mark.parametrize(
     ("max_tokens", "error", "match"),
-    [(2, ValueError, "special"), (0, ValueError, "positive"), (1.5, TypeError, "max_tokens"), (True, TypeError, "max_tokens")],
+    [
+        (2, ValueError, "special"),
+        (0, ValueError, "positive"),
+        (1.5, TypeError, "max_tokens"),
+        (True, TypeError, "max_tokens"),
+    ],
 )
 def test_bad_max_tokens(tiny_bert, max_tokens, error, match):
     with pytest.raises(error, match=match):
@@ -371,5 +376,85 @@ def test_bad_token_ids(tiny_bert, ids, error, match):
 
 
 def test_too_many_token_ids(tiny_bert):
-    with pytest.raises(errors.TextTooLongError, match="600 token ids.*at most 512"):
+    with pytest.raises(errors.TextTooLongError, match=r"600 token ids.*at most 512"):
         extract_token_ids([1000] * 600, tiny_bert)
+
+
+# ------------------------------------------------------------------------------ bad input, loading noise
+
+
+@pytest.mark.parametrize("text", ["half a pair \ud83d here", "\udc00", "ok \udfff"])
+def test_lone_surrogate_is_a_clear_value_error(tiny_bert, text):
+    index = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+    with pytest.raises(ValueError, match=rf"lone surrogate .* at index {index}"):
+        extract(text, tiny_bert)
+
+
+def test_surrogate_pair_written_as_one_character_is_fine(tiny_bert):
+    ex = extract("rocket \U0001f680 launch", tiny_bert)
+    assert "[UNK]" in ex.tokens
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None, "False"])
+def test_trust_remote_code_must_be_a_bool(tiny_bert_dir, value):
+    with pytest.raises(TypeError, match="trust_remote_code must be True or False"):
+        extract(SHORT_TEXT, tiny_bert_dir, trust_remote_code=value)
+    with pytest.raises(TypeError, match="trust_remote_code"):
+        load_model(tiny_bert_dir, trust_remote_code=value)
+
+
+def test_cls_written_in_text_is_the_special_token(tiny_bert):
+    """A typed "[CLS]" becomes the model's [CLS] (documented in extract): the same id, marked special, no span,
+    and the model sees exactly what it sees for that id given directly."""
+    ex = extract("first [CLS] second", tiny_bert)
+    cls = tiny_bert.tokenizer.cls_token_id
+    assert ex.tokens == ["[CLS]", "first", "[CLS]", "second", "[SEP]"]
+    assert ex.token_ids[2] == cls == ex.token_ids[0]
+    np.testing.assert_array_equal(ex.special, [True, False, True, False, True])
+    assert ex.offsets[2] is None and ex.offsets[1] == (0, 5) and ex.offsets[3] == (12, 18)
+    direct = extract_token_ids(ex.token_ids, tiny_bert)
+    np.testing.assert_allclose(direct.max_attention, ex.max_attention, atol=1e-6, rtol=0)
+
+
+def test_loading_prints_no_progress_bar(tiny_bert, tmp_path, capfd):
+    from transformers.utils import logging as hf_logging
+
+    path = tmp_path / "fresh-tiny-bert"  # not in the model cache: really loaded from disk
+    tiny_bert.model.save_pretrained(path)
+    tiny_bert.tokenizer.save_pretrained(path)
+    capfd.readouterr()
+    before = hf_logging._tqdm_hook
+    loaded = load_model(str(path), device="cpu")
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "it/s" not in err, err
+    assert hf_logging._tqdm_hook is before  # the setting is restored
+    assert loaded.model.config.num_hidden_layers == 2
+
+
+# ---------------------------------------------------------------------------------------- per-head API
+
+
+def test_per_head_api_matches_the_dense_arrays(abstract_ex):
+    ex = abstract_ex
+    L, H, n = ex.n_layers, ex.n_heads, ex.n_tokens
+    assert ex.max_attention.shape == (L, H, n) and ex.kv_groups == 1
+    for layer in (0, 3, L - 1):
+        for head in (0, 7):
+            A = ex.attention(layer, head)
+            assert A.dtype == np.float32 and A.shape == (n, n)
+            np.testing.assert_array_equal(A, ex.attentions[layer, head])
+        np.testing.assert_array_equal(ex.layer_output(layer), ex.hidden_states[layer + 1])
+    np.testing.assert_array_equal(ex.max_attention, ex.attentions.max(axis=2))
+    d = 384  # kept: the grid, each layer's queries and keys (H x 32 = d each), the L + 1 hidden states
+    assert ex.nbytes == 4 * (L * H * n + L * 2 * n * d + (L + 1) * n * d)
+
+
+def test_substituted_attentions_are_used(abstract_ex):
+    attentions = abstract_ex.attentions.copy()
+    attentions[1, 2] = np.eye(abstract_ex.n_tokens, dtype=np.float32)
+    changed = dataclasses.replace(abstract_ex, attentions=attentions)
+    np.testing.assert_array_equal(changed.attention(1, 2), np.eye(abstract_ex.n_tokens))
+    np.testing.assert_array_equal(changed.attention(0, 0), abstract_ex.attention(0, 0))
+    assert changed.hidden_states is abstract_ex.hidden_states or np.array_equal(
+        changed.hidden_states, abstract_ex.hidden_states
+    )

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from headsne_widget import max_attention
+from headsne_widget.maximum_attention import max_attention_update
 
 
 def test_hand_computed_example():
@@ -57,3 +58,14 @@ def test_accepts_tensors_and_integers():
 def test_bad_input(value, error, match):
     with pytest.raises(error, match=match):
         max_attention(value)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 64, 1000])
+def test_fold_over_query_chunks_equals_the_whole(abstract_ex, rows):
+    """Def. 4.2 folded chunk by chunk (as the capture does during the forward) equals the max over all queries."""
+    A = torch.from_numpy(abstract_ex.attentions[2])  # (H, n, n) of a real layer
+    grid = None
+    for start in range(0, A.shape[1], rows):
+        grid = max_attention_update(grid, A[:, start : start + rows])
+    np.testing.assert_array_equal(grid.numpy(), max_attention(abstract_ex.attentions[2]))
+    assert grid.dtype == torch.float32 and grid.shape == (abstract_ex.n_heads, abstract_ex.n_tokens)
