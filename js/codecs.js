@@ -22,7 +22,8 @@ export function sizeOf(shape) {
   if (!Array.isArray(shape)) throw new TypeError(`array shape must be a list, got ${JSON.stringify(shape)}`);
   let size = 1;
   for (const d of shape) {
-    if (!Number.isInteger(d) || d < 0) throw new TypeError(`array shape must hold non-negative integers, got ${JSON.stringify(shape)}`);
+    if (!Number.isInteger(d) || d < 0)
+      throw new TypeError(`array shape must hold non-negative integers, got ${JSON.stringify(shape)}`);
     size *= d;
   }
   return size;

@@ -52,7 +52,10 @@ test("decodeArray rejects wrong dtype, shape and byte counts with a clear messag
   assert.throws(() => decodeArray({ dtype: "float32", shape: [3], buffer: buf }), /needs 12 bytes, buffer has 8/);
   assert.throws(() => decodeArray({ dtype: "float32", shape: [-1, 2], buffer: buf }), /non-negative integers/);
   assert.throws(() => decodeArray({ dtype: "float32", shape: "2", buffer: buf }), /must be a list/);
-  assert.throws(() => decodeArray({ dtype: "float32", shape: [2], buffer: [1, 2] }), /DataView, ArrayBuffer or typed array/);
+  assert.throws(
+    () => decodeArray({ dtype: "float32", shape: [2], buffer: [1, 2] }),
+    /DataView, ArrayBuffer or typed array/,
+  );
 });
 
 test("encodeArray and decodeArray round-trip", () => {

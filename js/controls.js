@@ -4,18 +4,8 @@
 
 import { scaleLinear } from "d3-scale";
 import { extent } from "d3-array";
-
-function el(tag, props = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "dataset") Object.assign(node.dataset, value);
-    else if (key === "text") node.textContent = value;
-    else if (key in node) node[key] = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) node.append(child);
-  return node;
-}
+import { button, el } from "./dom.js";
+import { T, changes, control, write as writeTraits } from "./model.js";
 
 const int = (min) => (s) => {
   const v = Number(s);
@@ -34,28 +24,45 @@ const learningRate = (s) => {
 
 /** The parameter inputs: trait, label, parser (text -> value, throws with the reason) and formatter. */
 const PARAMS = [
-  { trait: "perplexity", label: "perplexity", parse: positive, title: "perplexity of the Gaussian affinities (hidden-state mode only)" },
-  { trait: "learning_rate", label: "learning rate", parse: learningRate, show: (v) => (v == null ? "auto" : String(v)), title: "gradient descent step size; 'auto' lets the backend choose it from n" },
-  { trait: "n_iter", label: "iterations", parse: int(1) },
-  { trait: "seed", label: "seed", parse: int(0) },
-  { trait: "restarts", label: "restarts", parse: int(1), title: "best of N runs by KL divergence" },
-  { trait: "quantile_k", label: "k", parse: int(2), title: "number of quantiles of the quantile-equidistant axes" },
-  { trait: "edge_k", label: "edges", parse: int(1), title: "attention edges drawn for the hovered token" },
+  {
+    trait: T.perplexity,
+    label: "perplexity",
+    parse: positive,
+    title: "perplexity of the Gaussian affinities (hidden-state mode only)",
+  },
+  {
+    trait: T.learning_rate,
+    label: "learning rate",
+    parse: learningRate,
+    show: (v) => (v == null ? "auto" : String(v)),
+    title: "gradient descent step size; 'auto' lets the backend choose it from n",
+  },
+  { trait: T.n_iter, label: "iterations", parse: int(1) },
+  { trait: T.seed, label: "seed", parse: int(0) },
+  { trait: T.restarts, label: "restarts", parse: int(1), title: "best of N runs by KL divergence" },
+  { trait: T.quantile_k, label: "k", parse: int(2), title: "number of quantiles of the quantile-equidistant axes" },
+  { trait: T.edge_k, label: "edges", parse: int(1), title: "attention edges drawn for the hovered token" },
 ];
 
-const SPEEDS = [[25, "25 it/s"], [50, "50 it/s"], [100, "100 it/s"], [250, "250 it/s"], [500, "500 it/s"], [1000, "1000 it/s"], [0, "max"]];
+/** @type {[number, string][]} */
+const SPEEDS = [
+  [25, "25 it/s"],
+  [50, "50 it/s"],
+  [100, "100 it/s"],
+  [250, "250 it/s"],
+  [500, "500 it/s"],
+  [1000, "1000 it/s"],
+  [0, "max"],
+];
 
-export function createControls({ model, runRow, paramRow, onScrub, onExport, onResetView }) {
+export function createControls({ model, runRow, paramRow, onScrub, onExport, onRecord, onResetView }) {
   const listeners = [];
   const on = (name, fn) => {
     model.on(name, fn);
     listeners.push([name, fn]);
   };
-  const write = (changes) => {
-    for (const [key, value] of Object.entries(changes)) model.set(key, value);
-    model.save_changes();
-  };
-  const send = (action) => model.send({ type: "control", action });
+  const write = (values) => writeTraits(model, values);
+  const send = (action) => control(model, action);
 
   // ---- run row
   const play = el("button", { dataset: { testid: "headsne-play" }, className: "hs-primary", title: "pause / resume" });
@@ -66,11 +73,20 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
   const kl = el("span", { className: "hs-kl", title: "KL(P ‖ Q) of the shown frame" });
   const spark = el("canvas", { className: "hs-spark", title: "KL divergence over the run" });
   const timeline = el("input", {
-    type: "range", min: "0", max: "0", step: "1", value: "0", className: "hs-timeline",
-    dataset: { testid: "headsne-timeline" }, title: "recorded frames of this run", "aria-label": "timeline",
+    type: "range",
+    min: "0",
+    max: "0",
+    step: "1",
+    value: "0",
+    className: "hs-timeline",
+    dataset: { testid: "headsne-timeline" },
+    title: "recorded frames of this run",
+    "aria-label": "timeline",
   });
   const speed = el("select", { title: "playback speed (iterations per second)", "aria-label": "speed" });
-  const exportPng = el("button", { text: "PNG", dataset: { testid: "headsne-export-png" }, title: "save the grid and the map as a PNG" });
+  const exportPng = button("PNG", "headsne-export-png", "save the grid, the map and the legend as a PNG (2x)");
+  const exportSvg = button("SVG", "headsne-export-svg", "save the map as an SVG");
+  const record = button("● rec", "headsne-record", "record the map as a WebM video; click again to stop and save");
   const reset = el("button", { text: "⤢", title: "reset zoom (or double-click the map)", "aria-label": "reset zoom" });
   runRow.append(
     el("span", { className: "hs-group" }, [play, restart, stop]),
@@ -78,11 +94,11 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
     el("span", { className: "hs-group" }, [kl, spark]),
     timeline,
     el("label", {}, ["speed", speed]),
-    el("span", { className: "hs-group" }, [reset, exportPng]),
+    el("span", { className: "hs-group" }, [reset, exportPng, exportSvg, record]),
   );
 
   play.addEventListener("click", () => {
-    const state = model.get("state");
+    const state = model.get(T.state);
     send(state === "running" ? "pause" : state === "paused" ? "resume" : "restart");
   });
   restart.addEventListener("click", () => send("restart"));
@@ -92,36 +108,66 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
     const i = Number(timeline.value);
     onScrub(i >= last ? null : i);
   });
-  speed.addEventListener("change", () => write({ speed: Number(speed.value) }));
-  exportPng.addEventListener("click", () => onExport());
+  speed.addEventListener("change", () => write({ [T.speed]: Number(speed.value) }));
+  exportPng.addEventListener("click", () => onExport("png"));
+  exportSvg.addEventListener("click", () => onExport("svg"));
+  record.addEventListener("click", () => {
+    const recording = onRecord();
+    record.textContent = recording ? "■ stop" : "● rec";
+    record.setAttribute("aria-pressed", String(recording));
+  });
   reset.addEventListener("click", () => onResetView());
 
   function syncSpeed() {
-    const value = Number(model.get("speed") ?? 250);
-    const options = SPEEDS.some(([v]) => v === value) ? SPEEDS : [...SPEEDS, [value, `${value} it/s`]].sort((a, b) => (a[0] || Infinity) - (b[0] || Infinity));
+    const value = Number(model.get(T.speed) ?? 250);
+    const options = SPEEDS.some(([v]) => v === value)
+      ? SPEEDS
+      : [...SPEEDS, /** @type {[number, string]} */ ([value, `${value} it/s`])].sort(
+          (a, b) => (a[0] || Infinity) - (b[0] || Infinity),
+        );
     speed.replaceChildren(...options.map(([v, label]) => el("option", { value: String(v), text: label })));
     speed.value = String(value);
   }
 
   function syncRun() {
-    const state = model.get("state");
+    const state = model.get(T.state);
     play.textContent = state === "running" ? "❚❚" : "▶";
     play.setAttribute("aria-label", state === "running" ? "pause" : state === "paused" ? "resume" : "play");
     stop.disabled = !(state === "running" || state === "paused");
-    total.textContent = ` / ${model.get("n_iter")}`;
+    total.textContent = ` / ${model.get(T.n_iter)}`;
   }
 
   // ---- parameter row
-  const mode = el("select", { dataset: { testid: "headsne-mode" }, title: "affinities from an attention head, or from a layer's hidden states" }, [
-    el("option", { value: "attention", text: "attention head" }),
-    el("option", { value: "hidden", text: "hidden states" }),
-  ]);
-  mode.addEventListener("change", () => write({ mode: mode.value }));
+  const mode = el(
+    "select",
+    {
+      dataset: { testid: "headsne-mode" },
+      title: "affinities from an attention head, or from a layer's hidden states",
+    },
+    [
+      el("option", { value: "attention", text: "attention head" }),
+      el("option", { value: "hidden", text: "hidden states" }),
+    ],
+  );
+  mode.addEventListener("change", () => write({ [T.mode]: mode.value }));
   paramRow.append(el("label", {}, ["affinities", mode]));
 
   const inputs = {};
   for (const spec of PARAMS) {
-    const input = el("input", { className: "hs-num", type: "text", inputMode: "decimal", title: spec.title || spec.label, "aria-label": spec.label });
+    const input = el("input", {
+      className: "hs-num",
+      type: "text",
+      inputMode: "decimal",
+      title: spec.title || spec.label,
+      "aria-label": spec.label,
+    });
+    // Enter applies the field at once (the change event alone waits for the focus to leave)
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        input.dispatchEvent(new Event("change"));
+      }
+    });
     input.addEventListener("change", () => {
       try {
         const value = spec.parse(input.value);
@@ -138,8 +184,8 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
   }
   const checks = {};
   for (const [trait, label, title] of [
-    ["exclude_special", "exclude special tokens", "leave [CLS], [SEP], ... out of the map"],
-    ["quantile", "quantile axes", "quantile-equidistant rescaling of both axes (thesis, appendix A.3)"],
+    [T.exclude_special, "exclude special tokens", "leave [CLS], [SEP], ... out of the map"],
+    [T.quantile, "quantile axes", "quantile-equidistant rescaling of both axes (thesis, appendix A.3)"],
   ]) {
     const box = el("input", { type: "checkbox", title });
     box.addEventListener("change", () => write({ [trait]: box.checked }));
@@ -148,20 +194,19 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
   }
 
   function syncParams() {
-    mode.value = model.get("mode");
+    mode.value = model.get(T.mode);
     for (const { input, spec } of Object.values(inputs)) {
       const value = model.get(spec.trait);
       input.value = spec.show ? spec.show(value) : String(value);
       input.removeAttribute("aria-invalid");
     }
     for (const [trait, box] of Object.entries(checks)) box.checked = Boolean(model.get(trait));
-    inputs.perplexity.input.disabled = model.get("mode") !== "hidden";
+    inputs.perplexity.input.disabled = model.get(T.mode) !== "hidden";
   }
 
-  for (const trait of ["mode", "exclude_special", "quantile", ...PARAMS.map((p) => p.trait)]) on(`change:${trait}`, syncParams);
-  on("change:state", syncRun);
-  on("change:n_iter", syncRun);
-  on("change:speed", syncSpeed);
+  on(changes(T.mode, T.exclude_special, T.quantile, ...PARAMS.map((p) => p.trait)), syncParams);
+  on(changes(T.state, T.n_iter), syncRun);
+  on(changes(T.speed), syncSpeed);
   syncParams();
   syncRun();
   syncSpeed();
@@ -181,7 +226,8 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
     /** KL sparkline of the recorded frames with a marker at the shown one. */
     drawSpark(frames, shown, theme) {
       const dpr = window.devicePixelRatio || 1;
-      const w = 110, h = 24;
+      const w = 110,
+        h = 24;
       if (spark.width !== w * dpr) {
         spark.width = w * dpr;
         spark.height = h * dpr;
@@ -191,8 +237,14 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
       c.clearRect(0, 0, w, h);
       const points = frames.filter((f) => f.kl != null && Number.isFinite(f.kl));
       if (points.length < 2 || !theme) return;
-      const x = scaleLinear(extent(points, (f) => f.iteration), [2, w - 2]);
-      const y = scaleLinear(extent(points, (f) => f.kl), [h - 3, 3]);
+      const x = scaleLinear(
+        extent(points, (f) => f.iteration),
+        [2, w - 2],
+      );
+      const y = scaleLinear(
+        extent(points, (f) => f.kl),
+        [h - 3, 3],
+      );
       c.strokeStyle = theme.accent;
       c.lineWidth = 1.25;
       c.beginPath();

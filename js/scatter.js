@@ -1,22 +1,28 @@
-// The t-SNE scatter: one point per kept token, coloured by its position in the text, labelled with its
-// text, animated between received frames, autoscaled to the data until the user zooms (d3-zoom), with
-// linear or quantile-equidistant axes and the hovered token's strongest attention edges.
+// The t-SNE scatter: one point per kept token in its colour, labelled without overlap (js/labels.js),
+// animated between received frames, autoscaled to the data until the user zooms (d3-zoom), with linear
+// or quantile-equidistant axes, the hovered token's partners, the selection and search matches
+// highlighted, and lasso (shift + drag) or box selection (js/lasso.js).
 
 import { scaleLinear } from "d3-scale";
-import { format } from "d3-format";
 import { select } from "d3-selection";
 import { zoom as d3zoom, zoomIdentity } from "d3-zoom";
-import {
-  easeDomains, fitDomains, frameExtent, nearestPoint, quantileRescaleFrame, quantileTicks, topEdges,
-} from "./layout.js";
+import { easeDomains, fitDomains, frameExtent } from "./viewport.js";
+import { quantileRescaleFrame } from "./rescaling.js";
+import { nearestPoint, pointsInPolygon } from "./hittest.js";
+import { labelBudget, labelPriority, placeLabels } from "./labels.js";
+import { partnerTokens, shownPartners } from "./partners.js";
+import { createLasso } from "./lasso.js";
+import { MARGIN, RADIUS, drawAxes, drawEdges, drawLasso, haloFont, haloText, ring } from "./scatter-paint.js";
 
-const MARGIN = { top: 10, right: 12, bottom: 24, left: 48 };
-const LABEL_CAP = 400; // draw every label only when at most this many points are in view (the 271-token abstract: all)
-const RADIUS = 3.6;
 const QUANTILE_DOMAIN = [-0.04, 1.06];
-const tickLabel = format(".3~g");
+const LABEL_H = 14; // CSS px of a plain label's box
+const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often (and after the last draw)
 
-export function createScatter({ wrap, onHover, onDraw }) {
+/**
+ * @param {{wrap: HTMLElement, onHover: (token: number, event?: MouseEvent) => void,
+ *   onDraw: (count: number) => void, onSelect: (tokens: number[], event: MouseEvent) => void}} options
+ */
+export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   const canvas = document.createElement("canvas");
   canvas.dataset.testid = "headsne-scatter";
   canvas.setAttribute("role", "img");
@@ -25,18 +31,38 @@ export function createScatter({ wrap, onHover, onDraw }) {
   const ctx = canvas.getContext("2d");
 
   let theme = null;
-  let width = 0, height = 0; // CSS px
-  let tokens = [], special = [], colours = [];
-  let kept = [], tokenRow = new Int32Array(0);
-  let edges = null, edgeK = 5;
-  let quantile = false, quantileK = 100, knots = null;
+  let width = 0;
+  let height = 0; // CSS px
+  let tokens = [];
+  let special = [];
+  let colours = [];
+  let subword = (_t) => false;
+  let kept = [];
+  let tokenRow = new Int32Array(0);
+  /** @type {(token: number) => import("./partners.js").Partners} */
+  let partnersFor = () => ({ to: [], from: [], near: [], hidden: false });
+  let direction = "both";
+  let quantile = false;
+  let quantileK = 100;
+  let knots = null;
+  let selected = new Set();
+  let matches = new Set();
+  let density = 0.5;
+  let boxMode = false;
+  /** @type {[number, number][] | null} */
+  let lassoPolygon = null;
 
   // positions (interleaved x, y) in display space: original units, or [0, 1] with quantile axes
   let m = 0;
   let raw = null; // the frame as received (original units)
-  let from = new Float32Array(0), to = new Float32Array(0), cur = new Float32Array(0);
-  let sx = new Float32Array(0), sy = new Float32Array(0); // screen positions of the last draw
-  let tweenStart = 0, tweenDuration = 0, lastFrameAt = 0;
+  let from = new Float32Array(0);
+  let to = new Float32Array(0);
+  let cur = new Float32Array(0);
+  let sx = new Float32Array(0);
+  let sy = new Float32Array(0); // screen positions of the last draw
+  let tweenStart = 0;
+  let tweenDuration = 0;
+  let lastFrameAt = 0;
   let hasDrawnPoints = false;
 
   let domains = null; // displayed base domains {x, y}
@@ -45,12 +71,22 @@ export function createScatter({ wrap, onHover, onDraw }) {
   let userZoomed = false;
   let hoverToken = -1;
   let rafId = 0;
-  let atlas = null; // token labels pre-rendered once: drawImage per point is far cheaper than fillText
+  let atlas = null; // token labels pre-rendered once: drawImage per label is far cheaper than fillText
   let framesDrawn = 0;
+  let boxesPending = [];
+  let lastBoxes = [];
+  let boxesWritten = 0;
+  let boxesTimer = 0;
 
   const zoom = d3zoom()
     .scaleExtent([0.25, 200])
-    .filter((event) => (!event.ctrlKey || event.type === "wheel") && !event.button && event.type !== "dblclick")
+    .filter(
+      (event) =>
+        (!event.ctrlKey || event.type === "wheel") &&
+        !event.button &&
+        event.type !== "dblclick" &&
+        !(event.type === "mousedown" && (event.shiftKey || boxMode)),
+    )
     .on("zoom", (event) => {
       transform = event.transform;
       if (event.sourceEvent) userZoomed = true;
@@ -59,6 +95,20 @@ export function createScatter({ wrap, onHover, onDraw }) {
   const selection = select(canvas).call(zoom);
   const onDblClick = () => resetView();
   canvas.addEventListener("dblclick", onDblClick);
+
+  const lasso = createLasso({
+    canvas,
+    boxMode: () => boxMode,
+    onChange: (polygon) => {
+      lassoPolygon = polygon;
+      request();
+    },
+    onDone: (polygon, _box, event) =>
+      onSelect(
+        pointsInPolygon(sx, sy, m, polygon).map((r) => kept[r]),
+        event,
+      ),
+  });
 
   function ensureCapacity(count) {
     if (cur.length >= 2 * count) return;
@@ -75,15 +125,16 @@ export function createScatter({ wrap, onHover, onDraw }) {
   }
 
   /** Render every token's label into one offscreen canvas; returns {canvas, boxes: [x, y, w, h] per token}. */
-  function buildAtlas() {
+  function buildAtlas(dpr) {
     if (!theme || !tokens.length) return null;
-    const dpr = window.devicePixelRatio || 1;
     const font = `10.5px ${theme.font}`;
     const measure = document.createElement("canvas").getContext("2d");
     measure.font = font;
-    const lineH = Math.ceil(14 * dpr), maxW = 2048;
+    const lineH = Math.ceil(LABEL_H * dpr);
+    const maxW = 2048;
     const boxes = new Float32Array(4 * tokens.length);
-    let x = 0, y = 0;
+    let x = 0;
+    let y = 0;
     tokens.forEach((tok, i) => {
       const w = Math.ceil((measure.measureText(tok).width + 2) * dpr);
       if (x + w > maxW) {
@@ -106,7 +157,10 @@ export function createScatter({ wrap, onHover, onDraw }) {
   }
 
   function plotSize() {
-    return { w: Math.max(10, width - MARGIN.left - MARGIN.right), h: Math.max(10, height - MARGIN.top - MARGIN.bottom) };
+    return {
+      w: Math.max(10, width - MARGIN.left - MARGIN.right),
+      h: Math.max(10, height - MARGIN.top - MARGIN.bottom),
+    };
   }
 
   /** Recompute display-space targets `to` (and knots) from the raw frame. */
@@ -160,153 +214,164 @@ export function createScatter({ wrap, onHover, onDraw }) {
     } else if (!domains) {
       domains = target;
     }
-    draw();
+    paint(ctx, canvas.width / Math.max(width, 1), false);
     if (busy) request();
   }
 
-  function draw() {
+  /** Label boxes of the tokens to label, collision-free, in priority order (CSS px). */
+  function layoutLabels(c, hoverRow, partners, w, h, dpr) {
+    if (!atlas || atlas.dpr !== dpr) atlas = buildAtlas(dpr);
+    if (!atlas) return [];
+    const inView = [];
+    for (let r = 0; r < m; r++) {
+      if (sx[r] >= MARGIN.left && sx[r] <= MARGIN.left + w && sy[r] >= MARGIN.top && sy[r] <= MARGIN.top + h) {
+        inView.push(kept[r]);
+      }
+    }
+    const order = labelPriority({
+      hovered: hoverRow >= 0 ? hoverToken : -1,
+      selected,
+      partners,
+      matches,
+      tokens: inView,
+      subword,
+    });
+    const emphasised = new Set([hoverToken, ...partners]);
+    const items = order.map((t) => {
+      const r = tokenRow[t];
+      const main = t === hoverToken;
+      let bw = atlas.boxes[4 * t + 2] / dpr;
+      let bh = LABEL_H;
+      if (emphasised.has(t)) {
+        c.font = haloFont(theme, main);
+        bw = c.measureText(tokens[t] ?? "").width + 3;
+        bh = main ? 17 : 15;
+      }
+      return { x: sx[r], y: sy[r], w: bw, h: bh, key: t };
+    });
+    const bounds = { x0: MARGIN.left, y0: MARGIN.top, x1: MARGIN.left + w, y1: MARGIN.top + h };
+    // the hovered token and its partners are labelled at any density; the rest within the density's budget
+    const always = items.filter((item) => emphasised.has(item.key));
+    if (!(density > 0)) return placeLabels(always, bounds, { radius: RADIUS });
+    const budget = labelBudget(density, w * h, 40 * LABEL_H);
+    return placeLabels(items, bounds, { radius: RADIUS, max: Math.max(always.length, budget) });
+  }
+
+  /** Draw the whole plot into `c` at `scale` device px per CSS px (the screen, or a 2x export). */
+  function paint(c, scale, exporting) {
     if (!theme || !width) return;
-    const dpr = canvas.width / width;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.fillStyle = theme.panel;
-    ctx.fillRect(0, 0, width, height);
+    c.setTransform(scale, 0, 0, scale, 0, 0);
+    c.fillStyle = theme.panel;
+    c.fillRect(0, 0, width, height);
     const { w, h } = plotSize();
     if (!domains || m === 0) {
-      ctx.fillStyle = theme.muted;
-      ctx.font = `12px ${theme.font}`;
-      ctx.textAlign = "center";
-      ctx.textBaseline = "middle";
-      ctx.fillText(tokens.length ? "waiting for the first t-SNE frame…" : "no text yet", width / 2, height / 2);
+      c.fillStyle = theme.muted;
+      c.font = `12px ${theme.font}`;
+      c.textAlign = "center";
+      c.textBaseline = "middle";
+      c.fillText(tokens.length ? "waiting for the first t-SNE frame…" : "no text yet", width / 2, height / 2);
+      if (!exporting) writeBoxes([]);
       return;
     }
     const x = transform.rescaleX(scaleLinear(domains.x, [MARGIN.left, MARGIN.left + w]));
     const y = transform.rescaleY(scaleLinear(domains.y, [MARGIN.top + h, MARGIN.top]));
-    drawAxes(x, y, w, h);
+    drawAxes(c, theme, x, y, w, h, quantile ? knots : null);
 
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(MARGIN.left, MARGIN.top, w, h);
-    ctx.clip();
-    let inView = 0;
+    c.save();
+    c.beginPath();
+    c.rect(MARGIN.left, MARGIN.top, w, h);
+    c.clip();
     for (let r = 0; r < m; r++) {
-      const px = x(cur[2 * r]), py = y(cur[2 * r + 1]);
-      sx[r] = px;
-      sy[r] = py;
-      if (px >= MARGIN.left && px <= MARGIN.left + w && py >= MARGIN.top && py <= MARGIN.top + h) inView++;
+      sx[r] = x(cur[2 * r]);
+      sy[r] = y(cur[2 * r + 1]);
     }
     const hoverRow = hoverToken >= 0 && hoverToken < tokenRow.length ? tokenRow[hoverToken] : -1;
-    const partners = hoverRow >= 0 ? topEdges(edges, hoverToken, edgeK, tokenRow) : [];
-    drawEdges(hoverRow, partners);
+    const all = hoverRow >= 0 ? partnersFor(hoverToken) : { to: [], from: [], near: [], hidden: false };
+    const shown = shownPartners(all, direction);
+    const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);
+    if (hoverRow >= 0) {
+      const at = (list) => list.map((p) => ({ x: sx[tokenRow[p.token]], y: sy[tokenRow[p.token]], weight: p.weight }));
+      const hx = sx[hoverRow];
+      const hy = sy[hoverRow];
+      drawEdges(c, hx, hy, at(shown.near), { colour: theme.highlight });
+      drawEdges(c, hx, hy, at(shown.from), { colour: theme.highlight, dash: [5, 4], arrow: "in" });
+      drawEdges(c, hx, hy, at(shown.to), { colour: theme.accent, arrow: "out" });
+    }
 
-    ctx.globalAlpha = hoverRow >= 0 ? 0.55 : 1;
+    const focus = selected.size > 0 || hoverRow >= 0;
     for (let r = 0; r < m; r++) {
       const tok = kept[r];
-      ctx.beginPath();
-      ctx.arc(sx[r], sy[r], RADIUS, 0, 2 * Math.PI);
+      c.globalAlpha = !focus || selected.has(tok) ? 1 : 0.3;
+      c.beginPath();
+      c.arc(sx[r], sy[r], RADIUS, 0, 2 * Math.PI);
       if (special[tok]) {
-        ctx.strokeStyle = colours[tok] || theme.muted;
-        ctx.lineWidth = 1.5;
-        ctx.stroke();
+        c.strokeStyle = colours[tok] || theme.muted;
+        c.lineWidth = 1.5;
+        c.stroke();
       } else {
-        ctx.fillStyle = colours[tok] || theme.muted;
-        ctx.fill();
+        c.fillStyle = colours[tok] || theme.muted;
+        c.fill();
       }
     }
-    if (inView <= LABEL_CAP) {
-      if (!atlas || atlas.dpr !== (window.devicePixelRatio || 1)) atlas = buildAtlas();
-      ctx.globalAlpha = hoverRow >= 0 ? 0.35 : 0.8;
-      for (let r = 0; atlas && r < m; r++) {
-        if (sx[r] < MARGIN.left - 40 || sx[r] > MARGIN.left + w || sy[r] < MARGIN.top || sy[r] > MARGIN.top + h) continue;
-        const b = 4 * kept[r];
-        const bw = atlas.boxes[b + 2], bh = atlas.boxes[b + 3];
-        if (!bw) continue;
-        ctx.drawImage(atlas.canvas, atlas.boxes[b], atlas.boxes[b + 1], bw, bh,
-          sx[r] + RADIUS + 1, sy[r] - bh / atlas.dpr / 2, bw / atlas.dpr, bh / atlas.dpr);
-      }
+    c.globalAlpha = 1;
+    for (const tok of matches) {
+      const r = tokenRow[tok];
+      if (r >= 0) ring(c, sx[r], sy[r], colours[tok] || theme.muted, theme.highlight, false);
     }
-    ctx.globalAlpha = 1;
+    for (const tok of selected) {
+      const r = tokenRow[tok];
+      if (r >= 0) ring(c, sx[r], sy[r], colours[tok] || theme.muted, theme.fg, false);
+    }
+
+    const boxes = layoutLabels(c, hoverRow, partners, w, h, scale);
+    const emphasised = new Set([hoverToken, ...partners]);
+    c.globalAlpha = hoverRow >= 0 ? 0.45 : 0.85;
+    for (const b of boxes) {
+      if (emphasised.has(b.key)) continue;
+      const a = 4 * b.key;
+      c.drawImage(
+        atlas.canvas,
+        atlas.boxes[a],
+        atlas.boxes[a + 1],
+        atlas.boxes[a + 2],
+        atlas.boxes[a + 3],
+        b.x,
+        b.y,
+        b.w,
+        b.h,
+      );
+    }
+    c.globalAlpha = 1;
     if (hoverRow >= 0) {
-      for (const p of partners) haloLabel(tokenRow[p.token], false);
-      haloLabel(hoverRow, true);
+      for (const t of partners)
+        ring(c, sx[tokenRow[t]], sy[tokenRow[t]], colours[t] || theme.muted, theme.highlight, false);
+      ring(c, sx[hoverRow], sy[hoverRow], colours[hoverToken] || theme.muted, theme.fg, true);
+      for (const b of boxes) {
+        if (emphasised.has(b.key)) haloText(c, theme, tokens[b.key] ?? "", b.x, b.y, b.h, b.key === hoverToken);
+      }
     }
-    ctx.restore();
+    if (lassoPolygon && !exporting) drawLasso(c, theme, lassoPolygon);
+    c.restore();
+    if (exporting) return;
+    lastBoxes = boxes;
+    writeBoxes(boxes);
     framesDrawn++;
     hasDrawnPoints = true;
     onDraw(framesDrawn);
   }
 
-  function drawEdges(hoverRow, partners) {
-    if (hoverRow < 0 || !partners.length) return;
-    const wmax = partners[0].weight;
-    ctx.strokeStyle = theme.highlight;
-    ctx.lineCap = "round";
-    for (const p of partners) {
-      const r = tokenRow[p.token];
-      ctx.globalAlpha = 0.35 + 0.65 * (p.weight / wmax);
-      ctx.lineWidth = 0.75 + 3 * (p.weight / wmax);
-      ctx.beginPath();
-      ctx.moveTo(sx[hoverRow], sy[hoverRow]);
-      ctx.lineTo(sx[r], sy[r]);
-      ctx.stroke();
-    }
-    ctx.globalAlpha = 1;
-  }
-
-  /** A point ring and a label with a background halo, for the hovered token and its partners. */
-  function haloLabel(r, main) {
-    const tok = kept[r];
-    ctx.beginPath();
-    ctx.arc(sx[r], sy[r], main ? RADIUS + 3 : RADIUS + 1.5, 0, 2 * Math.PI);
-    ctx.fillStyle = colours[tok] || theme.muted;
-    ctx.fill();
-    ctx.strokeStyle = main ? theme.fg : theme.highlight;
-    ctx.lineWidth = main ? 2 : 1.5;
-    ctx.stroke();
-    ctx.font = `${main ? "700 12.5px" : "600 11px"} ${theme.font}`;
-    ctx.textAlign = "left";
-    ctx.textBaseline = "middle";
-    ctx.lineJoin = "round";
-    ctx.lineWidth = 3;
-    ctx.strokeStyle = theme.panel;
-    const text = tokens[tok] ?? "";
-    ctx.strokeText(text, sx[r] + RADIUS + 5, sy[r]);
-    ctx.fillStyle = theme.fg;
-    ctx.fillText(text, sx[r] + RADIUS + 5, sy[r]);
-  }
-
-  function drawAxes(x, y, w, h) {
-    let xt, yt;
-    if (quantile && knots) {
-      xt = quantileTicks(knots.x, ...x.domain(), 6).map((t) => ({ pos: x(t.t), text: tickLabel(t.value) }));
-      yt = quantileTicks(knots.y, ...y.domain(), 6).map((t) => ({ pos: y(t.t), text: tickLabel(t.value) }));
-    } else {
-      const fx = x.tickFormat(6), fy = y.tickFormat(6);
-      xt = x.ticks(6).map((v) => ({ pos: x(v), text: fx(v) }));
-      yt = y.ticks(6).map((v) => ({ pos: y(v), text: fy(v) }));
-    }
-    ctx.lineWidth = 1;
-    ctx.strokeStyle = theme.border;
-    ctx.globalAlpha = 0.55;
-    ctx.beginPath();
-    for (const t of xt) {
-      ctx.moveTo(Math.round(t.pos) + 0.5, MARGIN.top);
-      ctx.lineTo(Math.round(t.pos) + 0.5, MARGIN.top + h);
-    }
-    for (const t of yt) {
-      ctx.moveTo(MARGIN.left, Math.round(t.pos) + 0.5);
-      ctx.lineTo(MARGIN.left + w, Math.round(t.pos) + 0.5);
-    }
-    ctx.stroke();
-    ctx.globalAlpha = 1;
-    ctx.strokeRect(MARGIN.left + 0.5, MARGIN.top + 0.5, w - 1, h - 1);
-    ctx.fillStyle = theme.muted;
-    ctx.font = `10px ${theme.font}`;
-    ctx.textAlign = "center";
-    ctx.textBaseline = "top";
-    for (const t of xt) ctx.fillText(t.text, t.pos, MARGIN.top + h + 5);
-    ctx.textAlign = "right";
-    ctx.textBaseline = "middle";
-    for (const t of yt) ctx.fillText(t.text, MARGIN.left - 5, t.pos);
+  /** Publish the drawn label boxes as data-label-boxes (throttled; the last draw always lands). */
+  function writeBoxes(boxes) {
+    boxesPending = boxes;
+    const flush = () => {
+      boxesTimer = 0;
+      boxesWritten = performance.now();
+      const r = (v) => Math.round(v * 10) / 10;
+      canvas.dataset.labelBoxes = JSON.stringify(boxesPending.map((b) => [r(b.x), r(b.y), r(b.w), r(b.h)]));
+      canvas.dataset.labelTokens = JSON.stringify(boxesPending.map((b) => b.key));
+    };
+    if (performance.now() - boxesWritten >= BOXES_EVERY_MS) flush();
+    else if (!boxesTimer) boxesTimer = setTimeout(flush, BOXES_EVERY_MS);
   }
 
   function pointAt(event) {
@@ -314,7 +379,9 @@ export function createScatter({ wrap, onHover, onDraw }) {
     const r = nearestPoint(sx, sy, m, event.clientX - rect.left, event.clientY - rect.top, 10);
     return r >= 0 ? kept[r] : -1;
   }
-  const onMove = (event) => onHover(pointAt(event), event);
+  const onMove = (event) => {
+    if (!lasso.active()) onHover(pointAt(event), event);
+  };
   const onLeave = (event) => onHover(-1, event);
   canvas.addEventListener("mousemove", onMove);
   canvas.addEventListener("mouseleave", onLeave);
@@ -327,22 +394,43 @@ export function createScatter({ wrap, onHover, onDraw }) {
 
   return {
     canvas,
-    /** Token strings, special flags and per-token colours of a new text. */
-    setTokens(tokenList, specialList, colourList) {
+    /** Token strings, special flags and which tokens continue a word (labelled last). */
+    setTokens(tokenList, specialList, isSubword = (_t) => false) {
       tokens = tokenList;
       special = specialList;
-      colours = colourList;
+      subword = isSubword;
       atlas = null;
+      request();
+    },
+    setColours(list) {
+      colours = list;
       request();
     },
     setKept(list, rows) {
       kept = list;
       tokenRow = rows;
     },
-    setEdges(e, k) {
-      edges = e;
-      edgeK = k;
+    /** Where the hovered token's partners come from (js/partners.js) and which directions to draw. */
+    setPartners(provider, edgeDirection) {
+      partnersFor = provider;
+      direction = edgeDirection || "both";
       request();
+    },
+    setSelection(set) {
+      selected = set;
+      request();
+    },
+    setMatches(set) {
+      matches = set;
+      request();
+    },
+    setLabelDensity(value) {
+      density = Math.max(0, Math.min(1, Number.isFinite(value) ? value : 0.5));
+      request();
+    },
+    setBoxMode(on) {
+      boxMode = Boolean(on);
+      canvas.classList.toggle("hs-box-mode", boxMode);
     },
     /** Show a frame (interleaved (m, 2) Float32Array in original units); animate from the last one. */
     setFrame(data, count, { animate = true } = {}) {
@@ -395,7 +483,29 @@ export function createScatter({ wrap, onHover, onDraw }) {
       atlas = null;
       request();
     },
-    partnersOf: (token) => topEdges(edges, token, edgeK, tokenRow),
+    /** The current view drawn afresh on a new canvas at `scale` device px per CSS px (an export). */
+    render(scale) {
+      const out = document.createElement("canvas");
+      out.width = Math.round(width * scale);
+      out.height = Math.round(height * scale);
+      paint(out.getContext("2d"), scale, true);
+      atlas = null; // built at the export's scale: rebuild for the screen
+      request();
+      return out;
+    },
+    get size() {
+      return { width, height };
+    },
+    /** What is on screen, for the SVG export: points and label boxes in CSS px. */
+    snapshot() {
+      const points = [];
+      for (let r = 0; r < m; r++) {
+        const t = kept[r];
+        points.push({ x: sx[r], y: sy[r], colour: colours[t] || "#888", special: Boolean(special[t]), token: t });
+      }
+      const labels = lastBoxes.map((b) => ({ ...b, text: tokens[b.key] ?? "" }));
+      return { width, height, margin: MARGIN, radius: RADIUS, points, labels };
+    },
     resize,
     resetView,
     get pointCount() {
@@ -407,7 +517,9 @@ export function createScatter({ wrap, onHover, onDraw }) {
     destroy() {
       if (rafId) cancelAnimationFrame(rafId);
       rafId = 0;
+      clearTimeout(boxesTimer);
       selection.on(".zoom", null);
+      lasso.destroy();
       canvas.removeEventListener("dblclick", onDblClick);
       canvas.removeEventListener("mousemove", onMove);
       canvas.removeEventListener("mouseleave", onLeave);

@@ -3,7 +3,7 @@
 // variables, so they read the resolved values here.
 
 import { color as parseColor } from "d3-color";
-import { interpolateBlues, interpolateInferno, interpolateViridis } from "d3-scale-chromatic";
+import { interpolateViridis } from "d3-scale-chromatic";
 
 /** Relative luminance in [0, 1] of a CSS colour string (0.5 when it cannot be parsed). */
 export function luminance(css) {
@@ -34,10 +34,9 @@ export function readTheme(el) {
     highlight: v("--hs-highlight", dark ? "#ffd54f" : "#e65100"),
     font: v("--hs-font", "system-ui, sans-serif"),
     mono: v("--hs-mono", "ui-monospace, monospace"),
-    // maximum attention: 0 blends into the background
-    heat: dark ? interpolateInferno : interpolateBlues,
-    // position in the text: a perceptually uniform ramp that stays readable on the background
-    position: dark ? (t) => interpolateViridis(0.25 + 0.75 * t) : (t) => interpolateViridis(0.88 * t),
+    // maximum attention: viridis in light and dark themes alike (and Viridis256 in the bokeh figures);
+    // token colours use the same family (js/colors.js)
+    heat: interpolateViridis,
   };
 }
 

@@ -1,73 +1,45 @@
 // headsne-widget front end (anywidget >= 0.9): the maximum-attention grid, the live attention-head t-SNE
-// scatter, the text strip and the controls. Traits and messages: js/PROTOCOL.md.
+// scatter, the text strip, the controls and the head atlas. Traits and messages: js/PROTOCOL.md and
+// js/model.js. This file only wires the views to the model and to each other; the stylesheet
+// js/widget.css is bundled next to it (npm run build) and loaded by anywidget's _css.
 
-import "./widget.css";
 import { decodeArray, decodeEdges } from "./codecs.js";
-import { shownFrameIndex, tokenContext, tokenRows } from "./layout.js";
+import { T, changes, write } from "./model.js";
+import { tokenRows } from "./tokens.js";
+import { FrameRecorder } from "./recorder.js";
+import { buildSkeleton } from "./skeleton.js";
+import { createTooltip } from "./tooltip.js";
+import { createMetrics } from "./metrics.js";
+import { PNG_SCALE, composePng, download, downloadCanvas, recordCanvas, scatterSvg } from "./export.js";
+import { keepKeys } from "./dom.js";
 import { readTheme, watchTheme } from "./theme.js";
+import { colourTokens, tokenKinds, KIND_PIECE } from "./colors.js";
+import { parseQuery, searchTokens } from "./search.js";
+import { partnerLines, partnerTokens, partnersOf, shownPartners } from "./partners.js";
 import { createGrid } from "./grid.js";
 import { createScatter } from "./scatter.js";
 import { createTextStrip } from "./text.js";
 import { createControls } from "./controls.js";
+import { createViewBar } from "./viewbar.js";
+import { createLegend } from "./legend.js";
+import { createAtlas } from "./atlas.js";
 
-function div(className, testid) {
-  const node = document.createElement("div");
-  node.className = className;
-  if (testid) node.dataset.testid = testid;
-  return node;
-}
+const HOVER_WRITE_MS = 50; // `hovered` reaches Python at most 20 times a second
+const KL_HINT_RATIO = 1.2; // the run's KL this far above the best of restarts shows a hint
 
-function span(className, text) {
-  const node = document.createElement("span");
-  if (className) node.className = className;
-  node.textContent = text;
-  return node;
-}
-
+/** @param {{model: import("./model.js").Model, el: HTMLElement}} props */
 function render({ model, el }) {
+  /** @type {(() => void)[]} */
   const cleanups = [];
   const listen = (name, fn) => {
     model.on(name, fn);
     cleanups.push(() => model.off(name, fn));
   };
 
-  // ---- DOM skeleton
-  const root = div("hs-root");
-  const header = div("hs-header");
-  const title = span("hs-title", "HeadSNE");
-  const subtitle = span("hs-subtitle", "");
-  const status = span("hs-status", "");
-  status.dataset.testid = "headsne-status";
-  status.setAttribute("role", "status");
-  header.append(title, subtitle, status);
-
-  const main = div("hs-main");
-  const gridPanel = div("hs-panel hs-grid-panel");
-  const gridTitle = div("hs-panel-title");
-  const legend = document.createElement("canvas");
-  const legendMax = span("", "1");
-  const legendBox = span("hs-legend", "");
-  legendBox.append(span("", "0"), legend, legendMax);
-  gridTitle.append(span("", "max attention per layer · head × token — click a row"), legendBox);
-  const gridScroll = div("hs-grid-scroll");
-  gridPanel.append(gridTitle, gridScroll);
-
-  const scatterPanel = div("hs-panel hs-scatter-panel");
-  const scatterTitle = div("hs-panel-title");
-  const scatterCaption = span("", "");
-  scatterTitle.append(scatterCaption, span("hs-scatter-hint", "scroll to zoom · drag to pan · double-click to reset"));
-  const scatterWrap = div("hs-scatter-wrap");
-  const runRow = div("hs-controls");
-  const paramRow = div("hs-params");
-  scatterPanel.append(scatterTitle, scatterWrap, runRow, paramRow);
-  main.append(gridPanel, scatterPanel);
-
-  const textStrip = div("hs-text", "headsne-text");
-  const tooltip = div("hs-tooltip", "headsne-tooltip");
-  tooltip.hidden = true;
-  tooltip.setAttribute("role", "tooltip");
-  root.append(header, main, textStrip, tooltip);
+  const dom = buildSkeleton();
+  const { root, subtitle, status, scatterCaption } = dom;
   el.appendChild(root);
+  cleanups.push(keepKeys(root));
 
   // ---- state
   let theme = null;
@@ -77,174 +49,282 @@ function render({ model, el }) {
   let text = "";
   let tokenRow = new Int32Array(0);
   let hover = -1;
-  let frames = []; // recorded frames of the current run: {iteration, kl, data, m}
-  let recordedRun = null;
+  let selected = new Set();
+  let matches = new Set();
+  let edges = null;
+  let attendsTo = null;
+  let attendedBy = null;
+  const recorder = new FrameRecorder();
   let lastFrameObj = null;
-  let scrub = null; // index into frames while scrubbing, null while following the run
-  let shown = -1;
-  let shownRun = null;
-  let pendingSelect = null; // {t0, runId} from the last grid click
-  root.dataset.framesDrawn = "0";
+  let video = null;
+  const metrics = createMetrics(root);
+  const tooltip = createTooltip(root, dom.tooltip);
+  root.dataset.selectedCount = "0";
+  root.dataset.matchCount = "0";
 
   // ---- views
   const grid = createGrid({
-    scroll: gridScroll,
-    legend,
-    legendMax,
+    scroll: dom.gridScroll,
+    legend: dom.legend,
+    legendMax: dom.legendMax,
     onHover: (token, info, event) => setHover(token, info, event),
     onSelect: (layer, head) => {
-      pendingSelect = { t0: performance.now(), runId: model.get("run_id") };
-      model.set("layer", layer);
-      model.set("head", head);
-      model.save_changes();
+      if (layer === model.get(T.layer) && head === model.get(T.head)) return;
+      metrics.clicked(model.get(T.run_id));
+      write(model, { [T.layer]: layer, [T.head]: head });
     },
   });
   const scatter = createScatter({
-    wrap: scatterWrap,
+    wrap: dom.scatterWrap,
     onHover: (token, event) => setHover(token, token >= 0 ? { source: "scatter" } : null, event),
-    onDraw: (count) => {
-      root.dataset.framesDrawn = String(count);
-      if (pendingSelect && shownRun != null && shownRun > pendingSelect.runId) {
-        root.dataset.selectLatencyMs = String(Math.round(performance.now() - pendingSelect.t0));
-        pendingSelect = null;
-      }
-    },
+    onDraw: (count) => metrics.drawn(count, recorder.shownRun),
+    onSelect: (list, event) => userSelect(event.altKey ? [...selected, ...list] : list),
   });
   const strip = createTextStrip({
-    container: textStrip,
+    container: dom.textStrip,
     onHover: (token, event) => setHover(token, token >= 0 ? { source: "text" } : null, event),
+    onSelect: (list) => userSelect(list),
+  });
+  const legend = createLegend(dom.colourLegend);
+  const viewBar = createViewBar({
+    model,
+    row: dom.viewRow,
+    onSearch: (query) => search(query),
+    onSearchEnter: () => userSelect([...matches]),
+    onClearSelection: () => userSelect([]),
+    onBoxMode: (on) => scatter.setBoxMode(on),
   });
   const controls = createControls({
     model,
-    runRow,
-    paramRow,
+    runRow: dom.runRow,
+    paramRow: dom.paramRow,
     onScrub: (index) => {
-      scrub = index;
+      recorder.scrub = index;
       showRecorded(true);
     },
-    onExport: () => exportPng(),
+    onExport: (kind) => (kind === "svg" ? exportSvg() : exportPng()),
+    onRecord: () => toggleVideo(),
     onResetView: () => scatter.resetView(),
   });
-  cleanups.push(() => grid.destroy(), () => scatter.destroy(), () => strip.destroy(), () => controls.destroy());
+  const atlas = createAtlas({
+    model,
+    panel: dom.atlasPanel,
+    onSelect: (head) => {
+      metrics.clicked(model.get(T.run_id));
+      write(model, { [T.head]: head });
+    },
+  });
+  cleanups.push(
+    () => grid.destroy(),
+    () => scatter.destroy(),
+    () => strip.destroy(),
+    () => controls.destroy(),
+    () => viewBar.destroy(),
+    () => atlas.destroy(),
+  );
 
-  // ---- hover: one token highlighted in all three views, with a tooltip
-  function setHover(token, info, event) {
+  // ---- partners of a token (attends to / attended by, or neighbours in hidden-state mode)
+  const partnerSource = () => ({
+    edges,
+    attendsTo,
+    attendedBy,
+    k: model.get(T.edge_k) ?? 5,
+    tokenRow,
+    hidden: model.get(T.mode) === "hidden",
+  });
+  const partnersFor = (token) => partnersOf(token, partnerSource());
+
+  function onPartners() {
+    try {
+      edges = decodeEdges(model.get(T.edges));
+      attendsTo = decodeEdges(model.get(T.attends_to) ?? null);
+      attendedBy = decodeEdges(model.get(T.attended_by) ?? null);
+    } catch (err) {
+      showError(`cannot read the attention edges: ${err.message}`);
+    }
+    scatter.setPartners(partnersFor, model.get(T.edge_direction) || "both");
+  }
+
+  // ---- hover: one token highlighted in all views, with a tooltip; Python reads it as `hovered`
+  let hoverTimer = 0;
+  let hoverWritten = 0;
+  function writeHover() {
+    hoverTimer = 0;
+    hoverWritten = performance.now();
+    const value = hover >= 0 ? hover : null;
+    if (model.get(T.hovered) !== value) write(model, { [T.hovered]: value });
+  }
+  function scheduleHoverWrite() {
+    const wait = HOVER_WRITE_MS - (performance.now() - hoverWritten);
+    if (wait <= 0 && !hoverTimer) writeHover();
+    else if (!hoverTimer) hoverTimer = setTimeout(writeHover, Math.max(0, wait));
+  }
+  cleanups.push(() => clearTimeout(hoverTimer));
+
+  function setHover(token, info, event, fromPython = false) {
     const changed = token !== hover;
     hover = token;
     if (changed) {
-      const partners = token >= 0 ? scatter.partnersOf(token).map((p) => p.token) : [];
+      const shown = shownPartners(partnersFor(token), model.get(T.edge_direction) || "both");
       grid.setHover(token);
       scatter.setHover(token);
-      strip.setHover(token, partners, info != null && info.source !== "text");
+      strip.setHover(token, partnerTokens(shown), info != null && info.source !== "text");
+      if (!fromPython) scheduleHoverWrite();
     }
     if (token < 0 || !info) {
-      tooltip.hidden = true;
+      tooltip.hide();
       return;
     }
-    fillTooltip(token, info);
-    placeTooltip(event);
-  }
-
-  function fillTooltip(token, info) {
-    const ctx = tokenContext(text, tokens, offsets, token, 6);
-    const head = document.createElement("div");
-    head.append(span("hs-tip-token", tokens[token] ?? ""), span("hs-tip-meta", `  #${token}${special[token] ? " · special" : ""}`));
-    const lines = [head];
+    const above = [];
+    let below = [];
     if (info.source === "grid") {
-      const meta = document.createElement("div");
-      meta.className = "hs-tip-meta";
-      meta.textContent = `layer ${info.layer} · head ${info.head} · max attention ${info.value.toFixed(3)}`;
-      lines.push(meta);
+      const group = info.group >= 0 ? ` · kv group ${info.group}` : "";
+      above.push(`layer ${info.layer} · head ${info.head}${group} · max attention ${info.value.toFixed(3)}`);
+    } else {
+      below = partnerLines(partnersFor(token), tokens, model.get(T.layer));
     }
-    const context = document.createElement("div");
-    context.className = "hs-tip-context";
-    const strong = document.createElement("b");
-    strong.textContent = ctx.token;
-    context.append(ctx.before, strong, ctx.after);
-    lines.push(context);
-    if (info.source !== "grid") {
-      const partners = scatter.partnersOf(token);
-      if (partners.length) {
-        const meta = document.createElement("div");
-        meta.className = "hs-tip-meta";
-        meta.textContent = `attends with: ${partners.map((p) => `${tokens[p.token]} ${p.weight.toFixed(2)}`).join(", ")}`;
-        lines.push(meta);
-      }
-    }
-    tooltip.replaceChildren(...lines);
-    tooltip.hidden = false;
+    tooltip.show(token, { text, tokens, offsets, special }, { above, below }, event);
   }
 
-  function placeTooltip(event) {
-    if (!event || event.clientX == null) return;
-    const box = root.getBoundingClientRect();
-    const tw = tooltip.offsetWidth, th = tooltip.offsetHeight;
-    let x = event.clientX - box.left + 14;
-    let y = event.clientY - box.top + 14;
-    if (x + tw > box.width - 4) x = Math.max(4, event.clientX - box.left - tw - 14);
-    if (y + th > box.height - 4) y = Math.max(4, event.clientY - box.top - th - 14);
-    tooltip.style.left = `${x}px`;
-    tooltip.style.top = `${y}px`;
+  function onHovered() {
+    const value = model.get(T.hovered);
+    const token = Number.isInteger(value) && value >= 0 && value < tokens.length ? value : -1;
+    if (token !== hover) setHover(token, null, undefined, true);
+  }
+
+  // ---- selection: token indices, the same in every view and in Python's `selected`
+  function applySelection(list) {
+    const n = tokens.length;
+    selected = new Set((list || []).filter((t) => Number.isInteger(t) && t >= 0 && t < n));
+    scatter.setSelection(selected);
+    strip.setSelection(selected);
+    grid.setMarks(selected, matches);
+    viewBar.showSelected(selected.size);
+    root.dataset.selectedCount = String(selected.size);
+  }
+  function userSelect(list) {
+    const sorted = [...new Set(list)].sort((a, b) => a - b);
+    applySelection(sorted);
+    write(model, { [T.selected]: sorted });
+  }
+  const onSelected = () => applySelection(model.get(T.selected) ?? []);
+  const onEscape = (event) => {
+    const target = /** @type {HTMLElement} */ (event.target);
+    if (event.key === "Escape" && !(target && target.closest && target.closest("input, select"))) userSelect([]);
+  };
+  root.addEventListener("keydown", onEscape);
+  cleanups.push(() => root.removeEventListener("keydown", onEscape));
+
+  // ---- search: matches highlighted in every view; Enter selects them
+  function search(query) {
+    const parsed = parseQuery(query);
+    const error = parsed && "error" in parsed ? parsed.error : "";
+    matches = new Set(searchTokens(parsed, tokens, text, offsets));
+    scatter.setMatches(matches);
+    strip.setMatches(matches);
+    grid.setMarks(selected, matches);
+    viewBar.showFound(matches.size, error);
+    root.dataset.matchCount = String(matches.size);
+  }
+
+  // ---- colours and legend
+  function recolour() {
+    if (!theme) return;
+    let values = null;
+    try {
+      const decoded = decodeArray(model.get(T.color_values) ?? null);
+      values = decoded ? /** @type {Float32Array} */ (decoded.data) : null;
+    } catch (err) {
+      showError(`cannot read the colour values: ${err.message}`);
+    }
+    const result = colourTokens(model.get(T.color_mode) || "position", {
+      text,
+      tokens,
+      offsets,
+      special,
+      values,
+      categories: model.get(T.color_categories) ?? [],
+      dark: theme.dark,
+      muted: theme.muted,
+      layer: model.get(T.layer),
+      head: model.get(T.head),
+    });
+    scatter.setColours(result.colours);
+    strip.setColours(result.colours);
+    atlas.setColours(result.colours);
+    legend.set(result.legend, result.mode);
   }
 
   // ---- data from Python
   function onText() {
-    text = model.get("text") || "";
-    tokens = (model.get("tokens") || []).map(String);
-    special = model.get("special") || [];
-    const off = model.get("offsets");
+    text = model.get(T.text) || "";
+    tokens = (model.get(T.tokens) || []).map(String);
+    special = model.get(T.special) || [];
+    const off = model.get(T.offsets);
     offsets = Array.isArray(off) && off.length === tokens.length ? off : null;
-    const n = tokens.length;
-    const colours = tokens.map((_, i) => (theme ? theme.position(n > 1 ? i / (n - 1) : 0) : "gray"));
-    scatter.setTokens(tokens, special, colours);
-    strip.setData(text, tokens, offsets, special, colours);
+    const kinds = tokenKinds(text, tokens, offsets, special);
+    scatter.setTokens(tokens, special, (t) => kinds[t] === KIND_PIECE);
+    strip.setData(text, tokens, offsets, special, []);
+    recolour();
     onKept();
     hover = -1;
-    tooltip.hidden = true;
+    tooltip.hide();
+    applySelection(model.get(T.selected) ?? []);
+    search(viewBar.query);
   }
 
   function onMaxAttention() {
     try {
-      grid.setData(decodeArray(model.get("max_attention")), tokens);
+      grid.setData(decodeArray(model.get(T.max_attention)), tokens);
+      grid.setMarks(selected, matches);
     } catch (err) {
       showError(`cannot draw the maximum-attention grid: ${err.message}`);
     }
   }
 
   function onKept() {
-    const kept = model.get("kept") || [];
+    const kept = model.get(T.kept) || [];
     tokenRow = tokenRows(kept, tokens.length);
     scatter.setKept(kept, tokenRow);
     strip.setKept(tokenRow);
+    atlas.setKept(kept);
     // the shown frame's rows belong to the old token set: wait for the new run's first frame
     if (kept.length !== scatter.pointCount) scatter.clear();
   }
 
-  function onEdges() {
-    try {
-      scatter.setEdges(decodeEdges(model.get("edges")), model.get("edge_k") ?? 5);
-    } catch (err) {
-      showError(`cannot read the attention edges: ${err.message}`);
-    }
-  }
-
   function onHeader() {
     subtitle.textContent = [
-      model.get("model_name"),
-      `${model.get("n_layers")} layers × ${model.get("n_heads")} heads`,
+      model.get(T.model_name),
+      `${model.get(T.n_layers)} layers × ${model.get(T.n_heads)} heads`,
       `${tokens.length} tokens`,
-    ].filter(Boolean).join(" · ");
-    const mode = model.get("mode");
-    scatterCaption.textContent = mode === "hidden"
-      ? `t-SNE of the hidden states of layer ${model.get("layer")} (perplexity ${model.get("perplexity")})`
-      : `attention-head t-SNE · layer ${model.get("layer")} · head ${model.get("head")}`;
-    grid.setSelection(model.get("layer"), model.get("head"));
+    ]
+      .filter(Boolean)
+      .join(" · ");
+    const hidden = model.get(T.mode) === "hidden";
+    scatterCaption.textContent = hidden
+      ? `t-SNE of the hidden states of layer ${model.get(T.layer)} (perplexity ${model.get(T.perplexity)})`
+      : `attention-head t-SNE · layer ${model.get(T.layer)} · head ${model.get(T.head)}`;
+    grid.setSelection(model.get(T.layer), model.get(T.head), hidden);
+    grid.setKvGroups(model.get(T.kv_groups) ?? 0);
+    atlas.setSelection(model.get(T.layer), model.get(T.head), hidden);
   }
 
   function onState() {
-    root.dataset.state = model.get("state") || "idle";
-    root.dataset.runId = String(model.get("run_id") ?? 0);
-    status.textContent = model.get("status") || "";
+    root.dataset.state = model.get(T.state) || "idle";
+    root.dataset.runId = String(model.get(T.run_id) ?? 0);
+    status.textContent = model.get(T.status) || "";
+    onHint();
+  }
+
+  /** A visible hint when this run's KL is far above the best of several restarts. */
+  function onHint() {
+    const best = model.get(T.best_kl);
+    const kl = model.get(T.kl);
+    const far = model.get(T.state) === "done" && best != null && kl != null && kl > KL_HINT_RATIO * best;
+    dom.hint.hidden = !far;
+    dom.hint.textContent = far
+      ? `KL ${kl.toFixed(3)} is ${(kl / best).toFixed(1)}× the best of restarts (${best.toFixed(3)}): try restarts = 10`
+      : "";
   }
 
   function showError(message) {
@@ -253,15 +333,10 @@ function render({ model, el }) {
   }
 
   /** Record the received frame (a new run starts a new recording) and show it unless scrubbing. */
-
   function ingest() {
-    const runId = model.get("run_id");
-    if (runId !== recordedRun) {
-      recordedRun = runId;
-      frames = [];
-      scrub = null;
-    }
-    const obj = model.get("frame");
+    const runId = model.get(T.run_id);
+    const fresh = recorder.follow(runId);
+    const obj = model.get(T.frame);
     if (obj && obj !== lastFrameObj) {
       lastFrameObj = obj;
       let decoded;
@@ -275,45 +350,50 @@ function render({ model, el }) {
         showError(`a t-SNE frame must be (m, 2), got [${decoded.shape}]`);
         return;
       }
-      const record = { iteration: model.get("iteration") ?? 0, kl: model.get("kl"), data: decoded.data, m: decoded.shape[0], run: runId };
-      if (frames.length && frames[frames.length - 1].iteration === record.iteration) frames[frames.length - 1] = record;
-      else frames.push(record);
-      if (scrub == null) showRecorded(true);
-      else controls.setTimeline(frames.length, scrub);
+      recorder.add({
+        iteration: model.get(T.iteration) ?? 0,
+        kl: model.get(T.kl),
+        data: /** @type {Float32Array} */ (decoded.data),
+        m: decoded.shape[0],
+        run: runId,
+      });
+      if (recorder.scrub == null) showRecorded(true);
+      else controls.setTimeline(recorder.frames.length, recorder.scrub);
     } else if (!obj && lastFrameObj) {
       lastFrameObj = null;
-      frames = [];
+      recorder.clear();
       scatter.clear();
-      controls.showFrame(model.get("iteration"), model.get("kl"));
+      controls.showFrame(model.get(T.iteration), model.get(T.kl));
       controls.setTimeline(0, 0);
-    } else if (!obj && frames.length === 0) {
-      controls.showFrame(model.get("iteration"), model.get("kl"));
+    } else if (!recorder.last) {
+      // nothing recorded yet (no frame, or a new run still showing the last run's frame): a new run
+      // counts from 0 even before Python resets the iteration
+      controls.showFrame(fresh ? 0 : model.get(T.iteration), fresh ? null : model.get(T.kl));
       controls.setTimeline(0, 0);
-    } else if (frames.length && scrub == null) {
+    } else if (recorder.scrub == null) {
       // iteration / kl updated without a new frame
-      const last = frames[frames.length - 1];
-      last.iteration = model.get("iteration") ?? last.iteration;
-      last.kl = model.get("kl");
+      const last = recorder.last;
+      last.iteration = model.get(T.iteration) ?? last.iteration;
+      last.kl = model.get(T.kl);
       controls.showFrame(last.iteration, last.kl);
     }
-    controls.drawSpark(frames, shown, theme);
+    controls.drawSpark(recorder.frames, recorder.shown, theme);
   }
 
   function showRecorded(animate) {
-    const index = shownFrameIndex(frames.length, scrub, scrub == null);
-    if (index < 0) return;
-    const f = frames[index];
-    const rows = Math.min(f.m, (model.get("kept") || []).length);
-    shown = index;
-    shownRun = f.run;
+    const f = recorder.take();
+    if (!f) return;
+    const rows = Math.min(f.m, (model.get(T.kept) || []).length);
     scatter.setFrame(f.data, rows, { animate });
     controls.showFrame(f.iteration, f.kl);
-    controls.setTimeline(frames.length, index);
-    controls.drawSpark(frames, shown, theme);
+    controls.setTimeline(recorder.frames.length, recorder.shown);
+    controls.drawSpark(recorder.frames, recorder.shown, theme);
   }
 
   function onDisplay() {
-    scatter.setQuantile(Boolean(model.get("quantile")), Math.max(2, Math.floor(model.get("quantile_k") ?? 100)));
+    scatter.setQuantile(Boolean(model.get(T.quantile)), Math.max(2, Math.floor(model.get(T.quantile_k) ?? 100)));
+    const density = model.get(T.label_density);
+    scatter.setLabelDensity(density == null ? 0.5 : Number(density));
   }
 
   // ---- theme
@@ -321,8 +401,9 @@ function render({ model, el }) {
     theme = readTheme(root);
     grid.setTheme(theme);
     scatter.setTheme(theme);
+    atlas.setTheme(theme);
     onText();
-    controls.drawSpark(frames, shown, theme);
+    controls.drawSpark(recorder.frames, recorder.shown, theme);
   }
   let themeTimer = 0;
   const stopTheme = watchTheme(() => {
@@ -333,42 +414,50 @@ function render({ model, el }) {
   });
   cleanups.push(stopTheme, () => clearTimeout(themeTimer));
 
-  // ---- export
-  function exportPng() {
-    const g = grid.canvas, s = scatter.canvas;
-    const dpr = window.devicePixelRatio || 1;
-    const pad = Math.round(10 * dpr), head = Math.round(26 * dpr);
-    const out = document.createElement("canvas");
-    out.width = g.width + s.width + 3 * pad;
-    out.height = head + Math.max(g.height, s.height) + pad;
-    const c = out.getContext("2d");
-    c.fillStyle = theme.bg;
-    c.fillRect(0, 0, out.width, out.height);
-    c.fillStyle = theme.fg;
-    c.font = `600 ${Math.round(13 * dpr)}px ${theme.font}`;
-    c.textBaseline = "middle";
-    const f = frames[shown];
-    c.fillText(
-      [subtitle.textContent, scatterCaption.textContent, f ? `iteration ${f.iteration}` : "", f && f.kl != null ? `KL ${f.kl.toFixed(3)}` : ""]
-        .filter(Boolean).join(" · "),
-      pad, head / 2 + pad / 4,
-    );
-    if (g.width && g.height) c.drawImage(g, pad, head);
-    if (s.width && s.height) c.drawImage(s, g.width + 2 * pad, head);
-    const name = `headsne-layer${model.get("layer")}-head${model.get("head")}-iter${f ? f.iteration : 0}.png`;
-    out.toBlob((blob) => {
-      if (!blob) return showError("PNG export failed: the browser could not encode the image");
-      const url = URL.createObjectURL(blob);
-      const a = document.createElement("a");
-      a.href = url;
-      a.download = name;
-      a.style.display = "none";
-      root.appendChild(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10000);
-    }, "image/png");
+  // ---- exports
+  function exportTitle() {
+    const f = recorder.frames[recorder.shown];
+    return [
+      subtitle.textContent,
+      scatterCaption.textContent,
+      f ? `iteration ${f.iteration}` : "",
+      f && f.kl != null ? `KL ${f.kl.toFixed(3)}` : "",
+    ]
+      .filter(Boolean)
+      .join(" · ");
   }
+  function exportName(ext) {
+    const f = recorder.frames[recorder.shown];
+    return `headsne-layer${model.get(T.layer)}-head${model.get(T.head)}-iter${f ? f.iteration : 0}.${ext}`;
+  }
+  function exportPng() {
+    const gridRect = grid.canvas.getBoundingClientRect();
+    const out = composePng({
+      grid: grid.canvas,
+      gridSize: { width: gridRect.width, height: gridRect.height },
+      scatter: scatter.render(PNG_SCALE),
+      scatterSize: scatter.size,
+      paintLegend: (c, x, y) => legend.paint(c, x, y, theme),
+      theme,
+      title: exportTitle(),
+    });
+    downloadCanvas(out, exportName("png"), root, showError);
+  }
+  function exportSvg() {
+    const svg = scatterSvg(scatter.snapshot(), theme, exportTitle());
+    download(new Blob([svg], { type: "image/svg+xml" }), exportName("svg"), root);
+  }
+  function toggleVideo() {
+    if (video) {
+      video.stop();
+      video = null;
+      return false;
+    }
+    const name = exportName("webm");
+    video = recordCanvas(scatter.canvas, (blob) => download(blob, name, root), showError);
+    return video != null;
+  }
+  cleanups.push(() => video && video.stop());
 
   // ---- wiring
   // several traits of one message fire one after the other: redraw once, a microtask later
@@ -383,31 +472,41 @@ function render({ model, el }) {
       });
     };
   };
-  listen("change:text change:tokens change:offsets change:special", coalesce(() => {
-    onText();
-    onMaxAttention();
-    onHeader();
-  }));
-  listen("change:max_attention", onMaxAttention);
-  listen("change:kept", onKept);
-  listen("change:edges change:edge_k", onEdges);
-  listen("change:model_name change:n_layers change:n_heads change:layer change:head change:mode change:perplexity", onHeader);
-  listen("change:state change:status change:run_id", onState);
-  listen("change:frame change:iteration change:kl change:run_id", coalesce(ingest));
-  listen("change:quantile change:quantile_k", onDisplay);
+  listen(
+    changes(T.text, T.tokens, T.offsets, T.special),
+    coalesce(() => {
+      onText();
+      onMaxAttention();
+      onHeader();
+    }),
+  );
+  listen(changes(T.max_attention), onMaxAttention);
+  listen(changes(T.kept), onKept);
+  listen(changes(T.edges, T.attends_to, T.attended_by, T.edge_k, T.edge_direction, T.mode), onPartners);
+  listen(changes(T.model_name, T.n_layers, T.n_heads, T.layer, T.head, T.mode, T.perplexity, T.kv_groups), onHeader);
+  listen(changes(T.state, T.status, T.run_id, T.best_kl, T.kl), onState);
+  listen(changes(T.frame, T.iteration, T.kl, T.run_id), coalesce(ingest));
+  listen(changes(T.quantile, T.quantile_k, T.label_density), onDisplay);
+  listen(changes(T.selected), onSelected);
+  listen(changes(T.hovered), onHovered);
+  listen(changes(T.color_mode, T.color_values, T.color_categories), coalesce(recolour));
+  listen(
+    changes(T.layer, T.head),
+    coalesce(() => model.get(T.color_mode) === "max_attention" && recolour()),
+  );
 
   const resizeObserver = new ResizeObserver(() => {
     grid.resize();
     scatter.resize();
   });
-  resizeObserver.observe(gridScroll);
-  resizeObserver.observe(scatterWrap);
+  resizeObserver.observe(dom.gridScroll);
+  resizeObserver.observe(dom.scatterWrap);
   cleanups.push(() => resizeObserver.disconnect());
 
   applyTheme();
   onMaxAttention();
   onKept();
-  onEdges();
+  onPartners();
   onHeader();
   onState();
   onDisplay();

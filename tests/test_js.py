@@ -1,5 +1,6 @@
-"""The front end's own tests: node's test runner over js/*.test.js, and the JS halves of the mirrored
-pairs (array codec, quantile-equidistant rescaling) checked against their Python definitions."""
+"""The front end's own tests: node's test runner over js/*.test.js, its linters (npm run lint), and
+the JS halves of the mirrored pairs (array codec, quantile-equidistant rescaling) checked against
+their Python definitions."""
 
 from __future__ import annotations
 
@@ -43,8 +44,19 @@ def test_npm_test_passes() -> None:
     report = proc.stdout + proc.stderr
     assert proc.returncode == 0, report
     passed = int(report.split("# pass ")[1].split()[0])
-    assert passed >= 20, report
+    assert passed >= 25, report
     assert "# fail 0" in report, report
+
+
+def test_npm_lint_passes() -> None:
+    """eslint, prettier --check and tsc --checkJs (the trait types of js/model.js) are clean."""
+    _node()
+    npm = shutil.which("npm")
+    assert npm is not None, "npm is not installed"
+    if not (ROOT / "node_modules" / ".bin" / "eslint").exists():
+        pytest.fail("the JS linters are missing: run `npm install` in the repository root")
+    proc = subprocess.run([npm, "run", "lint", "--silent"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_codec_decodes_what_python_encodes(tmp_path: Path) -> None:
@@ -80,7 +92,7 @@ console.log(JSON.stringify(result));
 
 
 def _js_quantile_rescale(values: np.ndarray, k: int, tmp_path: Path) -> np.ndarray:
-    layout = (ROOT / "js" / "layout.js").as_uri()
+    layout = (ROOT / "js" / "rescaling.js").as_uri()
     (tmp_path / "values.json").write_text(json.dumps(values.tolist()))
     out = _run_node(
         f"""
@@ -105,7 +117,7 @@ def test_js_quantile_rescaling_is_the_thesis_definition(k: int, tmp_path: Path) 
 
 
 def test_js_quantile_rescaling_matches_the_python_function(tmp_path: Path) -> None:
-    """The scatter's quantile axes (js/layout.js) and headsne_widget.rescaling place points identically."""
+    """The scatter's quantile axes (js/rescaling.js) and headsne_widget.rescaling place points identically."""
     rng = np.random.default_rng(1)
     Y = np.stack([rng.standard_cauchy(120), rng.exponential(size=120) ** 3, np.full(120, 4.0)], axis=1)
     Y[:15, 0] = 0.0  # ties inside the data

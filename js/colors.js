@@ -1,0 +1,178 @@
+// Colour by position, token kind, sentence, the selected head's max attention, or the user's values;
+// and the legend describing whichever is active. One palette family everywhere (light, dark, and the
+// bokeh figures): matplotlib's perceptually uniform maps (viridis for the attention heat map, plasma
+// for ordered token values) and category10 for categories.
+
+import { interpolatePlasma, schemeCategory10 } from "d3-scale-chromatic";
+
+/** The bokeh palette names of the same colours, for headsne_widget/plots.py. */
+export const BOKEH_PALETTES = { heat: "Viridis256", sequential: "Plasma256", categorical: "Category10_10" };
+
+export const KIND_SPECIAL = 0;
+export const KIND_WORD = 1;
+export const KIND_PIECE = 2;
+export const KIND_LABELS = ["special", "word start", "word piece"];
+
+const WORD_CHAR = /[\p{L}\p{N}_]/u;
+
+/**
+ * Token kind per token: 0 special, 1 word start, 2 word piece (continues the previous token's word).
+ * @param {string} text
+ * @param {string[]} tokens
+ * @param {([number, number] | null)[] | null} offsets
+ * @param {boolean[]} special
+ */
+export function tokenKinds(text, tokens, offsets, special) {
+  const kinds = new Int8Array(tokens.length);
+  let prevEnd = -1;
+  tokens.forEach((tok, i) => {
+    const span = offsets && offsets[i];
+    if (special[i]) {
+      kinds[i] = KIND_SPECIAL;
+      return;
+    }
+    if (!span || !(span[1] > span[0])) {
+      const t = String(tok);
+      kinds[i] = t.startsWith("##") ? KIND_PIECE : KIND_WORD;
+      return;
+    }
+    const s = span[0];
+    const glued = s > 0 && prevEnd === s && WORD_CHAR.test(text[s - 1] ?? "") && WORD_CHAR.test(text[s] ?? "");
+    kinds[i] = glued ? KIND_PIECE : KIND_WORD;
+    prevEnd = span[1];
+  });
+  return kinds;
+}
+
+/**
+ * Sentence index per token: a sentence ends after '.', '!' or '?' followed by white space (or the end),
+ * or at a newline. Tokens without an offset (special tokens) join the previous token's sentence.
+ * @param {string} text
+ * @param {string[]} tokens
+ * @param {([number, number] | null)[] | null} offsets
+ */
+export function sentenceIds(text, tokens, offsets) {
+  const ids = new Int32Array(tokens.length);
+  if (!offsets || offsets.length !== tokens.length) {
+    let id = 0;
+    tokens.forEach((tok, i) => {
+      ids[i] = id;
+      if (/^[.!?]+$/.test(String(tok).trim())) id++;
+    });
+    return ids;
+  }
+  const ends = []; // exclusive end of each sentence but the last
+  for (let p = 0; p < text.length; p++) {
+    const c = text[p];
+    if (c === "\n" || (".!?".includes(c) && (p + 1 === text.length || /\s/.test(text[p + 1])))) ends.push(p + 1);
+  }
+  let prev = 0;
+  tokens.forEach((_, i) => {
+    const span = offsets[i];
+    if (!span || !(span[1] > span[0])) {
+      ids[i] = prev;
+      return;
+    }
+    let id = 0;
+    while (id < ends.length && ends[id] <= span[0]) id++;
+    ids[i] = id;
+    prev = id;
+  });
+  // a sentence id counts ends before the token: renumber so that the used ids are 0, 1, 2, ...
+  const used = [...new Set(ids)].sort((a, b) => a - b);
+  const rank = new Map(used.map((id, k) => [id, k]));
+  return ids.map((id) => rank.get(id));
+}
+
+/** Sequential colour in [0, 1] for the theme: plasma, its ends kept readable on the background. */
+export function sequential(dark) {
+  return dark ? (t) => interpolatePlasma(0.15 + 0.85 * t) : (t) => interpolatePlasma(0.85 * t);
+}
+
+/** Categorical colour of code k (cycles after 10). */
+export function categorical(k) {
+  return schemeCategory10[((k % 10) + 10) % 10];
+}
+
+/**
+ * @typedef {{kind: "sequential", title: string, low: string, high: string, colour: (t: number) => string}
+ *   | {kind: "categorical", title: string, entries: {label: string, colour: string}[], more: number}} Legend
+ */
+
+/**
+ * Per-token colours and the legend for a colour mode.
+ * @param {string} mode "position" | "kind" | "sentence" | "max_attention" | "user"
+ * @param {{text: string, tokens: string[], offsets: any, special: boolean[], values: Float32Array | null,
+ *   categories: string[], dark: boolean, muted: string, layer?: number, head?: number}} ctx
+ * @returns {{colours: string[], legend: Legend, mode: string}}
+ */
+export function colourTokens(mode, ctx) {
+  const { text, tokens, offsets, special, values, categories, dark, muted } = ctx;
+  const n = tokens.length;
+  const seq = sequential(dark);
+  if (mode === "kind") {
+    const kinds = tokenKinds(text, tokens, offsets, special);
+    const entries = KIND_LABELS.map((label, k) => ({ label, colour: categorical(k) }));
+    return {
+      mode,
+      colours: Array.from(kinds, (k) => entries[k].colour),
+      legend: { kind: "categorical", title: "token kind", entries, more: 0 },
+    };
+  }
+  if (mode === "sentence") {
+    const ids = sentenceIds(text, tokens, offsets);
+    const count = n ? Math.max(...ids) + 1 : 0;
+    const shown = Math.min(count, 10);
+    const entries = Array.from({ length: shown }, (_, k) => ({ label: `sentence ${k + 1}`, colour: categorical(k) }));
+    return {
+      mode,
+      colours: Array.from(ids, (k) => categorical(k)),
+      legend: { kind: "categorical", title: "sentence (colours repeat after 10)", entries, more: count - shown },
+    };
+  }
+  if ((mode === "user" || mode === "max_attention") && values && values.length === n) {
+    if (mode === "user" && categories && categories.length) {
+      const entries = categories.slice(0, 10).map((label, k) => ({ label: String(label), colour: categorical(k) }));
+      const colours = Array.from(values, (v) =>
+        Number.isInteger(v) && v >= 0 && v < categories.length ? categorical(v) : muted,
+      );
+      return {
+        mode,
+        colours,
+        legend: { kind: "categorical", title: "your categories", entries, more: categories.length - entries.length },
+      };
+    }
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const v of values) {
+      if (Number.isFinite(v)) {
+        lo = Math.min(lo, v);
+        hi = Math.max(hi, v);
+      }
+    }
+    if (mode === "max_attention") lo = Math.min(lo, 0);
+    const span = hi > lo ? hi - lo : 1;
+    const colours = Array.from(values, (v) => (Number.isFinite(v) ? seq((v - lo) / span) : muted));
+    const fmt = (v) => (Number.isFinite(v) ? Number(v.toPrecision(3)).toString() : "–");
+    const title =
+      mode === "max_attention"
+        ? `max attention to the token${ctx.layer != null ? ` · layer ${ctx.layer} head ${ctx.head}` : ""}`
+        : "your values";
+    return { mode, colours, legend: { kind: "sequential", title, low: fmt(lo), high: fmt(hi), colour: seq } };
+  }
+  const colours = tokens.map((_, i) => seq(n > 1 ? i / (n - 1) : 0));
+  const waiting = mode === "user" || mode === "max_attention";
+  return {
+    mode: waiting ? `${mode} (waiting for values)` : "position",
+    colours,
+    legend: {
+      kind: "sequential",
+      title: waiting
+        ? `position in the text (no ${mode === "user" ? "values" : "max attention"} yet)`
+        : "position in the text",
+      low: "first token",
+      high: `token #${Math.max(0, n - 1)}`,
+      colour: seq,
+    },
+  };
+}

@@ -1,0 +1,146 @@
+// Exports of what the widget shows: a PNG of the grid, the map and the legend at twice the CSS size on
+// an opaque background, an SVG of the map, and a WebM video of the map (MediaRecorder on the canvas).
+// Files are handed to the browser as downloads (an <a download> click on an object URL).
+
+/**
+ * Offer `blob` as a download named `name` from inside `parent`.
+ * @param {Blob} blob
+ * @param {string} name
+ * @param {HTMLElement} parent
+ */
+export function download(blob, name, parent) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  a.style.display = "none";
+  parent.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+export const PNG_SCALE = 2;
+
+/**
+ * The title, the grid and the scatter side by side, and the legend, at PNG_SCALE device px per CSS px
+ * on the theme's opaque background. `scatter` is the map drawn afresh at that scale.
+ * @param {{grid: HTMLCanvasElement, gridSize: {width: number, height: number}, scatter: HTMLCanvasElement,
+ *   scatterSize: {width: number, height: number},
+ *   paintLegend: (c: CanvasRenderingContext2D, x: number, y: number) => number, theme: any, title: string}} parts
+ */
+export function composePng({ grid, gridSize, scatter, scatterSize, paintLegend, theme, title }) {
+  const s = PNG_SCALE;
+  const pad = 10;
+  const head = 26;
+  const legendH = 22;
+  const width = gridSize.width + scatterSize.width + 3 * pad;
+  const height = head + Math.max(gridSize.height, scatterSize.height) + legendH + pad;
+  const out = document.createElement("canvas");
+  out.width = Math.round(width * s);
+  out.height = Math.round(height * s);
+  const c = out.getContext("2d");
+  c.setTransform(s, 0, 0, s, 0, 0);
+  c.fillStyle = theme.bg;
+  c.fillRect(0, 0, width, height);
+  c.fillStyle = theme.fg;
+  c.font = `600 13px ${theme.font}`;
+  c.textBaseline = "middle";
+  c.fillText(title, pad, head / 2 + 2);
+  if (grid.width && grid.height) {
+    c.imageSmoothingEnabled = false;
+    c.drawImage(grid, pad, head, gridSize.width, gridSize.height);
+  }
+  c.imageSmoothingEnabled = true;
+  if (scatter.width && scatter.height)
+    c.drawImage(scatter, gridSize.width + 2 * pad, head, scatterSize.width, scatterSize.height);
+  paintLegend(c, gridSize.width + 2 * pad, head + Math.max(gridSize.height, scatterSize.height) + 4);
+  return out;
+}
+
+/**
+ * An SVG document of the scatter as shown: frame, points and the drawn labels (text nodes, escaped by
+ * the serializer), with a title.
+ * @param {{width: number, height: number, margin: any, radius: number,
+ *   points: {x: number, y: number, colour: string, special: boolean}[],
+ *   labels: {x: number, y: number, w: number, h: number, text: string}[]}} snap
+ * @param {any} theme
+ * @param {string} title
+ */
+export function scatterSvg(snap, theme, title) {
+  const NS = "http://www.w3.org/2000/svg";
+  const node = (tag, attrs = {}, text = null) => {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+    if (text != null) e.textContent = text;
+    return e;
+  };
+  const { width, height, margin: M } = snap;
+  const svg = node("svg", { xmlns: NS, width, height, viewBox: `0 0 ${width} ${height}`, "font-family": theme.font });
+  svg.append(node("title", {}, title));
+  svg.append(node("rect", { width, height, fill: theme.panel }));
+  const w = width - M.left - M.right;
+  const h = height - M.top - M.bottom;
+  svg.append(node("rect", { x: M.left, y: M.top, width: w, height: h, fill: "none", stroke: theme.border }));
+  const inside = (p) => p.x >= M.left && p.x <= M.left + w && p.y >= M.top && p.y <= M.top + h;
+  const points = node("g", { class: "points" });
+  for (const p of snap.points) {
+    if (!inside(p)) continue;
+    const attrs = { cx: p.x.toFixed(2), cy: p.y.toFixed(2), r: snap.radius };
+    points.append(
+      node("circle", p.special ? { ...attrs, fill: "none", stroke: p.colour } : { ...attrs, fill: p.colour }),
+    );
+  }
+  const labels = node("g", { class: "labels", "font-size": "10.5", fill: theme.fg });
+  for (const b of snap.labels) {
+    labels.append(
+      node("text", { x: (b.x + 1).toFixed(2), y: (b.y + b.h / 2).toFixed(2), "dominant-baseline": "middle" }, b.text),
+    );
+  }
+  svg.append(points, labels);
+  return new XMLSerializer().serializeToString(svg);
+}
+
+/**
+ * Record `canvas` as a WebM video until `stop()` is called; `onDone(blob)` gets the video.
+ * @param {HTMLCanvasElement} canvas
+ * @param {(blob: Blob) => void} onDone
+ * @param {(message: string) => void} onError
+ */
+export function recordCanvas(canvas, onDone, onError) {
+  if (typeof MediaRecorder === "undefined" || !canvas.captureStream) {
+    onError("video export needs MediaRecorder and canvas.captureStream, which this browser lacks");
+    return null;
+  }
+  const type = ["video/webm;codecs=vp9", "video/webm;codecs=vp8", "video/webm"].find((t) =>
+    MediaRecorder.isTypeSupported(t),
+  );
+  if (!type) {
+    onError("this browser cannot record WebM video");
+    return null;
+  }
+  const stream = canvas.captureStream(30);
+  const recorder = new MediaRecorder(stream, { mimeType: type });
+  const chunks = [];
+  recorder.ondataavailable = (event) => event.data.size && chunks.push(event.data);
+  recorder.onstop = () => {
+    stream.getTracks().forEach((track) => track.stop());
+    onDone(new Blob(chunks, { type: "video/webm" }));
+  };
+  recorder.start(250);
+  return { stop: () => recorder.state !== "inactive" && recorder.stop() };
+}
+
+/**
+ * Encode `canvas` as a PNG and download it; `onError` gets a message when the browser cannot.
+ * @param {HTMLCanvasElement} canvas
+ * @param {string} name
+ * @param {HTMLElement} parent
+ * @param {(message: string) => void} onError
+ */
+export function downloadCanvas(canvas, name, parent, onError) {
+  canvas.toBlob((blob) => {
+    if (!blob) onError("PNG export failed: the browser could not encode the image");
+    else download(blob, name, parent);
+  }, "image/png");
+}

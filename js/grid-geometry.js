@@ -1,0 +1,93 @@
+// Geometry of the maximum-attention grid (CSS pixels): one h x n block per layer under a title band,
+// head labels on the left. The token axis shows the range [t0, t1) (zoom); when it holds more tokens
+// than there are pixels, columns are bins of several tokens (the overview: each bin's maximum).
+
+/**
+ * Geometry of the stacked per-layer heat maps: a layer title band of `gap` px above each block, `labelW`
+ * px of head labels on the left. cellW is the width of one token (fractional when binned), cellH of one
+ * head; every head row is at least 8 px, so that every head gets its label.
+ * @param {number} L
+ * @param {number} H
+ * @param {number} n
+ * @param {number} width available CSS px
+ * @param {{labelW?: number, rightPad?: number, gap?: number, maxCellW?: number, t0?: number, t1?: number}} [options]
+ */
+export function gridGeometry(
+  L,
+  H,
+  n,
+  width,
+  { labelW = 46, rightPad = 8, gap = 18, maxCellW = 28, t0 = 0, t1 = n } = {},
+) {
+  const rows = L * H;
+  const cellH = Math.max(8, Math.min(12, Math.floor(440 / Math.max(rows, 1))));
+  const lo = Math.max(0, Math.min(t0, n - 1));
+  const hi = Math.max(lo + 1, Math.min(t1, n));
+  const count = hi - lo;
+  const zoomed = count < n;
+  const avail = Math.max(1, width - labelW - rightPad);
+  const cellW = Math.min(zoomed ? 4 * maxCellW : maxCellW, avail / Math.max(count, 1));
+  const columns = Math.max(1, Math.min(count, Math.floor(avail))); // pixel columns (bins when < count)
+  const blockH = H * cellH;
+  const height = L * (gap + blockH) + 4;
+  return {
+    L,
+    H,
+    n,
+    t0: lo,
+    t1: hi,
+    count,
+    columns,
+    binned: columns < count,
+    labelW,
+    cellW,
+    cellH,
+    gap,
+    blockH,
+    height,
+    width: labelW + count * cellW + rightPad,
+  };
+}
+
+/** Top (CSS px) of layer l's heat map in the grid canvas. */
+export function layerTop(g, l) {
+  return l * (g.gap + g.blockH) + g.gap;
+}
+
+/**
+ * Column maxima of one (rows, n) block over the tokens [t0, t1) in `columns` bins: out[row * columns + c].
+ * @param {ArrayLike<number>} values row-major (rows, n)
+ */
+export function binColumns(values, rows, n, t0, t1, columns) {
+  const out = new Float32Array(rows * columns);
+  const count = t1 - t0;
+  for (let r = 0; r < rows; r++) {
+    const base = r * n;
+    for (let c = 0; c < columns; c++) {
+      const a = t0 + Math.floor((c * count) / columns);
+      const b = Math.max(a + 1, t0 + Math.floor(((c + 1) * count) / columns));
+      let best = -Infinity;
+      for (let j = a; j < b; j++) if (values[base + j] > best) best = values[base + j];
+      out[r * columns + c] = best;
+    }
+  }
+  return out;
+}
+
+/** The token range after zooming [t0, t1) by `factor` (< 1 zooms in) around token `at`, inside [0, n). */
+export function zoomRange(t0, t1, n, factor, at) {
+  const count = Math.max(1, Math.min(n, Math.round((t1 - t0) * factor)));
+  const frac = (at - t0) / Math.max(1, t1 - t0);
+  let lo = Math.round(at - frac * count);
+  lo = Math.max(0, Math.min(n - count, lo));
+  return [lo, lo + count];
+}
+
+/**
+ * The key/value group of `head` when every `perGroup` consecutive query heads share one key/value head
+ * (GQA; the `kv_groups` trait); -1 when heads do not share (perGroup 1) or the count does not divide H.
+ */
+export function kvGroup(head, H, perGroup) {
+  if (!(perGroup > 1 && perGroup < H && H % perGroup === 0)) return -1;
+  return Math.floor(head / perGroup);
+}

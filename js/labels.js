@@ -1,0 +1,99 @@
+// Collision-free label placement for the scatter (pure maths, CSS pixels): labels are placed greedily in
+// priority order (hovered, selected, the hovered token's partners, search matches, then the rest), each
+// at the first of four spots around its point where it overlaps no label placed before; a uniform grid
+// of buckets keeps the overlap test local, so placing all n labels costs about O(n).
+
+/** Candidate spots of a w x h label around a point of radius r at (x, y): right, left, above, below. */
+function spots(x, y, w, h, r) {
+  return [
+    [x + r + 2, y - h / 2],
+    [x - r - 2 - w, y - h / 2],
+    [x - w / 2, y - r - 1 - h],
+    [x - w / 2, y + r + 1],
+  ];
+}
+
+/**
+ * Place labels without overlap.
+ * @param {{x: number, y: number, w: number, h: number, key: number}[]} items in priority order
+ * @param {{x0: number, y0: number, x1: number, y1: number}} bounds the labels must lie inside
+ * @param {{radius?: number, max?: number, pad?: number}} [options] max = most labels to place
+ * @returns {{key: number, x: number, y: number, w: number, h: number}[]} placed boxes, in priority order
+ */
+export function placeLabels(items, bounds, { radius = 3.6, max = Infinity, pad = 1 } = {}) {
+  const cell = 48;
+  /** @type {Map<number, number[][]>} */
+  const buckets = new Map();
+  const keyOf = (i, j) => i * 100003 + j;
+  const placed = [];
+  const overlaps = (x, y, w, h) => {
+    for (let i = Math.floor(x / cell); i <= Math.floor((x + w) / cell); i++) {
+      for (let j = Math.floor(y / cell); j <= Math.floor((y + h) / cell); j++) {
+        for (const b of buckets.get(keyOf(i, j)) ?? []) {
+          if (x < b[0] + b[2] + pad && b[0] < x + w + pad && y < b[1] + b[3] + pad && b[1] < y + h + pad) return true;
+        }
+      }
+    }
+    return false;
+  };
+  const add = (box) => {
+    for (let i = Math.floor(box[0] / cell); i <= Math.floor((box[0] + box[2]) / cell); i++) {
+      for (let j = Math.floor(box[1] / cell); j <= Math.floor((box[1] + box[3]) / cell); j++) {
+        const k = keyOf(i, j);
+        if (!buckets.has(k)) buckets.set(k, []);
+        buckets.get(k).push(box);
+      }
+    }
+  };
+  for (const item of items) {
+    if (placed.length >= max) break;
+    if (!(item.w > 0 && item.h > 0)) continue;
+    for (const [x, y] of spots(item.x, item.y, item.w, item.h, radius)) {
+      if (x < bounds.x0 || y < bounds.y0 || x + item.w > bounds.x1 || y + item.h > bounds.y1) continue;
+      if (overlaps(x, y, item.w, item.h)) continue;
+      const box = [x, y, item.w, item.h];
+      add(box);
+      placed.push({ key: item.key, x, y, w: item.w, h: item.h });
+      break;
+    }
+  }
+  return placed;
+}
+
+/**
+ * The order in which tokens get labels: hovered, selected, the hovered token's partners, search
+ * matches, then the rest (word starts before word pieces, then by position). Each token once.
+ * @param {{hovered: number, selected: Iterable<number>, partners: Iterable<number>, matches: Iterable<number>,
+ *   tokens: number[], subword: (token: number) => boolean}} groups `tokens` = every candidate token
+ */
+export function labelPriority({ hovered, selected, partners, matches, tokens, subword }) {
+  const seen = new Set();
+  const order = [];
+  const push = (t) => {
+    if (t >= 0 && !seen.has(t)) {
+      seen.add(t);
+      order.push(t);
+    }
+  };
+  const candidates = new Set(tokens);
+  const only = (list) => {
+    for (const t of list) if (candidates.has(t)) push(t);
+  };
+  if (candidates.has(hovered)) push(hovered);
+  only(selected);
+  only(partners);
+  only(matches);
+  for (const t of tokens) if (!subword(t)) push(t);
+  for (const t of tokens) push(t);
+  return order;
+}
+
+/**
+ * How many labels a density in [0, 1] allows in a plot of `area` px^2 with labels of `labelArea` px^2:
+ * 0 = none, 1 = as many as fit; in between the fill fraction grows as density^2.
+ */
+export function labelBudget(density, area, labelArea) {
+  if (!(density > 0)) return 0;
+  if (density >= 1) return Infinity;
+  return Math.max(1, Math.round(density * density * (area / Math.max(labelArea, 1)) * 0.5));
+}

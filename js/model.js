@@ -1,0 +1,163 @@
+// The model's traits, declared once: their types (JSDoc, checked by `tsc --checkJs` in `npm run lint`)
+// and their names (`T.layer` instead of the string "layer"). The Python half is
+// headsne_widget/widget.py; the meaning of each trait is in js/PROTOCOL.md.
+
+/**
+ * An array on the wire (js/codecs.js): little-endian, C order.
+ * @typedef {{dtype: "float32" | "int32", shape: number[], buffer: DataView | ArrayBuffer}} WireArray
+ */
+
+/**
+ * Top-k partners per token: indices int32 (n, k) and weights float32 (n, k).
+ * @typedef {{indices: WireArray, weights: WireArray}} WireEdges
+ */
+
+/**
+ * @typedef {"position" | "kind" | "sentence" | "max_attention" | "user"} ColorMode
+ * @typedef {"both" | "to" | "from" | "off"} EdgeDirection
+ * @typedef {"idle" | "running" | "paused" | "done" | "error"} RunState
+ * @typedef {"idle" | "running" | "done" | "error"} AtlasState
+ */
+
+/**
+ * Every synced trait. Traits added after the first version may be missing (undefined) when the Python
+ * side is older: readers default them.
+ * @typedef {object} Traits
+ * @property {string} text
+ * @property {string[]} tokens
+ * @property {([number, number] | null)[]} offsets
+ * @property {boolean[]} special
+ * @property {string} model_name
+ * @property {number} n_layers
+ * @property {number} n_heads
+ * @property {WireArray | null} max_attention float32 (L, H, n)
+ * @property {number} kv_groups query heads per key/value head (GQA); 1 = none
+ * @property {number} layer
+ * @property {number} head
+ * @property {"attention" | "hidden"} mode
+ * @property {number} perplexity
+ * @property {number | null} learning_rate
+ * @property {number} n_iter
+ * @property {number} early_exaggeration
+ * @property {number} exaggeration_iters
+ * @property {number} seed
+ * @property {number} restarts
+ * @property {boolean} exclude_special
+ * @property {boolean} quantile
+ * @property {number} quantile_k
+ * @property {number} speed
+ * @property {number} edge_k
+ * @property {WireArray | null} frame float32 (m, 2)
+ * @property {number[]} kept
+ * @property {number} iteration
+ * @property {number | null} kl
+ * @property {number} run_id
+ * @property {string} status
+ * @property {RunState} state
+ * @property {WireEdges | null} edges
+ * @property {number[]} selected token indices, both ways
+ * @property {number | null} hovered token index, both ways
+ * @property {ColorMode} color_mode
+ * @property {WireArray | null} color_values float32 (n,)
+ * @property {string[]} color_categories non-empty: color_values are integer codes into it
+ * @property {number} label_density 0 = no labels, 1 = as many as fit
+ * @property {EdgeDirection} edge_direction
+ * @property {WireEdges | null} attends_to row i of A: token i's top-k keys
+ * @property {WireEdges | null} attended_by column i of A: token i's top-k queries
+ * @property {WireArray | null} atlas float32 (H, m, 2): one small t-SNE per head of the layer
+ * @property {WireArray | null} atlas_kl float32 (H,)
+ * @property {AtlasState} atlas_state
+ * @property {number} atlas_progress heads done
+ * @property {number | null} best_kl best KL of a background best-of-restarts check
+ */
+
+/** @typedef {keyof Traits} TraitName */
+
+/**
+ * The anywidget model as the views use it.
+ * @typedef {object} Model
+ * @property {<K extends TraitName>(name: K) => Traits[K]} get
+ * @property {<K extends TraitName>(name: K, value: Traits[K]) => void} set
+ * @property {() => void} save_changes
+ * @property {(event: string, fn: (...args: any[]) => void) => void} on
+ * @property {(event: string, fn: (...args: any[]) => void) => void} off
+ * @property {(message: object) => void} send
+ */
+
+/** Trait names: `T.layer === "layer"`; tsc checks that every trait has its name and no other. */
+/** @type {{readonly [K in TraitName]: K}} */
+export const T = Object.freeze({
+  text: "text",
+  tokens: "tokens",
+  offsets: "offsets",
+  special: "special",
+  model_name: "model_name",
+  n_layers: "n_layers",
+  n_heads: "n_heads",
+  max_attention: "max_attention",
+  kv_groups: "kv_groups",
+  layer: "layer",
+  head: "head",
+  mode: "mode",
+  perplexity: "perplexity",
+  learning_rate: "learning_rate",
+  n_iter: "n_iter",
+  early_exaggeration: "early_exaggeration",
+  exaggeration_iters: "exaggeration_iters",
+  seed: "seed",
+  restarts: "restarts",
+  exclude_special: "exclude_special",
+  quantile: "quantile",
+  quantile_k: "quantile_k",
+  speed: "speed",
+  edge_k: "edge_k",
+  frame: "frame",
+  kept: "kept",
+  iteration: "iteration",
+  kl: "kl",
+  run_id: "run_id",
+  status: "status",
+  state: "state",
+  edges: "edges",
+  selected: "selected",
+  hovered: "hovered",
+  color_mode: "color_mode",
+  color_values: "color_values",
+  color_categories: "color_categories",
+  label_density: "label_density",
+  edge_direction: "edge_direction",
+  attends_to: "attends_to",
+  attended_by: "attended_by",
+  atlas: "atlas",
+  atlas_kl: "atlas_kl",
+  atlas_state: "atlas_state",
+  atlas_progress: "atlas_progress",
+  best_kl: "best_kl",
+});
+
+/**
+ * The event string for `model.on` that fires when any of `names` changes: "change:a change:b".
+ * @param {...TraitName} names
+ */
+export function changes(...names) {
+  return names.map((name) => `change:${name}`).join(" ");
+}
+
+/**
+ * Write several traits and send them in one message (one `save_changes`).
+ * @param {Model} model
+ * @param {Partial<Traits>} values
+ */
+export function write(model, values) {
+  for (const [name, value] of Object.entries(values)) model.set(/** @type {TraitName} */ (name), value);
+  model.save_changes();
+}
+
+/**
+ * A control message to Python (`{"type": "control", "action": ...}`).
+ * @param {Model} model
+ * @param {"pause" | "resume" | "restart" | "stop" | "atlas" | "atlas_stop"} action
+ */
+export function control(model, action) {
+  model.send({ type: "control", action });
+}

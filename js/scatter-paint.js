@@ -1,0 +1,160 @@
+// Canvas painting of the scatter's parts, each a function of a 2D context and plain data: axes, edges
+// to the hovered token's partners (undirected, or "attends to" / "attended by" drawn distinguishably),
+// a point with a halo label, and the lasso. Used for the screen and for the 2x PNG export alike.
+
+import { format } from "d3-format";
+import { quantileTicks } from "./rescaling.js";
+
+export const MARGIN = { top: 10, right: 12, bottom: 24, left: 48 };
+export const RADIUS = 3.6;
+const tickLabel = format(".3~g");
+
+/**
+ * Ticks, grid lines, frame and tick labels of both axes.
+ * @param {CanvasRenderingContext2D} c
+ * @param {any} theme
+ * @param {any} x d3 linear scale (data -> CSS px)
+ * @param {any} y
+ * @param {number} w plot width
+ * @param {number} h plot height
+ * @param {{x: any, y: any} | null} knots quantile knots when the axes are quantile-equidistant
+ */
+export function drawAxes(c, theme, x, y, w, h, knots) {
+  let xt, yt;
+  if (knots) {
+    xt = quantileTicks(knots.x, ...x.domain(), 6).map((t) => ({ pos: x(t.t), text: tickLabel(t.value) }));
+    yt = quantileTicks(knots.y, ...y.domain(), 6).map((t) => ({ pos: y(t.t), text: tickLabel(t.value) }));
+  } else {
+    const fx = x.tickFormat(6);
+    const fy = y.tickFormat(6);
+    xt = x.ticks(6).map((v) => ({ pos: x(v), text: fx(v) }));
+    yt = y.ticks(6).map((v) => ({ pos: y(v), text: fy(v) }));
+  }
+  c.lineWidth = 1;
+  c.strokeStyle = theme.border;
+  c.globalAlpha = 0.55;
+  c.beginPath();
+  for (const t of xt) {
+    c.moveTo(Math.round(t.pos) + 0.5, MARGIN.top);
+    c.lineTo(Math.round(t.pos) + 0.5, MARGIN.top + h);
+  }
+  for (const t of yt) {
+    c.moveTo(MARGIN.left, Math.round(t.pos) + 0.5);
+    c.lineTo(MARGIN.left + w, Math.round(t.pos) + 0.5);
+  }
+  c.stroke();
+  c.globalAlpha = 1;
+  c.strokeRect(MARGIN.left + 0.5, MARGIN.top + 0.5, w - 1, h - 1);
+  c.fillStyle = theme.muted;
+  c.font = `10px ${theme.font}`;
+  c.textAlign = "center";
+  c.textBaseline = "top";
+  for (const t of xt) c.fillText(t.text, t.pos, MARGIN.top + h + 5);
+  c.textAlign = "right";
+  c.textBaseline = "middle";
+  for (const t of yt) c.fillText(t.text, MARGIN.left - 5, t.pos);
+}
+
+/** An arrowhead at (x1, y1) pointing away from (x0, y0). */
+function arrowHead(c, x0, y0, x1, y1, size) {
+  const a = Math.atan2(y1 - y0, x1 - x0);
+  c.beginPath();
+  c.moveTo(x1, y1);
+  c.lineTo(x1 - size * Math.cos(a - 0.45), y1 - size * Math.sin(a - 0.45));
+  c.lineTo(x1 - size * Math.cos(a + 0.45), y1 - size * Math.sin(a + 0.45));
+  c.closePath();
+  c.fill();
+}
+
+/**
+ * Lines from the hovered point (hx, hy) to its partners' points.
+ * @param {CanvasRenderingContext2D} c
+ * @param {number} hx
+ * @param {number} hy
+ * @param {{x: number, y: number, weight: number}[]} partners
+ * @param {{colour: string, dash?: number[], arrow?: "out" | "in" | null}} style out: arrow at the partner
+ *   (the hovered token attends to it), in: arrow at the hovered token (the partner attends to it)
+ */
+export function drawEdges(c, hx, hy, partners, { colour, dash = [], arrow = null }) {
+  if (!partners.length) return;
+  const wmax = Math.max(...partners.map((p) => p.weight)) || 1;
+  c.strokeStyle = colour;
+  c.fillStyle = colour;
+  c.lineCap = "round";
+  c.setLineDash(dash);
+  for (const p of partners) {
+    const f = p.weight / wmax;
+    c.globalAlpha = 0.35 + 0.65 * f;
+    c.lineWidth = 0.75 + 3 * f;
+    c.beginPath();
+    c.moveTo(hx, hy);
+    c.lineTo(p.x, p.y);
+    c.stroke();
+    if (arrow) {
+      const len = Math.hypot(p.x - hx, p.y - hy);
+      if (len > 14) {
+        const back = (RADIUS + 3) / len;
+        if (arrow === "out") arrowHead(c, hx, hy, p.x - (p.x - hx) * back, p.y - (p.y - hy) * back, 7 + 2 * f);
+        else arrowHead(c, p.x, p.y, hx + (p.x - hx) * back, hy + (p.y - hy) * back, 7 + 2 * f);
+      }
+    }
+  }
+  c.setLineDash([]);
+  c.globalAlpha = 1;
+}
+
+/**
+ * A ring around a point; `main` for the hovered token, else a partner or selected token.
+ * @param {CanvasRenderingContext2D} c
+ */
+export function ring(c, x, y, fill, stroke, main) {
+  c.beginPath();
+  c.arc(x, y, main ? RADIUS + 3 : RADIUS + 1.5, 0, 2 * Math.PI);
+  c.fillStyle = fill;
+  c.fill();
+  c.strokeStyle = stroke;
+  c.lineWidth = main ? 2 : 1.5;
+  c.stroke();
+}
+
+/** The font of a halo label (hovered: larger and bold). */
+export function haloFont(theme, main) {
+  return `${main ? "700 12.5px" : "600 11px"} ${theme.font}`;
+}
+
+/**
+ * Text with a background halo, its box's top-left corner at (x, y) and height h.
+ * @param {CanvasRenderingContext2D} c
+ */
+export function haloText(c, theme, text, x, y, h, main) {
+  c.font = haloFont(theme, main);
+  c.textAlign = "left";
+  c.textBaseline = "middle";
+  c.lineJoin = "round";
+  c.lineWidth = 3;
+  c.strokeStyle = theme.panel;
+  c.strokeText(text, x + 1, y + h / 2);
+  c.fillStyle = theme.fg;
+  c.fillText(text, x + 1, y + h / 2);
+}
+
+/**
+ * The lasso or box being dragged.
+ * @param {CanvasRenderingContext2D} c
+ * @param {[number, number][]} polygon
+ */
+export function drawLasso(c, theme, polygon) {
+  if (!polygon || polygon.length < 2) return;
+  c.beginPath();
+  polygon.forEach(([x, y], i) => (i ? c.lineTo(x, y) : c.moveTo(x, y)));
+  c.closePath();
+  c.globalAlpha = 0.12;
+  c.fillStyle = theme.accent;
+  c.fill();
+  c.globalAlpha = 1;
+  c.setLineDash([4, 3]);
+  c.strokeStyle = theme.accent;
+  c.lineWidth = 1.25;
+  c.stroke();
+  c.setLineDash([]);
+}

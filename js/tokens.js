@@ -1,0 +1,30 @@
+// Token facts: frame rows of the kept tokens and each token's strongest partners from the edges trait.
+
+/** Map token index -> frame row (-1 when the token has no point) from the `kept` trait. */
+export function tokenRows(kept, n) {
+  const rows = new Int32Array(Math.max(n, 0)).fill(-1);
+  (kept || []).forEach((t, r) => {
+    if (t >= 0 && t < n) rows[t] = r;
+  });
+  return rows;
+}
+
+/**
+ * The strongest attention partners of `token` from the `edges` trait (indices/weights (n, K)), at most
+ * `k`, strongest first, leaving out the token itself, non-positive weights and tokens without a point
+ * (tokenRow[j] < 0). Returns [{token, weight}].
+ */
+export function topEdges(edges, token, k, tokenRow = null) {
+  if (!edges || token < 0 || token >= edges.n || k <= 0) return [];
+  const out = [];
+  const base = token * edges.k;
+  for (let c = 0; c < edges.k; c++) {
+    const j = edges.indices[base + c];
+    const w = edges.weights[base + c];
+    if (j === token || j < 0 || j >= edges.n || !(w > 0)) continue;
+    if (tokenRow && !(tokenRow[j] >= 0)) continue;
+    out.push({ token: j, weight: w });
+  }
+  out.sort((a, b) => b.weight - a.weight);
+  return out.slice(0, k);
+}

@@ -1,0 +1,220 @@
+// Wiring of js/widget.js against a fake model (lonboard's pattern): DOM events become the right trait
+// writes, trait changes from Python reach the DOM, and closing the view removes every listener.
+
+import { test, before } from "node:test";
+import assert from "node:assert/strict";
+import { installDom, fakeModel } from "./fake-dom.js";
+import { encodeArray } from "./codecs.js";
+
+let widget;
+before(async () => {
+  installDom();
+  widget = (await import("./widget.js")).default;
+});
+
+const L = 2,
+  H = 3;
+const TOKENS = ["[CLS]", "hello", "world", ".", "[SEP]"];
+
+function traits(extra = {}) {
+  const n = TOKENS.length;
+  const grid = Float32Array.from({ length: L * H * n }, (_, i) => (i % 7) / 7);
+  return {
+    text: "hello world.",
+    tokens: TOKENS,
+    offsets: [null, [0, 5], [6, 11], [11, 12], null],
+    special: [true, false, false, false, true],
+    model_name: "tiny",
+    n_layers: L,
+    n_heads: H,
+    max_attention: encodeArray(grid, [L, H, n]),
+    layer: 0,
+    head: 0,
+    mode: "attention",
+    perplexity: 20,
+    learning_rate: null,
+    n_iter: 1000,
+    seed: 0,
+    restarts: 1,
+    exclude_special: false,
+    quantile: false,
+    quantile_k: 100,
+    speed: 250,
+    edge_k: 5,
+    frame: encodeArray(
+      Float32Array.from({ length: 2 * n }, (_, i) => i),
+      [n, 2],
+    ),
+    kept: [0, 1, 2, 3, 4],
+    iteration: 10,
+    kl: 1.5,
+    run_id: 1,
+    status: "running",
+    state: "running",
+    edges: null,
+    ...extra,
+  };
+}
+
+function mount(extra) {
+  const model = fakeModel(traits(extra));
+  const el = document.createElement("div");
+  document.body.appendChild(el);
+  const cleanup = widget.render({ model, el });
+  return { model, el, cleanup, root: el.querySelector(".hs-root") };
+}
+
+/** Click the grid canvas at cell (layer, head, token) from its published layout. */
+function clickCell(el, layer, head, token) {
+  const canvas = el.querySelector("[data-testid=headsne-grid]");
+  const g = Object.fromEntries(Object.entries(canvas.dataset).map(([k, v]) => [k, Number(v)]));
+  const x = g.labelW + (token + 0.5) * g.cellW;
+  const y = layer * (g.gap + g.heads * g.cellH) + g.gap + (head + 0.5) * g.cellH;
+  canvas.dispatchEvent(new MouseEvent("click", { clientX: x, clientY: y, bubbles: true }));
+}
+
+test("a grid click writes layer and head in one save_changes", async () => {
+  const { model, el, cleanup } = mount();
+  await Promise.resolve();
+  model.calls.length = 0;
+  clickCell(el, 1, 2, 3);
+  assert.deepEqual(model.calls, [["set", "layer", 1], ["set", "head", 2], ["save_changes"]]);
+  cleanup();
+});
+
+test("trait changes from Python reach the DOM", async () => {
+  const { model, root, cleanup } = mount();
+  assert.equal(root.dataset.state, "running");
+  model.emit({ state: "done", status: "done layer 0 head 0", run_id: 4 });
+  assert.equal(root.dataset.state, "done");
+  assert.equal(root.dataset.runId, "4");
+  assert.equal(root.querySelector("[data-testid=headsne-status]").textContent, "done layer 0 head 0");
+  const n = TOKENS.length;
+  model.emit({ frame: encodeArray(new Float32Array(2 * n), [n, 2]), iteration: 777 });
+  await Promise.resolve();
+  assert.equal(root.querySelector("[data-testid=headsne-iteration]").textContent, "777");
+  cleanup();
+});
+
+test("the controls send control messages and parameter writes", () => {
+  const { model, root, cleanup } = mount();
+  model.calls.length = 0;
+  root.querySelector("[data-testid=headsne-play]").click();
+  assert.deepEqual(model.calls, [["send", { type: "control", action: "pause" }]]);
+  model.calls.length = 0;
+  const mode = root.querySelector("[data-testid=headsne-mode]");
+  mode.value = "hidden";
+  mode.dispatchEvent(new Event("change"));
+  assert.deepEqual(model.calls, [["set", "mode", "hidden"], ["save_changes"]]);
+  cleanup();
+});
+
+test("token text is rendered as text, never HTML", () => {
+  const { root, cleanup } = mount({
+    text: "<img src=x onerror=alert(1)>",
+    tokens: ["<img src=x onerror=alert(1)>"],
+    offsets: [[0, 28]],
+    special: [false],
+    max_attention: null,
+    frame: null,
+    kept: [0],
+  });
+  assert.equal(root.querySelectorAll("img").length, 0);
+  assert.match(root.querySelector("[data-testid=headsne-text]").textContent, /<img src=x/);
+  cleanup();
+});
+
+test("closing the view removes every model listener and the DOM", () => {
+  const { model, el, cleanup } = mount();
+  assert.ok(model.listenerCount() > 10);
+  cleanup();
+  assert.equal(model.listenerCount(), 0);
+  assert.equal(el.children.length, 0);
+});
+
+test("keys pressed inside the widget do not reach the notebook", () => {
+  const { root, cleanup } = mount();
+  let seen = 0;
+  const count = () => seen++;
+  document.addEventListener("keydown", count);
+  root.querySelector("input").dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowLeft", bubbles: true }));
+  document.body.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowLeft", bubbles: true }));
+  document.removeEventListener("keydown", count);
+  assert.equal(seen, 1);
+  cleanup();
+});
+
+test("text click and shift-click select tokens in one write; Python's selection marks the spans", () => {
+  const { model, root, cleanup } = mount();
+  const span = (i) => root.querySelector(`[data-testid=headsne-text] [data-index='${i}']`);
+  model.calls.length = 0;
+  span(1).dispatchEvent(new MouseEvent("click", { bubbles: true }));
+  span(3).dispatchEvent(new MouseEvent("click", { bubbles: true, shiftKey: true }));
+  assert.deepEqual(model.calls, [
+    ["set", "selected", [1]],
+    ["save_changes"],
+    ["set", "selected", [1, 2, 3]],
+    ["save_changes"],
+  ]);
+  assert.equal(root.dataset.selectedCount, "3");
+  model.emit({ selected: [0, 4] });
+  assert.equal(root.dataset.selectedCount, "2");
+  assert.ok(span(4).classList.contains("hs-selected") && !span(2).classList.contains("hs-selected"));
+  cleanup();
+});
+
+test("search highlights matches and Enter turns them into the selection", () => {
+  const { model, root, cleanup } = mount();
+  const box = root.querySelector("[data-testid=headsne-search]");
+  box.value = "/^(hello|world)$/";
+  box.dispatchEvent(new Event("input"));
+  assert.equal(root.dataset.matchCount, "2");
+  assert.ok(root.querySelector("[data-index='2']").classList.contains("hs-match"));
+  model.calls.length = 0;
+  box.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+  assert.deepEqual(model.calls, [["set", "selected", [1, 2]], ["save_changes"]]);
+  cleanup();
+});
+
+test("hovering writes `hovered` at most every 50 ms, the latest value, and null on leave", async () => {
+  const { model, root, cleanup } = mount();
+  const span = (i) => root.querySelector(`[data-testid=headsne-text] [data-index='${i}']`);
+  const times = [];
+  const set = model.set;
+  model.set = (name, value) => {
+    if (name === "hovered") times.push([performance.now(), value]);
+    set(name, value);
+  };
+  for (let k = 0; k < 30; k++) {
+    span(1 + (k % 3)).dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  assert.ok(times.length >= 2 && times.length < 30, `${times.length} writes for 30 hovers`);
+  for (let k = 1; k < times.length; k++) assert.ok(times[k][0] - times[k - 1][0] >= 45, "writes 50 ms apart");
+  assert.equal(times[times.length - 1][1], 1 + (29 % 3), "the last hovered token is written");
+  root.querySelector("[data-testid=headsne-text]").dispatchEvent(new MouseEvent("mouseleave"));
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  assert.equal(times[times.length - 1][1], null);
+  cleanup();
+});
+
+test("colour by writes color_mode and the legend follows the trait", () => {
+  const { model, root, cleanup } = mount();
+  const legend = root.querySelector("[data-testid=headsne-legend]");
+  assert.equal(legend.dataset.kind, "sequential");
+  const select = root.querySelector("[data-testid=headsne-color]");
+  model.calls.length = 0;
+  select.value = "kind";
+  select.dispatchEvent(new Event("change"));
+  assert.deepEqual(model.calls.slice(0, 2), [["set", "color_mode", "kind"], ["save_changes"]]);
+  model.emit({ color_mode: "kind" });
+  return Promise.resolve().then(() => {
+    assert.equal(legend.dataset.kind, "categorical");
+    assert.deepEqual(
+      [...legend.querySelectorAll(".hs-legend-entry")].map((e) => e.textContent),
+      ["special", "word start", "word piece"],
+    );
+    cleanup();
+  });
+});
