@@ -6,10 +6,10 @@ The pass computes, for every run r and point i, without any n x n temporary,
     attraction_i = sum_j p_ij w_ij (y_i - y_j)       (times the exaggeration)
     repulsion_i  = sum_j w_ij^2 (y_i - y_j)
     z_i          = sum_{j != i} w_ij                  (Z = sum_i z_i)
-    kl_i         = sum_j p_ij log(1 + |y_i - y_j|^2)  (only at reported steps: ``want_kl``, own loop)
+    kl_i         = sum_j p_ij h(q_ij / p_ij) + sum_{j: p_ij = 0} q_ij   (reported steps only, own kernel)
 
-so that the gradient of eq. 3 is ``4 (attraction - repulsion / Z)`` and
-``KL(P || Q) = sum p log p + sum_i kl_i + log Z`` (P sums to 1, q_ij = w_ij / Z).
+so that the gradient of eq. 3 is ``4 (attraction - repulsion / Z)`` and ``KL(P || Q) = sum_i kl_i``
+with q_ij = w_ij / Z and h(r) = r - 1 - log r >= 0 (see :func:`kl_rows`).
 
 Embeddings are stored as (runs, 2, n) so that the inner loop over j reads contiguous memory and
 vectorises; each row of P is read once per point and reused by every run while it sits in cache.
@@ -109,24 +109,54 @@ def _pair_sums(p, x, y, xi, yi, lo, hi, one, ax, ay, rx, ry, zi):  # pragma: no 
 
 
 @njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
-def _kl_sum(p, x, y, xi, yi, n, one, li):  # pragma: no cover - compiled
-    """li + sum_j p_ij log(1 + |y_i - y_j|^2) (the j = i term is log 1 = 0)."""
-    for j in range(n):
+def _kl_terms(p, x, y, xi, yi, lo, hi, one, inv_z, big, unit, li):  # pragma: no cover - compiled
+    """li + sum_j of p_ij h(q_ij / p_ij) (h(r) = r - 1 - log r >= 0), or q_ij where p_ij = 0, for j in [lo, hi)."""
+    for j in range(lo, hi):
         dx = xi - x[j]
         dy = yi - y[j]
-        li += p[j] * np.log(one + dx * dx + dy * dy)
+        q = inv_z * (one / (one + dx * dx + dy * dy))
+        pj = p[j]
+        r = q / pj  # inf where p_ij = 0: that term is q_ij, selected below
+        h = pj * (r - unit - np.log(r))  # unit = 1 (``one`` is the kernel's epsilon, not always 1)
+        li += h if (pj > 0 and r < big) else q
     return li
 
 
 @njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True)
-def forces(P, Y, exaggeration, one, attraction, repulsion, z, kl, want_kl):  # pragma: no cover - compiled
-    """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``; with
-    ``want_kl`` also ``kl`` (runs, n): sum_j p_ij log(1 + |y_i - y_j|^2) of the unexaggerated P.
+def kl_rows(P, Y, one, inv_z, big, kl):  # pragma: no cover - compiled
+    """``kl`` (runs, n): row i's share of KL(P || Q) for embeddings ``Y`` with ``inv_z`` = 1 / Z per run.
 
-    The KL has a loop of its own: the forces are then computed by the very same machine code with
-    and without it, so that a run does not depend on how often it reports (one loop with a
-    loop-invariant ``want_kl`` was vectorised differently in its two versions, changing the rounding
-    of the forces). At reported steps the logarithm dominates the cost either way.
+    KL is summed in its Bregman form, sum_ij [p_ij log(p_ij / q_ij) - p_ij + q_ij] (equal to the KL as
+    P and Q both sum to 1), as p h(q / p) with h(r) = r - 1 - log r. Every term is non-negative, so
+    the sum is non-negative and accurate to relative precision. The textbook split
+    sum p log p + sum p log(1 + d^2) + log Z cancels terms of size log n^2 down to a KL that can be
+    near 0, and rounding made it negative (-4e-16 in float64, -4e-8 in float32 for a uniform P).
+    Where q / p exceeds ``big`` the term is q to working precision (p h(r) = q (1 - (1 + log r) / r)).
+    """
+    runs, _, n = Y.shape
+    unit = big / big
+    for i in prange(n):
+        fp_state = flush_denormals()
+        p = P[i]
+        for r in range(runs):
+            x = Y[r, 0]
+            y = Y[r, 1]
+            xi = x[i]
+            yi = y[i]
+            iz = inv_z[r]
+            li = _kl_terms(p, x, y, xi, yi, 0, i, one, iz, big, unit, xi - xi)
+            kl[r, i] = _kl_terms(p, x, y, xi, yi, i + 1, n, one, iz, big, unit, li)
+        restore_fp_state(fp_state)
+
+
+@njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True)
+def forces(P, Y, exaggeration, one, attraction, repulsion, z):  # pragma: no cover - compiled
+    """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``.
+
+    The KL is a kernel of its own (:func:`kl_rows`, which needs Z first): the forces are then the very
+    same machine code whether a step reports or not, so a run does not depend on how often it
+    reports (one loop with a loop-invariant ``want_kl`` flag was vectorised differently in its two
+    versions, which changed the rounding of the forces).
 
     The pair j = i is skipped (two loops, j < i and j > i) rather than added and subtracted: its
     w_ii = 1 would dominate z_i when the points are far apart, and ``(1 + sum_j w_ij) - 1`` in float32
@@ -150,8 +180,6 @@ def forces(P, Y, exaggeration, one, attraction, repulsion, z, kl, want_kl):  # p
             repulsion[r, 0, i] = rx
             repulsion[r, 1, i] = ry
             z[r, i] = zi
-            if want_kl:
-                kl[r, i] = _kl_sum(p, x, y, xi, yi, n, one, o)
         restore_fp_state(fp_state)
 
 
@@ -210,6 +238,7 @@ def _serial(kernel, name: str, **swap):
 # region waits for its slowest thread, the serial twins run.
 PARALLEL_MIN_PAIRS = 1 << 20
 forces_serial = _serial(forces, "forces_serial")
+kl_rows_serial = _serial(kl_rows, "kl_rows_serial")
 
 
 # error_model="numpy" everywhere: numba's default "python" model guards each division with a
@@ -219,11 +248,11 @@ forces_serial = _serial(forces, "forces_serial")
 
 @njit(fastmath=_FASTMATH, error_model="numpy", cache=True)
 def steps(
-    P, Y, exaggeration, one, attraction, repulsion, z, kl, Z, gains, step, momentum, learning_rate, min_gain, count
+    P, Y, exaggeration, one, attraction, repulsion, z, Z, gains, step, momentum, learning_rate, min_gain, count
 ):  # pragma: no cover - compiled
     """``count`` plain iterations (forces without KL, then update) without returning to Python between them."""
     for _ in range(count):
-        forces(P, Y, exaggeration, one, attraction, repulsion, z, kl, False)
+        forces(P, Y, exaggeration, one, attraction, repulsion, z)
         _sum_rows(z, Z)
         update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain)
 

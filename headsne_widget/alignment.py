@@ -30,9 +30,18 @@ def procrustes(Y, reference) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     R = _points(reference, "reference").astype(np.float64)
     if Y64.shape != R.shape:
         raise ValueError(f"Y and reference must have the same shape, got {Y64.shape} and {R.shape}")
-    y_mean, r_mean = Y64.mean(axis=0), R.mean(axis=0)
-    U, _, Vt = np.linalg.svd((Y64 - y_mean).T @ (R - r_mean))
-    return U @ Vt, y_mean, r_mean
+    # the rotation does not depend on the scale of either cloud: fit it on unit-scaled copies, so that
+    # coordinates near 1e200 cannot overflow the cross-covariance (a NaN rotation)
+    y_scale, r_scale = _scale(Y64), _scale(R)
+    Ys, Rs = Y64 / y_scale, R / r_scale
+    ys_mean, rs_mean = Ys.mean(axis=0), Rs.mean(axis=0)
+    U, _, Vt = np.linalg.svd((Ys - ys_mean).T @ (Rs - rs_mean))
+    return U @ Vt, ys_mean * y_scale, rs_mean * r_scale
+
+
+def _scale(A: np.ndarray) -> float:
+    largest = float(np.abs(A).max())
+    return largest if largest > 0 else 1.0
 
 
 def align(Y, reference) -> np.ndarray:
@@ -43,6 +52,8 @@ def align(Y, reference) -> np.ndarray:
     Y_in = np.asarray(Y)
     rotation, y_mean, r_mean = procrustes(Y_in, reference)
     aligned = (Y_in.astype(np.float64) - y_mean) @ rotation + r_mean
+    if not np.isfinite(aligned).all():
+        raise ValueError("Y and reference are too far apart to align in float64 (coordinates near 1e308)")
     dtype = Y_in.dtype if np.issubdtype(Y_in.dtype, np.floating) else np.float64
     return aligned.astype(dtype)
 

@@ -65,6 +65,10 @@ _STATE_BYTES_PER_POINT = 64
 #: attention and Gaussian P (n = 271 and 300): learning rates up to 300 stayed above 6e-3, 1e4 and 1e5
 #: fell to 5e-5 and 2e-6 with final KLs 2 to 150 times worse.
 BLOWN_UP_Z_PER_POINT = 1e-4
+#: Coordinates beyond this are 10 orders of magnitude past any t-SNE layout, and float32's q_ij of far
+#: pairs underflows there (KL inf): such a run has diverged.
+_MAX_EXTENT = 1e12
+_KL_BIG_RATIO = 1e30  # q / p beyond which p h(q / p) is q to float32 precision (see kl_rows)
 _KERNEL_LOCK = threading.Lock()  # numba's workqueue layer must not run two parallel kernels at once
 
 
@@ -291,6 +295,7 @@ class _NumbaEngine:
         self._update = kernels.update
         self._sum_rows = kernels._sum_rows
         self._steps = kernels.steps if parallel else kernels.steps_serial
+        self._kl_rows = kernels.kl_rows if parallel else kernels.kl_rows_serial
         dtype = Y0.dtype
         self.P = np.ascontiguousarray(P, dtype=dtype)
         self.Y = Y0.copy()
@@ -300,19 +305,21 @@ class _NumbaEngine:
         self.step = np.zeros_like(self.Y)
         self.gains = np.ones_like(self.Y)
         self.z = np.empty(self.Y.shape[::2], dtype=dtype)
-        self.kl_rows = np.empty(self.z.shape, dtype=np.float64)  # summed in float64 by the kernel
+        self.kl_rows = np.empty_like(self.z)
         self.Z = np.empty(self.Y.shape[0], dtype=np.float64)
 
     def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
-        """Compute attraction/repulsion/Z at the current Y; return sum_ij p log(1 + d) per run if asked."""
-        ex = self.Y.dtype.type(exaggeration)
+        """Compute attraction/repulsion/Z at the current Y; return the exact KL(P || Q) per run if asked."""
+        dt = self.Y.dtype.type
         with _KERNEL_LOCK:
-            self._forces(self.P, self.Y, ex, self.one, self.attraction, self.repulsion, self.z, self.kl_rows, want_kl)
+            self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
         self._sum_rows(self.z, self.Z)  # as the compiled steps do, so a run does not depend on `every`
-        return self.kl_rows.sum(axis=1, dtype=np.float64) if want_kl else None
-
-    def log_z(self) -> np.ndarray:
-        return np.log(self.Z)
+        if not want_kl:
+            return None
+        inv_z = (1.0 / self.Z).astype(self.Y.dtype)
+        with _KERNEL_LOCK:
+            self._kl_rows(self.P, self.Y, self.one, inv_z, dt(_KL_BIG_RATIO), self.kl_rows)
+        return self.kl_rows.sum(axis=1, dtype=np.float64)
 
     def normalisers(self) -> np.ndarray:
         """Z per run from the last force pass (float64)."""
@@ -342,7 +349,6 @@ class _NumbaEngine:
                 self.attraction,
                 self.repulsion,
                 self.z,
-                self.kl_rows,
                 self.Z,
                 self.gains,
                 self.step,
@@ -390,11 +396,6 @@ class _TorchEngine:
         torch.mul(D, D, out=W)
         torch.sub(y[:, :, None], y[:, None, :], out=D)
         W.addcmul_(D, D).add_(1.0)
-        kl = None
-        if want_kl:
-            torch.log(W, out=M)
-            M.mul_(self.P)
-            kl = M.sum(dim=(1, 2), dtype=torch.float64)
         W.reciprocal_()
         W.diagonal(dim1=1, dim2=2).zero_()
         Z = W.sum(dim=(1, 2), dtype=torch.float64)
@@ -404,6 +405,14 @@ class _TorchEngine:
         att.copy_((M.sum(dim=2)[:, None, :] * Y - torch.bmm(M, Yt).transpose(1, 2)) * ex)
         torch.mul(W, W, out=M)
         rep.copy_(M.sum(dim=2)[:, None, :] * Y - torch.bmm(M, Yt).transpose(1, 2))
+        kl = None
+        if want_kl:  # the non-negative Bregman form of the compiled kl_rows
+            torch.mul(W, (1.0 / Z).to(W.dtype)[:, None, None], out=M)  # q
+            torch.div(M, self.P, out=D)  # r = q / p (inf where p = 0)
+            use_p = (self.P > 0) & (D < _KL_BIG_RATIO)
+            torch.log(D, out=W)
+            D.sub_(1.0).sub_(W).mul_(self.P)
+            kl = torch.where(use_p, D, M).sum(dim=(1, 2), dtype=torch.float64)
         return Z, kl
 
     def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
@@ -414,9 +423,6 @@ class _TorchEngine:
             self.Z[sl] = Z
             kls.append(kl)
         return torch.cat(kls).cpu().numpy() if want_kl else None
-
-    def log_z(self) -> np.ndarray:
-        return torch.log(self.Z).cpu().numpy()
 
     def normalisers(self) -> np.ndarray:
         return self.Z.cpu().numpy()
@@ -456,15 +462,6 @@ def _make_engine(P: np.ndarray, Y0: np.ndarray, device: torch.device, engine: st
     if engine == "torch":
         return _TorchEngine(P, Y0, device)
     raise ValueError(f"unknown engine {engine!r}: 'numba' or 'torch'")
-
-
-def _entropy_term(P: np.ndarray) -> float:
-    """sum p log p over the non-zero entries (0 log 0 = 0), in float64, row block by row block."""
-    total = 0.0
-    for i in range(0, P.shape[0], _BLOCK):
-        block = P[i : i + _BLOCK].astype(np.float64)
-        total += float(np.sum(block * np.log(np.where(block > 0, block, 1.0))))
-    return total
 
 
 # ----------------------------------------------------------------------------------------------
@@ -508,10 +505,6 @@ def _optimize(
     dev = resolve_device(device)
     Y0 = _initial_embeddings(init, n, restarts, seed, dt)
     eng = _make_engine(P, Y0, dev, engine)
-    entropy = _entropy_term(P)
-
-    def kl_of(rows: np.ndarray) -> np.ndarray:
-        return entropy + rows + eng.log_z()
 
     def check(t: int, exaggeration: float) -> None:
         _check_divergence(eng, t, n, lr, exaggeration, early_exaggeration)
@@ -523,9 +516,9 @@ def _optimize(
             eng.restart_optimizer()
         ex, m = (early_exaggeration, mom[0]) if exaggerating else (1.0, mom[1])
         if t > 1 and (t - 1) % every == 0:  # the KL of iteration t - 1 comes with the forces of t
-            rows = eng.forces(ex, True)
+            kls = eng.forces(ex, True)
             check(t - 1, ex)
-            yield t - 1, eng.embeddings(), kl_of(rows), lr
+            yield t - 1, eng.embeddings(), kls, lr
             eng.update(m, lr)
             t += 1
             continue
@@ -536,9 +529,9 @@ def _optimize(
         eng.steps(stop - t, ex, m, lr)
         check(stop - 1, ex)
         t = stop
-    rows = eng.forces(1.0, True)
+    kls = eng.forces(1.0, True)
     check(n_iter, 1.0)
-    yield n_iter, eng.embeddings(), kl_of(rows), lr
+    yield n_iter, eng.embeddings(), kls, lr
 
 
 def _check_divergence(eng, t: int, n: int, lr: float, exaggeration: float, early_exaggeration: float) -> None:
@@ -551,15 +544,20 @@ def _check_divergence(eng, t: int, n: int, lr: float, exaggeration: float, early
     its update, so a step that overflows is caught at the next check.
     """
     Z = eng.normalisers()
-    finite = np.isfinite(Z).all() and np.isfinite(eng.embeddings()).all()
-    if finite and (Z >= BLOWN_UP_Z_PER_POINT * n).all():
+    Y = eng.embeddings()
+    finite = bool(np.isfinite(Z).all() and np.isfinite(Y).all())
+    extent = float(np.abs(Y).max()) if finite else np.inf
+    if finite and (Z >= BLOWN_UP_Z_PER_POINT * n).all() and extent <= _MAX_EXTENT:
         return
-    what = (
-        "the embedding became non-finite (overflow)"
-        if not finite
-        else f"the embedding blew up: mean kernel mass per point Z / n = {Z.min() / n:.2g} < {BLOWN_UP_Z_PER_POINT:g}, "
-        "so neighbours are over 100 units apart and the forces have vanished"
-    )
+    if not finite:
+        what = "the embedding became non-finite (overflow)"
+    elif extent > _MAX_EXTENT:
+        what = f"the embedding reached coordinates of {extent:.2g}, far past any t-SNE layout"
+    else:
+        what = (
+            f"the embedding blew up: mean kernel mass per point Z / n = {Z.min() / n:.2g} < {BLOWN_UP_Z_PER_POINT:g}, "
+            "so neighbours are over 100 units apart and the forces have vanished"
+        )
     hints = []
     auto = auto_learning_rate(n, early_exaggeration)
     if lr > auto or exaggeration <= 1.0:
@@ -699,7 +697,7 @@ def _one_embedding(P64: np.ndarray, Y: np.ndarray, dt: np.dtype, exact_scale: bo
     """
     largest = float(np.abs(Y).max())
     c, eps = 1.0, 1.0
-    if largest > np.sqrt(np.finfo(dt).max) / 8:
+    if largest > (_MAX_EXTENT if dt == np.float32 else 1e100):  # q_ij could underflow beyond
         dt = np.dtype(np.float64)
         c = largest
         eps = c**-2
@@ -711,8 +709,7 @@ def _one_embedding(P64: np.ndarray, Y: np.ndarray, dt: np.dtype, exact_scale: bo
         Y = Y / c
     Y = Y - Y.mean(axis=0)  # translation invariant; the centred coordinates stay within [-2, 2] after scaling
     eng = _NumbaEngine(P64, np.ascontiguousarray(Y.T[None], dtype=dt), one=eps)
-    rows = eng.forces(1.0, True)
-    kl = _entropy_term(P64) + float(rows[0]) - np.log(eps) + float(eng.log_z()[0])
+    kl = float(eng.forces(1.0, True)[0])
     if not np.isfinite(kl):
         raise ValueError("KL(P || Q(Y)) is not finite for this Y (coinciding points at an extreme scale?)")
     return kl, eng, c
@@ -756,10 +753,12 @@ def warmup() -> None:
         Y = np.random.default_rng(0).normal(size=(1, 2, n)).astype(dtype)
         one = dtype(1)
         att, rep, step, gains = (np.zeros_like(Y) for _ in range(4))
-        z, kl = np.empty((1, n), dtype), np.empty((1, n), np.float64)
+        z, kl = np.empty((1, n), dtype), np.empty((1, n), dtype)
         with _KERNEL_LOCK:
             for fn in (kernels.forces, kernels.forces_serial):
-                fn(P, Y, one, one, att, rep, z, kl, True)
+                fn(P, Y, one, one, att, rep, z)
+            for fn in (kernels.kl_rows, kernels.kl_rows_serial):
+                fn(P, Y, one, np.ones(1, dtype), dtype(_KL_BIG_RATIO), kl)
             for fn in (kernels.steps, kernels.steps_serial):
-                fn(P, Y, one, one, att, rep, z, kl, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
+                fn(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
         kernels.update(Y, att, rep, z.sum(axis=1, dtype=np.float64), gains + 1, step, 0.5, 1.0, MIN_GAIN)

@@ -169,3 +169,34 @@ def test_identical_points_give_uniform_P():
 def test_bad_gaussian_input(X, perplexity, error, match):
     with pytest.raises(error, match=match):
         gaussian_affinities(X, perplexity)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200, 1e307, 1e-300])
+def test_gaussian_affinities_do_not_depend_on_the_scale_of_X(scale):
+    """P(c X) = P(X): squared distances of X * 1e200 overflowed to inf (a NaN P), of X * 1e-200 underflowed
+    to 0 (a uniform P)."""
+    X = np.random.default_rng(3).normal(size=(40, 6))
+    P = gaussian_affinities(X, perplexity=8)
+    P_scaled = gaussian_affinities(X * scale, perplexity=8)
+    assert np.isfinite(P_scaled).all()
+    # equal up to the perplexity search's tolerance (its steps in beta depend on the scale)
+    np.testing.assert_allclose(P_scaled, P, rtol=2e-4, atol=1e-9)
+
+
+def test_gaussian_affinities_do_not_depend_on_where_X_sits():
+    """Centring first: |x|^2 + |y|^2 - 2 x.y cancelled for X + 1e10 (P off by 4e-3)."""
+    X = np.random.default_rng(4).normal(size=(40, 6))
+    np.testing.assert_allclose(
+        gaussian_affinities(X + 1e10, perplexity=8), gaussian_affinities(X, perplexity=8), rtol=2e-4, atol=1e-9
+    )
+
+
+@pytest.mark.parametrize("scale", [1e308, 1e-300, 2.0**-1000])
+def test_attention_affinities_do_not_depend_on_the_scale_of_A(scale):
+    """A * 1e308 overflowed A + A^T to inf and gave an all-zero P."""
+    A = np.random.default_rng(5).random((12, 12))
+    A /= A.sum(axis=1, keepdims=True)
+    P = attention_affinities(A)
+    P_scaled = attention_affinities(A * scale)
+    assert P_scaled.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(P_scaled, P, rtol=1e-12, atol=0)

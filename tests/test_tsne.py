@@ -13,7 +13,16 @@ import torch
 
 from headsne_widget import attention_affinities
 from headsne_widget.t_sne import (
-    THESIS, Frame, TSNEResult, _initial_embeddings, _optimize, gradient, kl_divergence, tsne, tsne_frames, warmup,
+    THESIS,
+    Frame,
+    TSNEResult,
+    _initial_embeddings,
+    _optimize,
+    gradient,
+    kl_divergence,
+    tsne,
+    tsne_frames,
+    warmup,
 )
 
 
@@ -100,7 +109,7 @@ def test_kl_is_invariant_to_rotation_and_zero_for_a_perfect_fit():
     np.fill_diagonal(Q, 0.0)
     Q /= Q.sum()
     assert kl_divergence(Q, Y) == pytest.approx(0.0, abs=1e-12)
-    kl, grad = gradient(Q, Y)
+    _, grad = gradient(Q, Y)
     np.testing.assert_allclose(grad, 0.0, atol=1e-12)
     theta = 0.7
     rot = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
@@ -231,8 +240,18 @@ def test_torch_engine_matches_compiled_kernels_on_cpu():
     covers the first steps, where both must agree to rounding.
     """
     P = random_P(50, seed=9)
-    kwargs = dict(n_iter=8, learning_rate="auto", early_exaggeration=12.0, exaggeration_iters=4,
-                  momentum=(0.5, 0.8), init=None, seed=3, restarts=2, device="cpu", every=1)
+    kwargs = dict(
+        n_iter=8,
+        learning_rate="auto",
+        early_exaggeration=12.0,
+        exaggeration_iters=4,
+        momentum=(0.5, 0.8),
+        init=None,
+        seed=3,
+        restarts=2,
+        device="cpu",
+        every=1,
+    )
     for dtype, rtol in (("float64", 1e-10), ("float32", 1e-4)):
         runs = {}
         for engine in ("numba", "torch"):
@@ -336,8 +355,11 @@ def _bad_P_cases():
 
 @pytest.mark.parametrize("P, message", _bad_P_cases())
 def test_bad_P_is_refused_by_name(P, message):
-    for call in (lambda: tsne(P, n_iter=5), lambda: next(tsne_frames(P, n_iter=5)),
-                 lambda: kl_divergence(P, np.zeros((P.shape[0], 2)) if P.ndim == 2 else np.zeros((6, 2)))):
+    for call in (
+        lambda: tsne(P, n_iter=5),
+        lambda: next(tsne_frames(P, n_iter=5)),
+        lambda: kl_divergence(P, np.zeros((P.shape[0], 2)) if P.ndim == 2 else np.zeros((6, 2))),
+    ):
         with pytest.raises(ValueError, match=message):
             call()
 
@@ -402,3 +424,129 @@ def test_near_uniform_heads_do_not_collapse_in_float32(abstract_ex, layer, head)
     assert (res.embeddings.std(axis=1).min(axis=1) > 0.1).all()
     assert len(np.unique(res.embedding[:, 0])) == n
     assert (res.kls < collapsed_kl - 0.05).all(), (res.kls, collapsed_kl)
+
+
+# ---------------------------------------------------------------------------------------------- numeric robustness
+
+
+def head_P(abstract_ex, layer: int = 3, head: int = 3) -> np.ndarray:
+    return attention_affinities(abstract_ex.attention(layer, head))
+
+
+def test_float32_kl_of_a_blown_up_embedding_is_exact(abstract_ex):
+    """The float32 engine's KL equals the float64 exact KL on an embedding spread to a radius of 1e6.
+
+    Z used to be accumulated as (1 + sum_j w_ij) - 1 in float32: with every w_ij near 1e-12 the sum
+    rounded to 1 and Z to about 0, so log Z and the reported KL were far too small (KL -1.20 in the
+    widget with learning rate 1e6 on this head).
+    """
+    P = head_P(abstract_ex)
+    n = P.shape[0]
+    Y = np.random.default_rng(0).normal(0.0, 1e6, size=(n, 2))
+    exact = kl_divergence(P, Y)
+    kl32, _ = gradient(P.astype(np.float32), Y.astype(np.float32))
+    assert exact > 0
+    assert kl32 == pytest.approx(exact, rel=1e-4)
+
+
+@pytest.mark.parametrize("learning_rate", [1e5, 1e6])
+def test_a_too_large_learning_rate_is_detected_early_with_a_hint(abstract_ex, learning_rate):
+    """Learning rate 1e6 on layer 3 head 3 reported KL -1.20 then NaN; 1e5 ended "done" at KL 4.18."""
+    from headsne_widget.errors import TSNEDivergedError
+
+    P = head_P(abstract_ex)
+    kls = []
+    with pytest.raises(TSNEDivergedError, match="smaller learning_rate") as info:
+        for f in tsne_frames(P, n_iter=3000, learning_rate=learning_rate, seed=0, every=10):
+            kls.append(f.kl)
+            assert np.isfinite(f.embedding).all()
+    assert all(kl >= 0 for kl in kls)
+    assert int(str(info.value).split("iteration ")[1].split(":")[0]) <= 500  # early, not at the end
+    assert isinstance(info.value, ArithmeticError)
+
+
+@pytest.mark.parametrize(
+    "kwargs, hint",
+    [({"learning_rate": 1e8}, "smaller learning_rate"), ({"early_exaggeration": 1e30}, "smaller early_exaggeration")],
+)
+def test_absurd_step_sizes_raise_instead_of_returning_nan(kwargs, hint):
+    from headsne_widget.errors import TSNEDivergedError
+
+    P, _ = block_P()
+    with pytest.raises(TSNEDivergedError, match=hint):
+        tsne(P, seed=0, n_iter=300, **kwargs)
+
+
+def test_healthy_runs_are_not_flagged_as_diverged(abstract_ex):
+    """The divergence rule leaves ordinary runs alone: several heads, learning rates up to 10 x auto."""
+    for layer, head in [(0, 0), (1, 2), (3, 3), (5, 7)]:
+        P = head_P(abstract_ex, layer, head)
+        res = tsne(P, seed=0, restarts=2, learning_rate=10 * P.shape[0] / 12)
+        assert np.isfinite(res.kls).all() and (res.kls > 0).all()
+
+
+def test_kl_and_gradient_at_extreme_scales_are_finite():
+    """Q only depends on Y through 1 / (1 + d^2): at 1e100 and beyond it is the d^-2 limit, the same at every scale."""
+    P = random_P(12, seed=5)
+    Y = np.random.default_rng(1).normal(size=(12, 2))
+    limit = kl_divergence(P, Y * 1e100)
+    for scale in (1e150, 1e200, 1e300, 1e307):
+        assert kl_divergence(P, Y * scale) == pytest.approx(limit, rel=1e-12)
+    assert limit > 0
+    kl, g = gradient(P, Y * 1e100)
+    assert kl == pytest.approx(limit, rel=1e-12) and np.isfinite(g).all() and 0 < np.abs(g).max() < 1e-99
+    # in the d^-2 regime w ~ 1 / scale^2 and y_i - y_j ~ scale: the gradient scales as 1 / scale
+    _, g150 = gradient(P, Y * 1e150)
+    np.testing.assert_allclose(g150 * 1e50, g, rtol=1e-6, atol=1e-9 * np.abs(g).max())
+    with pytest.raises(ValueError, match="too large for an exact gradient"):
+        gradient(P, Y * 1e200)
+
+
+def test_restarts_are_bounded_quickly():
+    from headsne_widget.t_sne import MAX_RESTARTS, _check_restarts
+
+    P = random_P(6)
+    for restarts in (10**6, 200_000, MAX_RESTARTS + 1):  # refused before P is checked or anything allocated
+        with pytest.raises(ValueError, match=f"restarts must be at most {MAX_RESTARTS}"):
+            tsne(P, restarts=restarts)
+        with pytest.raises(ValueError, match="restarts must be at most"):
+            next(tsne_frames(P, restarts=restarts))
+    with pytest.raises(ValueError, match=r"6.0 GiB of optimiser state.*use at most 671$"):
+        _check_restarts(1000, 100_000)
+    assert _check_restarts(1000, 60_000) == 1000
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"seed": -1}, ValueError, "seed must be a non-negative int"),
+        ({"seed": True}, TypeError, "seed must be an int or None, got bool"),
+        ({"seed": 2.0}, TypeError, "seed must be an int"),
+        ({"n_iter": True}, TypeError, "n_iter must be an int, got bool"),
+        ({"restarts": True}, TypeError, "restarts must be an int, got bool"),
+        ({"learning_rate": None}, TypeError, "learning_rate must be a positive number or 'auto'"),
+        ({"learning_rate": True}, TypeError, "learning_rate must be a number, got bool"),
+        ({"early_exaggeration": None}, TypeError, "early_exaggeration must be a number"),
+        ({"early_exaggeration": float("inf")}, ValueError, "early_exaggeration must be positive"),
+        ({"momentum": 0.5}, TypeError, r"momentum must be a pair .* such as \(0.5, 0.8\)"),
+        ({"momentum": "ab"}, TypeError, "momentum must be a pair"),
+        ({"momentum": (0.5, None)}, TypeError, "momentum must be a number"),
+        ({"init": np.zeros((6, 2))}, ValueError, "every point at the same place"),
+        ({"init": np.ones((6, 2))}, ValueError, "every point at the same place"),
+        ({"init": np.full((6, 2), 1e6) * np.arange(6)[:, None]}, ValueError, "init must have coordinates within"),
+    ],
+)
+def test_bad_numbers_get_clear_errors(kwargs, error, message):
+    P = random_P(6)
+    with pytest.raises(error, match=message):
+        tsne(P, **kwargs)
+    with pytest.raises(error, match=message):
+        next(tsne_frames(P, **kwargs))
+
+
+def test_one_collapsed_run_in_a_batched_init_is_refused():
+    P = random_P(6)
+    init = np.random.default_rng(0).normal(0, 1e-2, size=(3, 6, 2))
+    init[1] = 0.0
+    with pytest.raises(ValueError, match="every point at the same place"):
+        tsne(P, init=init, restarts=3)
