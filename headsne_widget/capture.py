@@ -121,6 +121,8 @@ def capture_mask(
     """The ``AttentionMaskInterface`` entry: the arguments ``eager_mask`` would get, kept instead of an n x n mask."""
     from transformers.masking_utils import causal_mask_function
 
+    if attention_mask is not None and bool(attention_mask.all()):
+        attention_mask = None  # no padding: the mask function alone (cheaper per chunk, same rows)
     return MaskRows(
         batch_size=batch_size,
         q_length=q_length,
@@ -134,20 +136,38 @@ def capture_mask(
     )
 
 
+def _allowed_rows(mask: MaskRows, rows: slice | list[int], device: torch.device) -> torch.Tensor:
+    """Boolean ``(1, 1, r, kv)`` of transformers' mask for the query ``rows`` (a slice, or a few row indices)."""
+    if isinstance(rows, slice):
+        return mask.allowed(rows.start, rows.stop, device)[:1]
+    return torch.cat([mask.allowed(r, r + 1, device)[:1] for r in rows], dim=2)
+
+
 def _additive_rows(mask: MaskRows | torch.Tensor | None, rows: slice | list[int], device: torch.device) -> Any:
     """The eager additive mask ``(1, 1 or H, r, kv)`` of the query ``rows`` (0 where allowed, dtype min elsewhere)."""
     if mask is None:
         return None
     if isinstance(mask, MaskRows):
-        runs = [(rows.start, rows.stop)] if isinstance(rows, slice) else [(r, r + 1) for r in rows]
-        allowed = torch.cat([mask.allowed(a, b, device) for a, b in runs], dim=2)[:1]
-        dtype = mask.dtype
+        allowed, dtype = _allowed_rows(mask, rows, device), mask.dtype
     else:  # a 4D mask the model prepared itself (bool or additive float), rows sliced from it
-        picked = mask[:1, :, rows].to(device)
-        if picked.dtype != torch.bool:
-            return picked
-        allowed, dtype = picked, torch.float32
+        allowed, dtype = mask[:1, :, rows].to(device), torch.float32
+        if allowed.dtype != torch.bool:
+            return allowed
     return torch.where(allowed, torch.zeros((), device=device, dtype=dtype), torch.finfo(dtype).min)
+
+
+def _apply_mask(
+    logits: torch.Tensor, mask: MaskRows | torch.Tensor | None, rows: slice | list[int], head: int | None
+) -> torch.Tensor:
+    """``logits + mask`` as eager attention adds it. For transformers' own masks the masked logits are set to the
+    dtype's minimum instead of adding it: the same numbers (x + min rounds to min), without a float n-row mask."""
+    if mask is None:
+        return logits
+    if isinstance(mask, MaskRows):
+        allowed = _allowed_rows(mask, rows, logits.device)[0]
+        return logits.masked_fill_(~allowed, torch.finfo(mask.dtype).min)  # logits: a fresh tensor of weights()
+    additive = _additive_rows(mask, rows, logits.device)[0]
+    return logits + (additive[head : head + 1] if additive.shape[0] > 1 and head is not None else additive)
 
 
 # ------------------------------------------------------------------------------------------------ one layer
@@ -207,10 +227,7 @@ class LayerAttention:
         logits = torch.matmul(query.reshape(key.shape[0], -1, d), key.transpose(1, 2)).view(h, r, -1) * self.scaling
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
-        additive = _additive_rows(self.mask, rows, query.device)
-        if additive is not None:
-            per_head = additive.shape[1] > 1 and head is not None
-            logits = logits + (additive[0, head : head + 1] if per_head else additive[0])
+        logits = _apply_mask(logits, self.mask, rows, head)
         if self.sinks is None:
             return torch.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
         sinks = self.sinks.reshape(-1)[slice(None) if head is None else slice(head, head + 1)]
