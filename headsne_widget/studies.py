@@ -1,0 +1,492 @@
+"""Corpus studies: the KL-by-layer study (thesis Fig. 12) over many texts, run on Dask.
+
+:func:`corpus_study` runs, for every text and every selected (layer, head), attention-head t-SNE (best of
+``runs`` restarts) and, per layer, standard t-SNE on the layer's output hidden states, and returns one tidy
+row per (text, layer, method, head). :func:`head_summary` turns the rows into the median, the interquartile
+range and the rank of every head across the corpus; :func:`headsne_widget.plots.corpus_heads` draws it.
+
+How the work is spread
+----------------------
+The client tokenises every text (the tokenizer alone) and submits one task per text carrying its token ids;
+the task loads the model through the per-process cache of :func:`~headsne_widget.extraction.load_model`
+(so once per worker process, never per task), runs :func:`~headsne_widget.extraction.extract_token_ids`,
+every head's t-SNE and returns the text's rows. Only token ids, the model's name or path and rows travel;
+never a model (unless you pass a model object, which is then sent once to each worker) nor an n x n array.
+Results stream back as they finish (``distributed.as_completed``); a tqdm bar counts texts; Ctrl-C warns,
+cancels what is left and returns the finished rows; a worker that dies costs only its tasks in flight,
+which the scheduler runs again elsewhere (and ``retries`` more times if a task raises).
+
+Every random choice comes from ``seed``, the text's position in the corpus, the layer and the head (as
+:func:`headsne_widget.analyses.kl_by_layer` does for one text), never from a worker's state, and the
+compiled t-SNE kernels reduce in a fixed order; so the rows are identical in-process (``client="sync"``),
+on threads and on a cluster of processes, as long as every machine computes on the CPU with the same
+build (a CUDA worker would run the torch engine instead and differ in the last digits).
+
+The local default (``client=None``)
+-----------------------------------
+``client=None`` uses the Dask client already made in this session, if there is one; otherwise a local
+cluster of worker processes (one per core, one thread each) that the call starts and closes. Measured on
+this project's 2-core machine (``benchmarks/corpus_speed.py``, 20 corpus texts, MiniLM, every head, 3 runs,
+1000 iterations), processes won over threads: the compiled t-SNE kernels hold the GIL (and a process-wide
+lock), so threads run the t-SNE one at a time and are no faster than the plain loop, while two worker
+processes run two texts at once; starting them (about 10 s: importing torch and loading the model in
+each) is repaid from a few dozen texts on. ``client="threads"`` and ``client="sync"`` (no Dask at all) are
+there for small jobs and debugging.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import pickle
+import uuid
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._checks import int_at_least
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["COLUMNS", "SUMMARY_COLUMNS", "corpus_study", "head_summary"]
+
+#: the columns of :func:`corpus_study`'s rows
+COLUMNS = ("text", "layer", "method", "head", "kl", "n_tokens", "perplexity", "runs")
+#: the columns of :func:`head_summary`
+SUMMARY_COLUMNS = ("layer", "head", "median", "q1", "q3", "iqr", "texts", "rank", "hidden_median")
+#: what ``client`` may name besides a ``distributed.Client``
+LOCAL_CLIENTS = ("sync", "threads", "processes")
+#: the kind of local cluster that ``client=None`` starts (measured, see the module doc)
+DEFAULT_LOCAL = "processes"
+
+#: the hidden-state perplexity of the thesis (A.2), used when ``perplexity=None``
+THESIS_PERPLEXITY = 20.0
+
+_METHOD_ORDER = {"attention": 0, "hidden": 1}
+
+
+# -------------------------------------------------------------------------------------------- input
+
+
+def _texts(texts: Any) -> list[str]:
+    """The corpus as a list of strings: any iterable of str (a pandas Series by its values, in order)."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("texts must be a collection of strings (a list, tuple or pandas Series), not one string")
+    values = getattr(texts, "tolist", None)
+    try:
+        items = list(values() if callable(values) else texts)
+    except TypeError as err:
+        raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}") from err
+    if not items:
+        raise ValueError("the corpus is empty: pass at least one text (headsne_widget.corpus.CORPUS is one)")
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise TypeError(f"texts[{i}] is a {type(item).__name__}, not a str: every text must be a string")
+    return items
+
+
+def _indices(value: Any, count: int, name: str, unit: str) -> list[int]:
+    """``None`` -> all of ``range(count)``, else the given indices checked against ``count``, without repeats."""
+    from .selection import check_index
+
+    if value is None:
+        return list(range(count))
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = [value]
+    chosen = [check_index(v, count, name, unit) for v in value]
+    if not chosen:
+        raise ValueError(f"{name} is empty: pass None for all {unit} or at least one index")
+    return list(dict.fromkeys(chosen))
+
+
+def _check_perplexity(perplexity: Any) -> float:
+    from .selection import effective_perplexity
+
+    if perplexity is None:
+        return THESIS_PERPLEXITY
+    return effective_perplexity(perplexity, 10**9)[0]  # the type and range checks; lowering is per text
+
+
+def _check_max_tokens(max_tokens: Any) -> int | None:
+    if max_tokens is None:
+        return None
+    return int_at_least(max_tokens, "max_tokens", 1)
+
+
+# ------------------------------------------------------------------------------------- tokenising
+
+
+def _encode(
+    texts: Sequence[str], loaded: Any, max_tokens: int | None, exclude_special: bool
+) -> tuple[dict[int, np.ndarray], list[int], int]:
+    """Token ids of every text long enough for t-SNE, the indices of those too short, and how many were cut.
+
+    Follows :func:`~headsne_widget.extraction.extract`: a text longer than the model's positions is
+    refused unless ``max_tokens`` (special tokens included) truncates it.
+    """
+    from .errors import TextTooLongError
+    from .selection import MIN_TOKENS
+
+    tokenizer = loaded.tokenizer
+    limit = getattr(loaded, "max_positions", None)
+    if max_tokens is not None and limit is not None and max_tokens > limit:
+        raise TextTooLongError(f"max_tokens={max_tokens} is above {loaded.name}'s {limit} positions")
+    special_ids = sorted(set(tokenizer.all_special_ids) - {tokenizer.unk_token_id})
+    options: dict[str, Any] = {"return_special_tokens_mask": True, "verbose": False}
+    if max_tokens is not None:
+        options.update(truncation=True, max_length=max_tokens)
+    encoded: dict[int, np.ndarray] = {}
+    short: list[int] = []
+    truncated = 0
+    for i, text in enumerate(texts):
+        if max_tokens is not None:
+            truncated += len(tokenizer(text, verbose=False)["input_ids"]) > max_tokens
+        enc = tokenizer(text, **options)
+        ids = np.asarray(enc["input_ids"], dtype=np.int64)
+        if max_tokens is None and limit is not None and ids.size > limit:
+            raise TextTooLongError(
+                f"texts[{i}] has {ids.size} tokens but {loaded.name} takes at most {limit} (its positions); "
+                f"pass max_tokens={limit} (or less) to truncate long texts"
+            )
+        special = np.asarray(enc["special_tokens_mask"], dtype=bool) | np.isin(ids, special_ids)
+        kept = int(np.sum(~special)) if exclude_special else ids.size
+        if kept < MIN_TOKENS:
+            short.append(i)
+        else:
+            encoded[i] = ids
+    return encoded, short, truncated
+
+
+# ------------------------------------------------------------------------------------ one text (a task)
+
+
+def _row(text: int, layer: int, method: str, head: int | None, kl: float, n: int, perplexity: float | None,
+         runs: int) -> dict[str, Any]:  # fmt: skip
+    """One row of :data:`COLUMNS`."""
+    perplexity = math.nan if perplexity is None else float(perplexity)
+    return dict(zip(COLUMNS, (text, layer, method, head, float(kl), n, perplexity, runs)))
+
+
+def text_rows(
+    index: int,
+    token_ids: np.ndarray,
+    model: Any,
+    *,
+    layers: Sequence[int] | None,
+    heads: Sequence[int] | None,
+    runs: int,
+    n_iter: int,
+    seed: int,
+    perplexity: float,
+    exclude_special: bool,
+) -> list[dict[str, Any]]:
+    """The rows of one text: what one Dask task computes, in a worker or in-process.
+
+    The model is taken from this process's :func:`~headsne_widget.extraction.load_model` cache. Text
+    ``index``'s head ``(layer, head)`` runs with ``_seed(seed, index, layer, head)`` and the hidden states
+    of ``layer`` with ``_seed(seed, index, layer, n_heads)``, so the result depends on nothing else.
+    """
+    from .analyses import _seed, _tsne_kls
+    from .extraction import extract_token_ids, load_model
+    from .selection import selection_affinities
+
+    ex = extract_token_ids(np.asarray(token_ids, dtype=np.int64), load_model(model))
+    rows = []
+    for layer in range(ex.n_layers) if layers is None else layers:
+        for head in range(ex.n_heads) if heads is None else heads:
+            sel = selection_affinities(ex, "attention", layer, head, exclude_special=exclude_special)
+            kl = _tsne_kls(sel.P, runs, n_iter, _seed(seed, index, layer, head)).min()
+            rows.append(_row(index, layer, "attention", head, kl, len(sel.kept), None, runs))
+        sel = selection_affinities(ex, "hidden", layer, perplexity=perplexity, exclude_special=exclude_special)
+        kl = _tsne_kls(sel.P, runs, n_iter, _seed(seed, index, layer, ex.n_heads)).min()
+        rows.append(_row(index, layer, "hidden", None, kl, len(sel.kept), sel.perplexity, runs))
+    return rows
+
+
+# ------------------------------------------------------------------------------------------- clients
+
+
+def _check_client(client: Any) -> Any:
+    """A ``distributed.Client`` that is running, else a clear error."""
+    from distributed import Client
+
+    if not isinstance(client, Client):
+        raise TypeError(
+            f"client must be None, one of {', '.join(map(repr, LOCAL_CLIENTS))} or a dask.distributed.Client, "
+            f"got {type(client).__name__}"
+        )
+    if client.status != "running":
+        raise RuntimeError(
+            f"the Dask client is {client.status}: connect a new one (distributed.Client(...)) or pass client=None"
+        )
+    return client
+
+
+def _local_cluster(kind: str) -> Any:
+    from distributed import LocalCluster
+
+    cores = os.cpu_count() or 1
+    if kind == "threads":
+        return LocalCluster(n_workers=1, threads_per_worker=cores, processes=False, dashboard_address=":0")
+    return LocalCluster(n_workers=cores, threads_per_worker=1, processes=True, dashboard_address=":0")
+
+
+@contextlib.contextmanager
+def _session(client: Any) -> Iterator[Any]:
+    """The client to run on (None: in-process), closing any local cluster started here afterwards."""
+    if client is None:
+        from distributed import default_client
+
+        try:
+            client = default_client()
+        except ValueError:  # no client made in this session
+            client = DEFAULT_LOCAL
+        else:
+            yield _check_client(client)
+            return
+    if isinstance(client, str):
+        if client not in LOCAL_CLIENTS:
+            raise ValueError(f"client must be one of {', '.join(map(repr, LOCAL_CLIENTS))}, got {client!r}")
+        if client == "sync":
+            yield None
+            return
+        from distributed import Client
+
+        with _local_cluster(client) as cluster, Client(cluster, set_as_default=False) as local:
+            yield local
+        return
+    yield _check_client(client)
+
+
+def _model_for_workers(model: Any, client: Any) -> Any:
+    """What the tasks get as ``model``: a path or hub id as that string, an object once per worker."""
+    if model is None or isinstance(model, str):
+        return model
+    if isinstance(model, os.PathLike):
+        return os.fspath(model)
+    if client is None:
+        return model
+    try:
+        pickle.dumps(model)
+    except Exception as err:
+        raise TypeError(
+            f"the model object ({type(model).__name__}) cannot be pickled to send to the Dask workers: pass the "
+            "model's directory or hub id as a string instead (each worker then loads it once)"
+        ) from err
+    return client.scatter(model, broadcast=True, hash=False)
+
+
+# ---------------------------------------------------------------------------------------------- runs
+
+
+def _progress(total: int, done: int, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=done, desc="texts", unit="text", disable=not enabled)
+
+
+def _results_here(jobs: dict[int, np.ndarray], model: Any, settings: dict) -> Iterator[list[dict]]:
+    """Each text's rows, computed in this process, in corpus order."""
+    for index, ids in jobs.items():
+        yield text_rows(index, ids, model, **settings)
+
+
+def _results_dask(
+    client: Any, jobs: dict[int, np.ndarray], model: Any, settings: dict, retries: int
+) -> Iterator[list[dict]]:
+    """Each text's rows as its task finishes on ``client``; what is left is cancelled when the caller stops."""
+    from distributed import as_completed
+
+    prefix = f"corpus_study-{uuid.uuid4().hex[:8]}"
+    futures = [
+        client.submit(text_rows, index, ids, model, key=f"{prefix}-{index}", retries=retries, **settings)
+        for index, ids in jobs.items()
+    ]
+    try:
+        for future in as_completed(futures, loop=client.loop):
+            yield future.result()
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+
+
+def _collect(results: Iterator[list[dict]], total: int, bar: Any, on_text: Callable | None) -> list[dict]:
+    """The rows of every text as they arrive; on Ctrl-C a warning and the rows finished so far."""
+    rows: list[dict] = []
+    done = 0
+    with contextlib.closing(results):  # type: ignore[type-var]
+        try:
+            for result in results:
+                rows += result
+                done += 1
+                bar.update()
+                if on_text is not None:
+                    on_text(result)
+        except KeyboardInterrupt:
+            warnings.warn(
+                f"interrupted: returning the rows of the {done} texts finished so far (of {total})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+    return rows
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = sorted(rows, key=lambda r: (r["text"], r["layer"], _METHOD_ORDER[r["method"]], r["head"] or 0))
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    df["head"] = df["head"].astype("Int64")
+    df = df.astype({"text": "int64", "layer": "int64", "n_tokens": "int64", "runs": "int64"})
+    return df
+
+
+def corpus_study(
+    texts: Iterable[str],
+    model: Any = None,
+    *,
+    heads: Iterable[int] | int | None = None,
+    layers: Iterable[int] | int | None = None,
+    runs: int = 3,
+    n_iter: int = 1000,
+    seed: int = 0,
+    client: Any = None,
+    perplexity: float | None = None,
+    max_tokens: int | None = None,
+    exclude_special: bool = False,
+    retries: int = 2,
+    progress: bool = True,
+    on_text: Callable[[list[dict]], None] | None = None,
+) -> pd.DataFrame:
+    """KL of attention-head t-SNE for every head and of standard t-SNE for every layer, over a corpus.
+
+    Parameters
+    ----------
+    texts : any iterable of strings, or a pandas Series (its values, in order); e.g.
+        :data:`headsne_widget.corpus.CORPUS`. Row ``text`` is the position in it.
+    model : a hub id or model directory (sent to the workers as that string; each loads it once), a loaded
+        model that can be pickled (sent once to each worker), or None for the default model.
+    heads, layers : the heads (applied in every selected layer) and layers to study; None for all.
+    runs : t-SNE restarts per selection; a row holds the lowest final KL.
+    n_iter : gradient steps per run (thesis: 1000).
+    seed : the study's seed; every run's seed is derived from (seed, text, layer, head).
+    client : None (the session's Dask client, else a local cluster of processes started for the call: see
+        the module doc), ``"sync"`` (in this process, no Dask), ``"threads"``, ``"processes"``, or a
+        ``dask.distributed.Client`` to run on its cluster.
+    perplexity : of the hidden-state t-SNE; lowered per text to (m - 1) / 3 for m tokens when larger (the
+        policy of :mod:`~headsne_widget.selection`), the value used is in the ``perplexity`` column. None: 20
+        (thesis A.2), lowered where needed without a word (most short texts); a number: one warning
+        counting the texts where it was lowered.
+    max_tokens : truncate longer texts to this many tokens (special ones included), with one warning; without
+        it a text longer than the model's positions raises TextTooLongError before any work.
+    exclude_special : leave [CLS], [SEP], ... out of every P.
+    retries : times a task that raised is run again (a task whose worker died is rerun regardless).
+    progress : show a tqdm bar counting texts.
+    on_text : called in this process with each text's rows as they arrive (e.g. to watch a long study).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (text, layer, method, head), sorted, with :data:`COLUMNS`: ``text`` (position in
+        ``texts``), ``layer`` (0-based), ``method`` ("attention" or "hidden"), ``head`` (nullable Int64, NA
+        for hidden), ``kl``, ``n_tokens`` (tokens in P), ``perplexity`` (NaN for attention), ``runs``.
+        Texts with fewer than 4 tokens are skipped with one warning; Ctrl-C warns and returns the rows of
+        the texts finished so far.
+
+    Raises
+    ------
+    ValueError : an empty corpus or a bad argument. TypeError : a text that is not a str, a model that
+    cannot be sent to the workers. TextTooLongError : see ``max_tokens``. RuntimeError : a closed client.
+    """
+    from .extraction import extract_token_ids, load_model
+
+    items = _texts(texts)
+    runs = int_at_least(runs, "runs", 1)
+    n_iter = int_at_least(n_iter, "n_iter", 1)
+    seed = int_at_least(seed, "seed", 0)
+    retries = int_at_least(retries, "retries", 0)
+    asked = perplexity
+    perplexity = _check_perplexity(perplexity)
+    max_tokens = _check_max_tokens(max_tokens)
+    if isinstance(client, str) and client not in LOCAL_CLIENTS:
+        raise ValueError(f"client must be one of {', '.join(map(repr, LOCAL_CLIENTS))}, got {client!r}")
+    if not isinstance(client, str) and client is not None:
+        _check_client(client)
+    loaded = load_model(model)
+    jobs, short, truncated = _encode(items, loaded, max_tokens, bool(exclude_special))
+    if truncated:
+        warnings.warn(f"{truncated} of {len(items)} texts truncated to max_tokens={max_tokens} tokens", UserWarning,
+                      stacklevel=2)  # fmt: skip
+    if short:
+        warnings.warn(
+            f"{len(short)} of {len(items)} texts skipped: fewer than 4 tokens for t-SNE (texts {short[:10]}"
+            f"{' ...' if len(short) > 10 else ''})",
+            UserWarning,
+            stacklevel=2,
+        )
+    if jobs:  # the model's shape, to check the indices before any work
+        probe = extract_token_ids(next(iter(jobs.values())), loaded)
+        layer_list = _indices(layers, probe.n_layers, "layers", "layers")
+        head_list = _indices(heads, probe.n_heads, "heads", "heads per layer")
+    with _session(client) as active, _progress(len(items), len(short), bool(progress)) as bar:
+        if not jobs:
+            return _frame([])
+        settings = dict(layers=layer_list, heads=head_list, runs=runs, n_iter=n_iter, seed=seed,
+                        perplexity=perplexity, exclude_special=bool(exclude_special))  # fmt: skip
+        shipped = _model_for_workers(model, active)
+        if active is None:
+            results = _results_here(jobs, shipped, settings)
+        else:
+            results = _results_dask(active, jobs, shipped, settings, retries)
+        rows = _collect(results, len(jobs), bar, on_text)
+    df = _frame(rows)
+    lowered = df.loc[(df["method"] == "hidden") & (df["perplexity"] < perplexity), "text"].nunique()
+    if lowered and asked is not None:
+        warnings.warn(
+            f"perplexity {perplexity:g} is too large for {lowered} short texts: lowered to (tokens - 1) / 3 "
+            "there (the column perplexity holds the value used)",
+            UserWarning,
+            stacklevel=2,
+        )
+    return df
+
+
+# ------------------------------------------------------------------------------------------- summary
+
+
+def head_summary(rows: Any) -> pd.DataFrame:
+    """Per (layer, head): the median KL across the corpus, its quartiles and IQR, and the head's rank.
+
+    Parameters
+    ----------
+    rows : what :func:`corpus_study` returns (a DataFrame, or records with its columns).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (layer, head) of the attention rows, sorted by layer and head, with
+        :data:`SUMMARY_COLUMNS`: ``median``, ``q1``, ``q3``, ``iqr`` (= q3 - q1) of the KL over the texts,
+        ``texts`` (how many), ``rank`` (1 = lowest median KL; ties share the lower rank) and
+        ``hidden_median`` (the layer's median hidden-state KL, NaN without hidden rows).
+    """
+    import pandas as pd
+
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    missing = {"layer", "method", "head", "kl"} - set(df.columns)
+    if missing:
+        raise ValueError(f"rows lack the columns {sorted(missing)}: pass what corpus_study returns")
+    attention = df[df["method"] == "attention"]
+    if attention.empty:
+        raise ValueError("rows hold no attention-head KLs: there is nothing to summarise")
+    kl = attention.astype({"head": "int64"}).groupby(["layer", "head"])["kl"]
+    out = pd.DataFrame(
+        {"median": kl.median(), "q1": kl.quantile(0.25), "q3": kl.quantile(0.75), "texts": kl.count()}
+    ).reset_index()
+    out["iqr"] = out["q3"] - out["q1"]
+    out["rank"] = out["median"].rank(method="min").astype("int64")
+    hidden = df[df["method"] == "hidden"].groupby("layer")["kl"].median()
+    out["hidden_median"] = out["layer"].map(hidden).astype("float64")
+    return out[list(SUMMARY_COLUMNS)].sort_values(["layer", "head"], ignore_index=True)
