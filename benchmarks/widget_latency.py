@@ -22,7 +22,8 @@ import comm
 from comm.base_comm import BaseComm
 
 from headsne_widget.extraction import extract
-from headsne_widget.headsne import HeadSNE, start_warmup
+from headsne_widget.headsne import HeadSNE
+from headsne_widget.run_control import start_warmup
 from headsne_widget.texts import TSNE_ABSTRACT
 
 

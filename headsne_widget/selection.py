@@ -54,7 +54,7 @@ def check_index(value: Any, count: int, name: str, unit: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if not 0 <= value < count:
-        raise ValueError(f"{name}={value} is out of range: the model has {count} {unit} (0 to {count - 1})")
+        raise ValueError(f"{name} {value} is out of range: the model has {count} {unit} (0 to {count - 1})")
     return int(value)
 
 

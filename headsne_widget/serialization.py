@@ -82,3 +82,31 @@ def array_from_wire(obj: dict[str, Any] | None) -> np.ndarray | None:
     if raw.nbytes != expected:
         raise ValueError(f"wire array of shape {list(shape)} needs {expected} bytes, buffer has {raw.nbytes}")
     return np.frombuffer(raw, dtype=dt).reshape(shape).astype(dt.newbyteorder("="))
+
+
+def array_serializers(dtype: str) -> dict[str, Any]:
+    """``to_json``/``from_json`` for a trait holding a numpy array (or None), sent as ``dtype`` wire arrays.
+
+    Attach with ``.tag(sync=True, **array_serializers("float32"))``, as jupyter-scatter does: Python
+    holds the array, the wire carries the binary buffer, ``js/codecs.js`` decodes it.
+    """
+    return {
+        "to_json": lambda value, widget: array_to_wire(value, dtype),
+        "from_json": lambda value, widget: array_from_wire(value),
+    }
+
+
+def arrays_serializers(dtypes: dict[str, str]) -> dict[str, Any]:
+    """Serializers for a trait holding a dict of named numpy arrays (or None), e.g. partner indices and weights."""
+
+    def to_json(value: dict[str, Any] | None, widget: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        return {name: array_to_wire(value[name], dtype) for name, dtype in dtypes.items()}
+
+    def from_json(value: dict[str, Any] | None, widget: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        return {name: array_from_wire(value[name]) for name in dtypes}
+
+    return {"to_json": to_json, "from_json": from_json}

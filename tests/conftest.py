@@ -6,12 +6,16 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
+from typing import Any
 
+import comm
 import pytest
 import torch
 
 from headsne_widget.extraction import Extraction, LoadedModel, extract, load_model
+from headsne_widget.headsne import HeadSNE
 from headsne_widget.texts import TSNE_ABSTRACT
+from recording_comm import RecordingComm, run_threads
 
 # Enough text for a tiny byte-level BPE to learn word pieces, and characters outside ASCII.
 BPE_CORPUS = [
@@ -182,3 +186,35 @@ def long_llama_dir(bert_tokenizer, tmp_path_factory) -> str:
     """A tiny random Llama (2 layers, 4 heads, 2 key/value heads, hidden 64) with 16384 positions."""
     directory = tmp_path_factory.mktemp("tiny-llama-16k")
     return build_tiny_model("llama", directory, bert_tokenizer, hidden_size=64, max_position_embeddings=16384)
+
+
+# ------------------------------------------------------------------------------------------ widgets
+
+
+@pytest.fixture
+def comms(monkeypatch) -> list[RecordingComm]:
+    opened: list[RecordingComm] = []
+
+    def create_comm(*args: Any, **kwargs: Any) -> RecordingComm:
+        c = RecordingComm(*args, **kwargs)
+        opened.append(c)
+        return c
+
+    monkeypatch.setattr(comm, "create_comm", create_comm)
+    return opened
+
+
+@pytest.fixture
+def make(comms):
+    """Build HeadSNE widgets; each is closed after the test, and no run thread may outlive it."""
+    made: list[HeadSNE] = []
+
+    def build(*args: Any, **kwargs: Any) -> tuple[HeadSNE, RecordingComm]:
+        w = HeadSNE(*args, **kwargs)
+        made.append(w)
+        return w, w.comm
+
+    yield build
+    for w in made:
+        w.close()
+    assert run_threads() == [], "a run thread outlived its widget"

@@ -8,135 +8,36 @@ Messages "from the browser" go in through the same comm's `handle_msg`, as ipyke
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import threading
 import time
-from typing import Any
 
-import comm
 import ipywidgets
 import numpy as np
 import pytest
 import traitlets
-from comm.base_comm import BaseComm
+from recording_comm import run_threads, wait_until
 
 from headsne_widget.affinities import attention_affinities, gaussian_affinities
-from headsne_widget.alignment import align
+from headsne_widget.alignment import align, align_rows
 from headsne_widget.errors import DegenerateAffinitiesError
 from headsne_widget.extraction import Extraction, extract
-from headsne_widget.headsne import HeadSNE, align_rows, start_warmup, top_edges
+from headsne_widget.headsne import HeadSNE
 from headsne_widget.maximum_attention import max_attention
+from headsne_widget.partners import top_edges
+from headsne_widget.run_control import start_warmup
 from headsne_widget.serialization import array_from_wire
-from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.t_sne import kl_divergence
+from headsne_widget.texts import TSNE_ABSTRACT
 
 SHORT_TEXT = TSNE_ABSTRACT[:260]  # about 50 word pieces: fast runs, long enough for t-SNE
 LONG_RUN = dict(n_iter=10_000_000, speed=0.0)  # never ends by itself within a test
 
 
-class RecordingComm(BaseComm):
-    """A comm that keeps every published message (type, data, buffers as bytes, time)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self._record_lock = threading.Lock()
-        super().__init__(*args, **kwargs)
-
-    def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:
-        record = {
-            "type": msg_type,
-            "data": data,
-            "buffers": [bytes(b) for b in (buffers or [])],
-            "time": time.perf_counter(),
-        }
-        with self._record_lock:
-            self.messages.append(record)
-
-    # --- reading what was sent
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        with self._record_lock:
-            return list(self.messages)
-
-    def states(self) -> list[dict[str, Any]]:
-        """The state of the open message and of every update, buffers put back in place."""
-        out = []
-        for m in self.snapshot():
-            data = m["data"] or {}
-            if m["type"] == "comm_open" or data.get("method") == "update":
-                out.append(with_buffers(data["state"], data.get("buffer_paths", []), m["buffers"]))
-        return out
-
-    def frames(self) -> list[dict[str, Any]]:
-        return [s for s in self.states() if s.get("frame") is not None]
-
-    # --- talking to the widget as the browser does
-
-    def from_browser(self, **state: Any) -> None:
-        self.handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
-
-    def control(self, action: str) -> None:
-        self.handle_msg(
-            {"content": {"data": {"method": "custom", "content": {"type": "control", "action": action}}}, "buffers": []}
-        )
-
-
-def with_buffers(state: dict, paths: list, buffers: list[bytes]) -> dict:
-    """Put binary buffers back at their paths (what the browser's widget manager does)."""
-    state = dict(state)
-    for path, buffer in zip(paths, buffers):
-        obj = state
-        for key in path[:-1]:
-            obj[key] = dict(obj[key]) if isinstance(obj[key], dict) else list(obj[key])
-            obj = obj[key]
-        obj[path[-1]] = buffer
-    return state
-
-
-def run_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("headsne-run")]
-
-
-def wait_until(condition, timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def warm_kernels():
     start_warmup().join()  # so that CPU and thread checks see only the run's work
-
-
-@pytest.fixture
-def comms(monkeypatch) -> list[RecordingComm]:
-    opened: list[RecordingComm] = []
-
-    def create_comm(*args: Any, **kwargs: Any) -> RecordingComm:
-        c = RecordingComm(*args, **kwargs)
-        opened.append(c)
-        return c
-
-    monkeypatch.setattr(comm, "create_comm", create_comm)
-    return opened
-
-
-@pytest.fixture
-def make(comms):
-    """Build HeadSNE widgets; each is closed after the test, and no run thread may outlive it."""
-    made: list[HeadSNE] = []
-
-    def build(*args: Any, **kwargs: Any) -> tuple[HeadSNE, RecordingComm]:
-        w = HeadSNE(*args, **kwargs)
-        made.append(w)
-        return w, w.comm
-
-    yield build
-    for w in made:
-        w.close()
-    assert run_threads() == [], "a run thread outlived its widget"
 
 
 @pytest.fixture(scope="module")
@@ -187,14 +88,29 @@ def test_frames_are_finite_float32_buffers_of_8_bytes_per_token(make, ex):
     last = frames[-1]
     assert last["iteration"] == 120, "the last frame must always be sent"
     assert w.state == "done" and w.iteration == 120 and "done layer 0 head 0" in w.status
-    np.testing.assert_array_equal(w.embedding, decode_frame(last))
     assert w.embedding.dtype == np.float32 and w.embedding.shape == (m, 2)
+    # the browser's frame is the raw embedding rotated/reflected/shifted for display: same distances
+    shown = decode_frame(last)
+    raw_d = np.linalg.norm(w.embedding[:, None] - w.embedding[None], axis=-1)
+    np.testing.assert_allclose(np.linalg.norm(shown[:, None] - shown[None], axis=-1), raw_d, atol=1e-4 * raw_d.max())
     # the KL shown is the exact KL of the frame shown, for P of the selected head
     P = attention_affinities(ex.attentions[0, 0])
     assert kl == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
+    assert kl == pytest.approx(kl_divergence(P, shown), rel=1e-4)
     assert w.kl_history[-1] == pytest.approx(kl) and np.isfinite(w.kl_history).all()
     assert w.kl_iterations[-1] == 120 and np.all(np.diff(w.kl_iterations) > 0)
     assert w.kept == list(range(m))
+
+
+def test_the_same_seed_gives_the_same_embedding_whatever_the_timing(make, ex):
+    """Alignment is a display transform: ``w.embedding`` is the raw optimiser output (issue 10, item 11)."""
+    a, _ = make(ex, n_iter=200, speed=0.0, seed=3)
+    a.wait(10)
+    b, _ = make(ex, n_iter=200, speed=2000.0, seed=3, head=1)  # another history of sent frames
+    b.wait(10)
+    b.head = 0
+    b.wait(10)
+    np.testing.assert_array_equal(a.embedding, b.embedding)
 
 
 def test_sent_frames_are_aligned_to_the_previously_sent_frame(make, ex):
@@ -204,7 +120,7 @@ def test_sent_frames_are_aligned_to_the_previously_sent_frame(make, ex):
     w.wait(10)
     frames = [decode_frame(s) for s in c.frames()]
     assert len(frames) >= 4
-    for previous, current in zip(frames, frames[1:]):
+    for previous, current in itertools.pairwise(frames):
         # Procrustes of an already aligned frame onto its predecessor is the identity
         scale = np.abs(current).max()
         np.testing.assert_allclose(align(current, previous), current, atol=1e-3 * scale + 1e-6)
@@ -464,7 +380,12 @@ def test_a_degenerate_head_shows_an_error_and_never_nan(make, ex):
 
 @pytest.mark.parametrize(
     ("text", "error", "match"),
-    [("", ValueError, "empty"), ("   \n", ValueError, "empty"), (42, TypeError, "str"), ("hi", ValueError, "at least 4")],
+    [
+        ("", ValueError, "empty"),
+        ("   \n", ValueError, "empty"),
+        (42, TypeError, "str"),
+        ("hi", ValueError, "at least 4"),
+    ],
 )
 def test_bad_text_raises_at_construction(comms, tiny_bert, text, error, match):
     with pytest.raises(error, match=match):
@@ -492,7 +413,7 @@ def test_invalid_python_values_raise_clear_errors(make, ex):
     assert w.learning_rate is None
     w.learning_rate = 40
     assert w.learning_rate == 40.0
-    with pytest.raises(TypeError, match="unknown parameter.*colour"):
+    with pytest.raises(TypeError, match=r"unknown parameter.*colour"):
         HeadSNE(ex, colour="red")
     with pytest.raises(traitlets.TraitError, match="layer 5 is out of range"):
         HeadSNE(ex, layer=5)

@@ -1,0 +1,36 @@
+"""Per-token colour values for ``HeadSNE.color_by``: the user's numbers, or labels turned into categories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MAX_CATEGORIES", "color_values"]
+
+#: most distinct labels drawn as categories (a categorical palette beyond this is unreadable)
+MAX_CATEGORIES = 20
+
+
+def color_values(values: Any, n: int) -> tuple[np.ndarray, list[str]]:
+    """``values`` (one per token) as float32 colour values and category names.
+
+    Real numbers give ``(values, [])`` (drawn on a sequential scale); anything else (str, bool, mixed)
+    gives integer codes into the sorted distinct labels. Raises ValueError for a wrong length, NaN, or
+    more than ``MAX_CATEGORIES`` labels.
+    """
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"color_by takes a mode name or one value per token, got {type(values).__name__}")
+    if len(values) != n:
+        raise ValueError(f"color_by needs one value per token: {n} tokens, got {len(values)} values")
+    a = np.asarray(values)
+    if a.ndim == 1 and a.dtype.kind in "iuf":
+        if not np.isfinite(a).all():
+            raise ValueError("color_by values hold NaN or inf")
+        return a.astype(np.float32), []
+    labels = [str(v) for v in values]
+    categories = sorted(set(labels))
+    if len(categories) > MAX_CATEGORIES:
+        raise ValueError(f"color_by has {len(categories)} distinct labels; at most {MAX_CATEGORIES} can be told apart")
+    code = {c: i for i, c in enumerate(categories)}
+    return np.array([code[label] for label in labels], dtype=np.float32), categories

@@ -1,0 +1,108 @@
+"""Each token's partners, for the hover lines and the tooltip: pure functions, array in, array out.
+
+- :func:`top_edges`: strongest partners in a head by ``max(A_ij, A_ji)`` (the symmetric view that P uses);
+- :func:`attention_partners`: "attends to" (row i of A, keys) and "attended by" (column i, queries);
+- :func:`hidden_neighbours`: nearest neighbours in a layer's hidden space (hidden mode's partners).
+
+Rows are processed in blocks, so no extra n x n array is made at long lengths.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["attention_partners", "hidden_neighbours", "selection_partners", "top_edges"]
+
+_BLOCK = 1024  # rows per block: bounds the temporary to _BLOCK x n floats
+
+
+def _top_k(W: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k largest entries of each row of W, largest first: (indices int32, weights float32)."""
+    if k == 0:
+        return np.zeros((W.shape[0], 0), dtype=np.int32), np.zeros((W.shape[0], 0), dtype=np.float32)
+    indices = np.argpartition(-W, k - 1, axis=1)[:, :k]
+    weights = np.take_along_axis(W, indices, axis=1)
+    order = np.argsort(-weights, axis=1, kind="stable")
+    indices = np.take_along_axis(indices, order, axis=1)
+    return indices.astype(np.int32), np.take_along_axis(weights, order, axis=1).astype(np.float32)
+
+
+def _partner_mask(n: int, kept: np.ndarray | None) -> np.ndarray:
+    mask = np.zeros(n, dtype=bool)
+    mask[np.arange(n) if kept is None else kept] = True
+    return mask
+
+
+def _blocked(score, n: int, k: int, partner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k of ``score(rows)`` (a (len(rows), n) block) over partners, self excluded, block by block."""
+    k = max(0, min(int(k), int(partner.sum()) - 1))
+    indices = np.zeros((n, k), dtype=np.int32)
+    weights = np.zeros((n, k), dtype=np.float32)
+    for start in range(0, n, _BLOCK):
+        rows = np.arange(start, min(n, start + _BLOCK))
+        W = np.array(score(rows), dtype=np.float32)
+        W[:, ~partner] = -np.inf
+        W[np.arange(len(rows)), rows] = -np.inf
+        indices[rows], weights[rows] = _top_k(W, k)
+    return indices, weights
+
+
+def top_edges(A: np.ndarray, k: int, kept: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each token's ``k`` strongest partners in head A by ``max(A_ij, A_ji)``, strongest first.
+
+    Partners are restricted to ``kept`` (token indices drawn in the scatter), so every edge can be
+    drawn. Returns (indices int32 (n, k'), weights float32 (n, k')) with ``k' = min(k, len(kept) - 1)``.
+    """
+    A = np.asarray(A, dtype=np.float32)
+    n = A.shape[0]
+    return _blocked(lambda rows: np.maximum(A[rows], A[:, rows].T), n, k, _partner_mask(n, kept))
+
+
+def attention_partners(
+    A: np.ndarray, k: int, kept: np.ndarray | None = None
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """BertViz's two directions: for each token i, its top-k keys in row i ("attends to") and its top-k
+    queries in column i ("attended by"), each as (indices int32 (n, k'), weights float32 (n, k'))."""
+    A = np.asarray(A, dtype=np.float32)
+    n = A.shape[0]
+    partner = _partner_mask(n, kept)
+    return (
+        _blocked(lambda rows: A[rows], n, k, partner),
+        _blocked(lambda rows: A[:, rows].T, n, k, partner),
+    )
+
+
+def hidden_neighbours(X: np.ndarray, k: int, kept: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each token's k nearest neighbours in hidden space X (n, d), by Euclidean distance, nearest first.
+
+    Weights are ``1 / (1 + d^2 / median d^2)``, in (0, 1], so they read like attention weights.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    sq = np.einsum("ij,ij->i", X, X)
+
+    def d2(rows: np.ndarray) -> np.ndarray:
+        return np.maximum(sq[rows, None] + sq[None, :] - 2.0 * X[rows] @ X.T, 0.0)
+
+    indices, neg = _blocked(lambda rows: -d2(rows), n, k, _partner_mask(n, kept))
+    dist2 = -neg.astype(np.float64)
+    scale = float(np.median(dist2)) if dist2.size else 1.0
+    weights = 1.0 / (1.0 + dist2 / (scale if scale > 0 else 1.0))
+    return indices, weights.astype(np.float32)
+
+
+def selection_partners(ex: Any, mode: str, layer: int, head: int, k: int, kept: np.ndarray) -> dict[str, Any]:
+    """The widget's partner traits for one selection: ``edges``, ``attends_to``, ``attended_by``
+    (each ``{"indices", "weights"}`` or None; hidden mode: neighbours in ``ex.layer_output(layer)``)."""
+
+    def pack(pair: tuple[np.ndarray, np.ndarray] | None) -> dict[str, np.ndarray] | None:
+        return None if pair is None else {"indices": pair[0], "weights": pair[1]}
+
+    if mode == "hidden":
+        return {"edges": pack(hidden_neighbours(ex.layer_output(layer), k, kept)), "attends_to": None,
+                "attended_by": None}  # fmt: skip
+    A = ex.attention(layer, head)
+    to, by = attention_partners(A, k, kept)
+    return {"edges": pack(top_edges(A, k, kept)), "attends_to": pack(to), "attended_by": pack(by)}
