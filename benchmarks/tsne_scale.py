@@ -1,0 +1,189 @@
+"""Our t-SNE against openTSNE's FFT method at n = 512 to 16384, on the same P, in one run.
+
+Both libraries optimise the SAME P (openTSNE gets it as a scipy sparse matrix of its non-zeros), from
+the same start N(0, 1e-4 I), with the same schedule (exaggeration 12 for the first quarter of the
+iterations, momentum 0.5 then 0.8) and the same learning rate (ours: n / 12, ``learning_rate="auto"``;
+openTSNE: 4 times that, as its gradient has no factor 4). Every result is scored with our exact
+``kl_divergence`` (float64, all pairs).
+
+Two kinds of P, both dense as real ones are:
+
+- ``attention``: a causal attention head, softmax of random rank-16 logits q_i . k_j (scale 2) over the
+  keys j <= i, then ``attention_affinities`` (symmetrised, zero diagonal, sum 1);
+- ``gaussian``: ``gaussian_affinities`` (perplexity 30) of 20 Gaussian clusters in 50 dimensions. It
+  builds several n x n float64 arrays (about 8 GiB at 16384), so it stops at 8192.
+
+openTSNE's attraction loops over P's non-zeros, so with these dense P its cost is O(n^2) like ours; its
+FFT repulsion is O(n). At n = 16384 both libraries run ``--big-iters`` iterations (500 by default, same
+schedule shape) to keep the whole benchmark near 15 minutes on 2 cores; seconds are reported per 1000
+iterations and the KL is the one reached after those iterations.
+
+    python benchmarks/tsne_scale.py            # the table (about 15 min on 2 idle cores)
+    python benchmarks/tsne_scale.py --quick    # n = 512 and 2048 (about 1 min)
+    python benchmarks/tsne_scale.py --memory   # peak RSS of a run at 512, 8192 and 16384 (fresh processes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+EXAGGERATION = 12.0
+
+
+def attention_P(n: int, rank: int = 16, scale: float = 2.0, seed: int = 0) -> np.ndarray:
+    """P of a synthetic causal attention head (float32): softmax over j <= i of low-rank logits."""
+    from headsne_widget import attention_affinities
+
+    rng = np.random.default_rng(seed)
+    queries = rng.normal(size=(n, rank)).astype(np.float32)
+    keys = rng.normal(size=(n, rank)).astype(np.float32)
+    A = queries @ keys.T
+    A *= scale / np.sqrt(rank)
+    A[np.triu_indices(n, 1)] = -np.inf
+    A -= A.max(axis=1, keepdims=True)
+    np.exp(A, out=A)
+    A /= A.sum(axis=1, keepdims=True)
+    return np.asarray(attention_affinities(A), dtype=np.float32)
+
+
+def gaussian_P(n: int, seed: int = 0) -> np.ndarray:
+    """P from ``gaussian_affinities`` (perplexity 30) of 20 clusters in 50 dimensions (float32)."""
+    from headsne_widget import gaussian_affinities
+
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0.0, 8.0, size=(20, 50))
+    X = centres[rng.integers(0, 20, n)] + rng.normal(size=(n, 50))
+    return gaussian_affinities(X, perplexity=30.0).astype(np.float32)
+
+
+def initial(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0.0, 1e-2, size=(n, 2))
+
+
+def run_ours(P: np.ndarray, n_iter: int, seed: int) -> np.ndarray:
+    from headsne_widget.t_sne import tsne
+
+    init = initial(P.shape[0], seed)
+    return tsne(P, n_iter=n_iter, exaggeration_iters=n_iter // 4, init=init, every=n_iter, device="cpu").embedding
+
+
+def opentsne_embedding(P: np.ndarray, seed: int, n_jobs: int):
+    import scipy.sparse as sp
+    from openTSNE import TSNEEmbedding
+    from openTSNE.affinity import PrecomputedAffinities
+
+    affinities = PrecomputedAffinities(sp.csr_matrix(P.astype(np.float64)), normalize=False)
+    return TSNEEmbedding(
+        initial(P.shape[0], seed),
+        affinities,
+        negative_gradient_method="fft",
+        n_jobs=n_jobs,
+        random_state=seed,
+        verbose=False,
+    )
+
+
+def opentsne_jobs(P: np.ndarray) -> int:
+    """openTSNE's faster thread count here, 1 or 2, from 30 iterations of each (on a loaded 2-core
+    machine its 2 threads were 2.5 times slower than 1 at n = 512)."""
+    seconds = {}
+    for n_jobs in (1, 2):
+        emb = opentsne_embedding(P, 0, n_jobs)
+        t0 = time.perf_counter()
+        emb.optimize(30, exaggeration=1.0, momentum=0.8, learning_rate=4 * max(P.shape[0] / EXAGGERATION, 5.0))
+        seconds[n_jobs] = time.perf_counter() - t0
+    return min(seconds, key=seconds.get)
+
+
+def run_opentsne(P: np.ndarray, n_iter: int, seed: int, n_jobs: int) -> np.ndarray:
+    lr = 4 * max(P.shape[0] / EXAGGERATION, 5.0)
+    emb = opentsne_embedding(P, seed, n_jobs)
+    emb = emb.optimize(n_iter // 4, exaggeration=EXAGGERATION, momentum=0.5, learning_rate=lr)
+    emb = emb.optimize(n_iter - n_iter // 4, exaggeration=1.0, momentum=0.8, learning_rate=lr)
+    return np.asarray(emb)
+
+
+def table(sizes: list[int], kinds: list[str], big_iters: int) -> None:
+    """Median seconds and median exact KL over the seeds (5 at n <= 512, 3 at 2048, 1 above)."""
+    from headsne_widget.t_sne import kl_divergence, warmup
+
+    warmup()
+    makers = {"attention": attention_P, "gaussian": gaussian_P}
+    print(
+        f"{'n':>6} {'P':<10} {'nnz':>5} {'library':<22} {'iters':>5} {'seeds':>5} {'s / 1000 it':>11} "
+        f"{'exact KL':>9} {'speed-up':>8}",
+        flush=True,
+    )
+    for n in sizes:
+        n_iter = 1000 if n < 16384 else big_iters
+        seeds = 5 if n <= 512 else 3 if n <= 2048 else 1
+        for kind in kinds:
+            if kind == "gaussian" and n > 8192:
+                continue
+            P = makers[kind](n)
+            nnz = np.count_nonzero(P) / P.size
+            n_jobs = opentsne_jobs(P)
+            rows = {}
+            runners = (("ours (exact)", run_ours, ()), (f"openTSNE fft n_jobs={n_jobs}", run_opentsne, (n_jobs,)))
+            for name, runner, extra in runners:
+                times, kls = [], []
+                for seed in range(seeds):
+                    t0 = time.perf_counter()
+                    Y = runner(P, n_iter, seed, *extra)
+                    times.append((time.perf_counter() - t0) * 1000 / n_iter)
+                    kls.append(kl_divergence(P, Y))
+                rows[name] = (float(np.median(times)), float(np.median(kls)))
+            (ours_t, _), (theirs_t, _) = rows.values()
+            for name, (seconds, kl) in rows.items():
+                ratio = f"{theirs_t / ours_t:.1f}x" if name.startswith("ours") else ""
+                print(
+                    f"{n:>6} {kind:<10} {nnz:>5.0%} {name:<22} {n_iter:>5} {seeds:>5} {seconds:>11.2f} {kl:>9.4f} "
+                    f"{ratio:>8}",
+                    flush=True,
+                )
+
+
+def memory(sizes: list[int]) -> None:
+    """Peak RSS of ``tsne`` on a float32 P in a fresh process (VmHWM, which starts afresh at exec)."""
+    code = (
+        "import sys, numpy as np\n"
+        "def hwm():\n"
+        "    return int([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]) / 1024\n"
+        "from headsne_widget.t_sne import tsne, warmup\n"
+        "warmup()\n"
+        "P = np.load(sys.argv[1])\n"
+        "base = hwm()\n"
+        "r = tsne(P, n_iter=50, seed=0, device='cpu')\n"
+        "print(f'n={P.shape[0]}: P {P.nbytes / 2**20:.0f} MiB float32; peak RSS {hwm():.0f} MiB, of which '\n"
+        "      f'{base:.0f} MiB before the run (Python, torch, numba and P); the run added {hwm() - base:.0f} MiB')\n"
+    )
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "P.npy"
+            np.save(path, attention_P(n))
+            subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[512, 2048, 8192, 16384])
+    ap.add_argument("--kinds", nargs="+", default=["attention", "gaussian"], choices=["attention", "gaussian"])
+    ap.add_argument("--big-iters", type=int, default=500, help="iterations at n >= 16384 (both libraries)")
+    ap.add_argument("--quick", action="store_true", help="n = 512 and 2048 only (about a minute)")
+    ap.add_argument("--memory", action="store_true", help="peak RSS of a run at 512, 8192 and 16384")
+    args = ap.parse_args()
+    if args.memory:
+        memory([512, 8192, 16384])
+        return
+    table([512, 2048] if args.quick else args.sizes, args.kinds, args.big_iters)
+
+
+if __name__ == "__main__":
+    main()
