@@ -9,12 +9,14 @@ when interrupted with Ctrl-C, warns and returns what finished. :mod:`headsne_wid
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ._checks import int_at_least
+from .selection import check_index, selection_affinities
 
 __all__ = [
     "OCCUPATIONS",
@@ -29,19 +31,108 @@ __all__ = [
 # musician, dancer, singer, choreographer, composer, woodworker, farmworker, rancher, millwright, locksmith
 # and brickmason, which are all here.
 OCCUPATIONS: tuple[str, ...] = (
-    "accountant", "actor", "actuary", "architect", "archivist", "astronomer", "athlete", "auditor",
-    "baker", "barber", "bartender", "biologist", "blacksmith", "bookkeeper", "brickmason", "butcher",
-    "carpenter", "cashier", "chef", "chemist", "choreographer", "cleaner", "coach", "composer",
-    "cook", "counselor", "courier", "dancer", "dentist", "designer", "detective", "dietitian",
-    "diplomat", "doctor", "driver", "economist", "editor", "electrician", "engineer", "farmer",
-    "farmworker", "firefighter", "fisherman", "florist", "gardener", "geologist", "glazier", "guard",
-    "hairdresser", "historian", "janitor", "jeweler", "journalist", "judge", "lawyer", "librarian",
-    "lifeguard", "locksmith", "machinist", "mathematician", "mechanic", "midwife", "millwright", "miner",
-    "musician", "nurse", "optician", "painter", "paralegal", "pharmacist", "photographer", "physicist",
-    "physician", "pilot", "plumber", "poet", "police", "politician", "potter", "programmer",
-    "psychologist", "rancher", "receptionist", "reporter", "roofer", "sailor", "scientist", "sculptor",
-    "secretary", "singer", "soldier", "statistician", "surgeon", "tailor", "teacher", "translator",
-    "veterinarian", "waiter", "welder", "woodworker", "writer", "zoologist",
+    "accountant",
+    "actor",
+    "actuary",
+    "architect",
+    "archivist",
+    "astronomer",
+    "athlete",
+    "auditor",
+    "baker",
+    "barber",
+    "bartender",
+    "biologist",
+    "blacksmith",
+    "bookkeeper",
+    "brickmason",
+    "butcher",
+    "carpenter",
+    "cashier",
+    "chef",
+    "chemist",
+    "choreographer",
+    "cleaner",
+    "coach",
+    "composer",
+    "cook",
+    "counselor",
+    "courier",
+    "dancer",
+    "dentist",
+    "designer",
+    "detective",
+    "dietitian",
+    "diplomat",
+    "doctor",
+    "driver",
+    "economist",
+    "editor",
+    "electrician",
+    "engineer",
+    "farmer",
+    "farmworker",
+    "firefighter",
+    "fisherman",
+    "florist",
+    "gardener",
+    "geologist",
+    "glazier",
+    "guard",
+    "hairdresser",
+    "historian",
+    "janitor",
+    "jeweler",
+    "journalist",
+    "judge",
+    "lawyer",
+    "librarian",
+    "lifeguard",
+    "locksmith",
+    "machinist",
+    "mathematician",
+    "mechanic",
+    "midwife",
+    "millwright",
+    "miner",
+    "musician",
+    "nurse",
+    "optician",
+    "painter",
+    "paralegal",
+    "pharmacist",
+    "photographer",
+    "physicist",
+    "physician",
+    "pilot",
+    "plumber",
+    "poet",
+    "police",
+    "politician",
+    "potter",
+    "programmer",
+    "psychologist",
+    "rancher",
+    "receptionist",
+    "reporter",
+    "roofer",
+    "sailor",
+    "scientist",
+    "sculptor",
+    "secretary",
+    "singer",
+    "soldier",
+    "statistician",
+    "surgeon",
+    "tailor",
+    "teacher",
+    "translator",
+    "veterinarian",
+    "waiter",
+    "welder",
+    "woodworker",
+    "writer",
+    "zoologist",
 )
 
 METHODS = ("attention", "hidden")
@@ -54,81 +145,33 @@ _MAX_BATCH_ELEMENTS = 20_000_000
 # ----------------------------------------------------------------------------------------------- helpers
 
 
-def _check_index(value: Any, count: int, name: str, unit: str) -> int:
-    """A 0-based index in ``[0, count)`` (negative counts from the end), named in the error."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if not -count <= value < count:
-        raise ValueError(f"{name}={value} is out of range: the model has {count} {unit} (0..{count - 1})")
-    return int(value) % count
+def _check_heads(heads: Iterable[int] | None, n_heads: int) -> list[int]:
+    """All heads for None; else distinct valid head indices (a repeated head would duplicate rows)."""
+    if heads is None:
+        return list(range(n_heads))
+    head_list = [check_index(h, n_heads, "heads", "heads per layer") for h in heads]
+    if not head_list:
+        raise ValueError("heads is empty: pass None for all heads or at least one head index")
+    if len(set(head_list)) != len(head_list):
+        raise ValueError(f"heads has repeated entries {head_list}: each head is studied once")
+    return head_list
 
 
-def _check_layer(layer: Any, n_layers: int, name: str = "layer") -> int:
-    """A 0-based attention layer index."""
-    return _check_index(layer, n_layers, name, "layers")
+def study_seed(*keys: int) -> int:
+    """A 32-bit seed determined by ``keys``: independent streams for every (study seed, layer, head, ...).
 
-
-def _check_head(head: Any, n_heads: int, name: str = "head") -> int:
-    """A 0-based head index."""
-    return _check_index(head, n_heads, name, "heads per layer")
-
-
-def _seed(*keys: int) -> int:
-    """A 32-bit seed determined by ``keys``: independent streams for every (study seed, layer, head, ...)."""
+    ``kl_by_layer`` runs head h of layer l as ``tsne(P, restarts=runs, seed=study_seed(study_seed(seed, l, h),
+    0))`` and layer l's hidden states with ``study_seed(seed, l, H)`` in place of the inner seed, so any row can
+    be recomputed with a direct ``tsne`` call (batches of restarts start at ``study_seed(task_seed, start)``).
+    """
     return int(np.random.SeedSequence([int(k) for k in keys]).generate_state(1)[0])
 
 
-def hidden_state(ex: Any, layer: int) -> np.ndarray:
-    """The hidden states that layer ``layer``'s attention feeds: the layer's output, ``hidden_states[layer + 1]``.
-
-    ``hidden_states[0]`` is the embedding layer's output, so attention layer ``l`` (0-based, as the
-    thesis's Fig. 12) is compared with ``hidden_states[l + 1]``.
-    """
-    return np.asarray(ex.hidden_states[layer + 1], dtype=np.float64)
-
-
-class _Progress:
-    """A progress line: tqdm (notebook-aware) when installed, else a printed "label done k/N"."""
-
-    def __init__(self, total: int, label: str, enabled: bool) -> None:
-        self.total, self.label, self.done, self._bar = total, label, 0, None
-        self.enabled = enabled
-        if enabled:
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:
-                tqdm = None
-            if tqdm is not None:
-                self._bar = tqdm(total=total, desc=label, unit="run")
-
-    def update(self, k: int = 1) -> None:
-        self.done += k
-        if self._bar is not None:
-            self._bar.update(k)
-        elif self.enabled:
-            print(f"\r{self.label} done {self.done}/{self.total}", end="", flush=True)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-        elif self.enabled:
-            print()
+_seed = study_seed  # the name the corpus study imports
 
 
 def _interrupted(what: str, done: int, total: int) -> None:
     warnings.warn(f"interrupted: returning the {what} finished so far ({done}/{total})", RuntimeWarning, stacklevel=3)
-
-
-def _check_perplexity(perplexity: Any, n_tokens: int) -> float:
-    """Fail before any run when the hidden-state t-SNE cannot be calibrated for this text."""
-    if isinstance(perplexity, bool) or not isinstance(perplexity, (int, float, np.integer, np.floating)):
-        raise TypeError(f"perplexity must be a number, got {type(perplexity).__name__}")
-    if not 0.0 < float(perplexity) < n_tokens:
-        raise ValueError(
-            f"perplexity={perplexity} must be > 0 and less than the number of tokens ({n_tokens}): "
-            "use a longer text or a smaller perplexity"
-        )
-    return float(perplexity)
 
 
 def _load(model: Any) -> Any:
@@ -149,39 +192,36 @@ def _extract_ids(token_ids: np.ndarray, loaded: Any) -> Any:
     return extract_token_ids(token_ids, loaded)
 
 
-def _tsne_kls(P: np.ndarray, restarts: int, n_iter: int, seed: int) -> np.ndarray:
-    """Final exact KL of each of ``restarts`` batched t-SNE runs on ``P``, shape (restarts,)."""
+def _tsne_kl_chunks(P: np.ndarray, restarts: int, n_iter: int, seed: int) -> Iterator[np.ndarray]:
+    """Final exact KLs of ``restarts`` batched t-SNE runs on ``P``, chunk by chunk (for progress)."""
     from .t_sne import tsne
 
     n = P.shape[0]
     chunk = max(1, _MAX_BATCH_ELEMENTS // (n * n))
-    kls = []
     for start in range(0, restarts, chunk):
         r = min(chunk, restarts - start)
-        res = tsne(P, n_iter=n_iter, restarts=r, seed=_seed(seed, start))
-        kls.append(np.asarray(res.kls, dtype=np.float64).reshape(r))
-    return np.concatenate(kls)
+        res = tsne(P, n_iter=n_iter, restarts=r, seed=study_seed(seed, start))
+        yield np.asarray(res.kls, dtype=np.float64).reshape(r)
 
 
-def _attention_P(ex: Any, layer: int, head: int) -> np.ndarray:
-    from .affinities import attention_affinities
+def _tsne_kls(P: np.ndarray, restarts: int, n_iter: int, seed: int) -> np.ndarray:
+    """Final exact KL of each of ``restarts`` batched t-SNE runs on ``P``, shape (restarts,)."""
+    return np.concatenate(list(_tsne_kl_chunks(P, restarts, n_iter, seed)))
 
-    return attention_affinities(ex.attentions[layer, head])
 
-
-def _hidden_P(ex: Any, layer: int, perplexity: float) -> np.ndarray:
-    from .affinities import gaussian_affinities
-
-    return gaussian_affinities(hidden_state(ex, layer), perplexity=perplexity)
+def _P(ex: Any, method: str, layer: int, head: int, perplexity: float) -> tuple[np.ndarray, float | None]:
+    """P of a head ("attention") or of the layer's output hidden states ("hidden"), and the perplexity used."""
+    sel = selection_affinities(ex, method, layer, head, perplexity=perplexity)
+    if sel.note:
+        warnings.warn(sel.note, UserWarning, stacklevel=3)
+    return sel.P, sel.perplexity
 
 
 def _frame(rows: list[dict]) -> Any:
-    """``rows`` as a pandas DataFrame (head as nullable Int64) when pandas is importable, else unchanged."""
-    try:
-        import pandas as pd
-    except ImportError:
-        return rows
-    df = pd.DataFrame(rows, columns=["layer", "method", "head", "run", "kl"])
+    """``rows`` as a pandas DataFrame, head as nullable Int64."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=["layer", "method", "head", "run", "kl", "perplexity"])
     df["head"] = df["head"].astype("Int64")
     return df
 
@@ -209,30 +249,27 @@ def kl_by_layer(
     "hidden"), ``head`` (None for hidden), ``run`` and ``kl``: a pandas DataFrame if pandas is
     importable, else a list of dicts. Ctrl-C warns and returns the rows finished so far.
     """
+    from tqdm.auto import tqdm
+
     runs = int_at_least(runs, "runs", 1)
     n_iter = int_at_least(n_iter, "n_iter", 1)
     loaded = _load(model)
     ex = _extract(text, loaded)
     L, H = ex.n_layers, ex.n_heads
-    perplexity = _check_perplexity(perplexity, ex.n_tokens)
-    head_list = list(range(H)) if heads is None else [_check_head(h, H, "heads") for h in heads]
-    if not head_list:
-        raise ValueError("heads is empty: pass None for all heads or at least one head index")
-
+    head_list = _check_heads(heads, H)
     tasks = [(layer, "attention", head) for layer in range(L) for head in head_list]
     tasks += [(layer, "hidden", None) for layer in range(L)]
     tasks.sort(key=lambda t: t[0])  # layer by layer, so an interrupted study has whole early layers
     rows: list[dict] = []
-    bar = _Progress(len(tasks) * runs, "runs", progress)
+    bar = tqdm(total=len(tasks) * runs, desc="runs", unit="run", disable=not progress)
     try:
         for layer, method, head in tasks:
-            if method == "attention":
-                P = _attention_P(ex, layer, head)
-                kls = _tsne_kls(P, runs, n_iter, _seed(seed, layer, head))
-            else:
-                P = _hidden_P(ex, layer, perplexity)
-                kls = _tsne_kls(P, runs, n_iter, _seed(seed, layer, H))
-            rows += [dict(layer=layer, method=method, head=head, run=r, kl=float(kl)) for r, kl in enumerate(kls)]
+            P, used = _P(ex, method, layer, 0 if head is None else head, perplexity)
+            kls = _tsne_kls(P, runs, n_iter, study_seed(seed, layer, H if head is None else head))
+            rows += [
+                dict(layer=layer, method=method, head=head, run=r, kl=float(kl), perplexity=used)
+                for r, kl in enumerate(kls)
+            ]
             bar.update(runs)
     except KeyboardInterrupt:
         _interrupted("runs", len(rows), len(tasks) * runs)
@@ -324,56 +361,62 @@ def robustness(
         raise TypeError(f"fraction must be a number in (0, 1), got {type(fraction).__name__}")
     if not 0.0 < float(fraction) < 1.0:
         raise ValueError(f"fraction must be in (0, 1), got {fraction}")
+    from tqdm.auto import tqdm
+
     repeats = int_at_least(repeats, "repeats", 1)
     runs = int_at_least(runs, "runs", 1)
     n_iter = int_at_least(n_iter, "n_iter", 1)
     loaded = _load(model)
     ex = _extract(text, loaded)
-    layer = _check_layer(layer, ex.n_layers)
-    head = _check_head(head, ex.n_heads)
-    perplexity = _check_perplexity(perplexity, ex.n_tokens)
-
+    layer = check_index(layer, ex.n_layers, "layer", "layers")
+    head = check_index(head, ex.n_heads, "head", "heads per layer")
     ids = np.asarray(ex.token_ids, dtype=np.int64)
     eligible = np.flatnonzero(~np.asarray(ex.special, dtype=bool))
     n_replace = int(round(float(fraction) * len(eligible)))
     if n_replace < 1:
-        raise ValueError(
-            f"fraction={fraction} replaces no token: the text has only {len(eligible)} non-special tokens"
-        )
+        raise ValueError(f"fraction={fraction} replaces no token: the text has only {len(eligible)} non-special tokens")
     if len(np.unique(ids[eligible])) < 2:
         raise ValueError("the text needs at least two distinct tokens to replace one by another")
 
-    rng = np.random.default_rng(_seed(seed, 0))
+    rng = np.random.default_rng(study_seed(seed, 0))
     result = RobustnessResult(
         layer=layer, head=head, fraction=float(fraction), model_name=str(ex.model_name), tokens=list(ex.tokens),
         token_ids=ids, positions=np.empty((0, n_replace), np.int64), disturbed_ids=np.empty((0, len(ids)), np.int64),
         kls={c: np.empty(0) for c in CONDITIONS},
-    )
-    bar = _Progress(2 * repeats, "repeats", progress)
-    positions, disturbed, kl_att, kl_hid = [], [], [], []
+    )  # fmt: skip
+    # progress counts t-SNE runs of every phase: undisturbed (both methods), then disturbed (both methods)
+    bar = tqdm(total=4 * repeats * runs, desc="runs", unit="run", disable=not progress)
+    done: dict[str, list[float]] = {c: [] for c in CONDITIONS}
+    positions, disturbed = [], []
     try:
-        for method, P in (("attention", _attention_P(ex, layer, head)), ("hidden", _hidden_P(ex, layer, perplexity))):
-            kls = _tsne_kls(P, repeats * runs, n_iter, _seed(seed, 1, METHODS.index(method)))
-            result.kls[method] = kls.reshape(repeats, runs).min(axis=1)
-        bar.update(repeats)
+        chunks = {
+            m: _tsne_kl_chunks(_P(ex, m, layer, head, perplexity)[0], repeats * runs, n_iter, study_seed(seed, 1, i))
+            for i, m in enumerate(METHODS)
+        }
+        for attention, hidden in zip(chunks["attention"], chunks["hidden"]):
+            done["attention"] += attention.tolist()
+            done["hidden"] += hidden.tolist()
+            bar.update(len(attention) + len(hidden))
         for r in range(repeats):
             new_ids, pos = _disturb(ids, eligible, n_replace, rng)
             dex = _extract_ids(new_ids, loaded)
-            a = _tsne_kls(_attention_P(dex, layer, head), runs, n_iter, _seed(seed, 2, r)).min()
-            h = _tsne_kls(_hidden_P(dex, layer, perplexity), runs, n_iter, _seed(seed, 3, r)).min()
+            a = _tsne_kls(_P(dex, "attention", layer, head, perplexity)[0], runs, n_iter, study_seed(seed, 2, r))
+            h = _tsne_kls(_P(dex, "hidden", layer, head, perplexity)[0], runs, n_iter, study_seed(seed, 3, r))
             positions.append(pos)
             disturbed.append(new_ids)
-            kl_att.append(a)
-            kl_hid.append(h)
-            bar.update()
+            done["attention disturbed"].append(a.min())
+            done["hidden disturbed"].append(h.min())
+            bar.update(2 * runs)
     except KeyboardInterrupt:
-        _interrupted("repeats", len(kl_att), repeats)
+        _interrupted("repeats", len(done["attention disturbed"]), repeats)
     finally:
         bar.close()
+    whole = min(len(done["attention"]), len(done["hidden"])) // runs  # same repeats in both methods
+    for method in METHODS:
+        result.kls[method] = np.asarray(done[method][: whole * runs]).reshape(whole, runs).min(axis=1)
+        result.kls[f"{method} disturbed"] = np.asarray(done[f"{method} disturbed"], dtype=np.float64)
     if positions:
         result.positions, result.disturbed_ids = np.stack(positions), np.stack(disturbed)
-    result.kls["attention disturbed"] = np.asarray(kl_att, dtype=np.float64)
-    result.kls["hidden disturbed"] = np.asarray(kl_hid, dtype=np.float64)
     return result
 
 
@@ -447,8 +490,13 @@ def word_embeddings(
     from .affinities import gaussian_affinities
 
     P = gaussian_affinities(X, perplexity=perplexity)
-    res = tsne(P, n_iter=n_iter, seed=_seed(seed))
+    res = tsne(P, n_iter=n_iter, seed=study_seed(seed))
     return WordEmbeddings(
-        words=words, X=X, embedding=np.asarray(res.embedding), kl=float(res.kl), layer=layer,
-        perplexity=float(perplexity), model_name=str(first.model_name),
+        words=words,
+        X=X,
+        embedding=np.asarray(res.embedding),
+        kl=float(res.kl),
+        layer=layer,
+        perplexity=float(perplexity),
+        model_name=str(first.model_name),
     )

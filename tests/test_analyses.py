@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from headsne_widget import analyses, extract
+from headsne_widget.affinities import attention_affinities, gaussian_affinities
+from headsne_widget.t_sne import tsne
 
 TEXT = "the quick brown fox jumps over the lazy dog because the dog was asleep in the warm sun"
 LONG = (
@@ -67,7 +69,9 @@ def test_kl_by_layer_batches_runs_in_one_tsne_call_per_head(tiny_bert, monkeypat
         return real(P, **kw)
 
     monkeypatch.setattr(tsne_module, "tsne", counting)
-    rows = records(analyses.kl_by_layer(TEXT, tiny_bert, runs=3, heads=[0, 2], n_iter=30, progress=False, perplexity=5.0))
+    rows = records(
+        analyses.kl_by_layer(TEXT, tiny_bert, runs=3, heads=[0, 2], n_iter=30, progress=False, perplexity=5.0)
+    )
     ex = extract(TEXT, tiny_bert)
     assert len(rows) == ex.n_layers * 3 * 3
     assert calls == [3] * (ex.n_layers * 3)
@@ -93,20 +97,10 @@ def test_kl_by_layer_keeps_finished_rows_on_interrupt(tiny_bert, monkeypatch):
     assert all(np.isfinite(r["kl"]) for r in rows)
 
 
-def test_kl_by_layer_progress_reports_runs(tiny_bert, capsys, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_tqdm(name, *args, **kwargs):
-        if name.startswith("tqdm"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_tqdm)
+def test_kl_by_layer_progress_reports_runs(tiny_bert, capsys):
     analyses.kl_by_layer(TEXT, tiny_bert, runs=1, heads=[0], n_iter=20, progress=True, perplexity=5.0)
     ex = extract(TEXT, tiny_bert)
-    assert f"runs done {2 * ex.n_layers}/{2 * ex.n_layers}" in capsys.readouterr().out
+    assert f"{2 * ex.n_layers}/{2 * ex.n_layers}" in capsys.readouterr().err  # tqdm writes to stderr
 
 
 @pytest.mark.parametrize(
@@ -115,13 +109,46 @@ def test_kl_by_layer_progress_reports_runs(tiny_bert, capsys, monkeypatch):
         (dict(runs=0), "runs"),
         (dict(heads=[99]), "heads"),
         (dict(heads=[]), "heads"),
+        (dict(heads=[0, 0]), "repeated"),
         (dict(n_iter=0), "n_iter"),
-        (dict(perplexity=20.0), "perplexity"),  # the text has fewer than 20 tokens
+        (dict(perplexity=-1.0), "perplexity"),
     ],
 )
 def test_kl_by_layer_rejects_bad_arguments(tiny_bert, kwargs, match):
     with pytest.raises(ValueError, match=match):
         analyses.kl_by_layer(TEXT, tiny_bert, progress=False, **({"perplexity": 5.0} | kwargs))
+
+
+def test_kl_by_layer_lowers_a_too_large_perplexity_as_everywhere(tiny_bert):
+    ex = extract(TEXT, tiny_bert)
+    with pytest.warns(UserWarning, match="perplexity 20 is too large"):
+        rows = records(analyses.kl_by_layer(TEXT, tiny_bert, runs=1, heads=[0], n_iter=20, progress=False))
+    hidden = [r for r in rows if r["method"] == "hidden"]
+    assert [r["perplexity"] for r in hidden] == pytest.approx([(ex.n_tokens - 1) / 3] * ex.n_layers)
+
+
+def test_kl_by_layer_rows_equal_direct_computations(tiny_bert):
+    """Each row is the KL of a direct ``tsne`` on the P the row names, with the documented seed."""
+    ex = extract(LONG, tiny_bert)
+    runs, n_iter, seed, perplexity = 2, 150, 5, 6.0
+    rows = records(
+        analyses.kl_by_layer(LONG, tiny_bert, runs=runs, heads=[1, 3], n_iter=n_iter, seed=seed, perplexity=perplexity,
+                             progress=False)
+    )  # fmt: skip
+    for layer in range(ex.n_layers):
+        for head in (1, 3):
+            P = attention_affinities(ex.attention(layer, head))
+            direct = tsne(
+                P, n_iter=n_iter, restarts=runs, seed=analyses.study_seed(analyses.study_seed(seed, layer, head), 0)
+            ).kls
+            got = [r["kl"] for r in rows if (r["layer"], r["method"]) == (layer, "attention") and r["head"] == head]
+            np.testing.assert_allclose(got, direct, rtol=1e-6)
+        P = gaussian_affinities(ex.hidden_states[layer + 1].astype(np.float64), perplexity=perplexity)
+        direct = tsne(
+            P, n_iter=n_iter, restarts=runs, seed=analyses.study_seed(analyses.study_seed(seed, layer, ex.n_heads), 0)
+        ).kls
+        got = [r["kl"] for r in rows if (r["layer"], r["method"]) == (layer, "hidden")]
+        np.testing.assert_allclose(got, direct, rtol=1e-6)
 
 
 # ----------------------------------------------------------------------------------------- robustness
@@ -131,7 +158,9 @@ def test_robustness_replaces_the_fraction_of_tokens(tiny_bert):
     ex = extract(LONG, tiny_bert)
     eligible = np.flatnonzero(~ex.special)
     fraction, repeats = 0.1, 3
-    res = analyses.robustness(LONG, tiny_bert, layer=1, head=2, fraction=fraction, repeats=repeats, n_iter=40, progress=False)
+    res = analyses.robustness(
+        LONG, tiny_bert, layer=1, head=2, fraction=fraction, repeats=repeats, n_iter=40, progress=False
+    )
     n_replace = round(fraction * len(eligible))
     assert n_replace >= 2
     assert res.disturbed_ids.shape == (repeats, ex.n_tokens)
@@ -183,6 +212,39 @@ def test_robustness_keeps_finished_repeats_on_interrupt(tiny_bert, monkeypatch):
     assert res.std["hidden disturbed"] == 0.0  # one value: no spread, never NaN
     rows = res.to_rows()
     assert len(rows) == 4 + 4 + 1 + 1 and {r["condition"] for r in rows} == set(analyses.CONDITIONS)
+
+
+def test_robustness_progress_covers_the_first_phase_and_an_interrupt_there_is_consistent(
+    tiny_bert, monkeypatch, capsys
+):
+    real = analyses._tsne_kl_chunks
+    chunks = []
+
+    def few_per_chunk(P, restarts, n_iter, seed):  # 2 runs per batched call, interrupted at the 3rd call
+        for start in range(0, restarts, 2):
+            chunks.append(1)
+            if len(chunks) == 3:
+                raise KeyboardInterrupt
+            yield from real(P, min(2, restarts - start), n_iter, seed + start)
+
+    monkeypatch.setattr(analyses, "_tsne_kl_chunks", few_per_chunk)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        res = analyses.robustness(LONG, tiny_bert, layer=0, head=0, fraction=0.1, repeats=6, n_iter=20, progress=True)
+    assert len(res.kls["attention"]) == len(res.kls["hidden"]) == 2  # same repeats in both methods
+    assert res.repeats == 0
+    assert "4/24" in capsys.readouterr().err  # the first phase moved the bar before the interrupt
+
+
+def test_robustness_undisturbed_kls_equal_a_direct_computation(tiny_bert):
+    ex = extract(LONG, tiny_bert)
+    res = analyses.robustness(LONG, tiny_bert, layer=1, head=2, fraction=0.1, repeats=3, runs=2, n_iter=60, seed=4,
+                              perplexity=6.0, progress=False)  # fmt: skip
+    P = attention_affinities(ex.attention(1, 2))
+    direct = tsne(P, n_iter=60, restarts=6, seed=analyses.study_seed(analyses.study_seed(4, 1, 0), 0)).kls
+    np.testing.assert_allclose(res.kls["attention"], np.asarray(direct).reshape(3, 2).min(axis=1), rtol=1e-6)
+    P = gaussian_affinities(ex.hidden_states[2].astype(np.float64), perplexity=6.0)
+    direct = tsne(P, n_iter=60, restarts=6, seed=analyses.study_seed(analyses.study_seed(4, 1, 1), 0)).kls
+    np.testing.assert_allclose(res.kls["hidden"], np.asarray(direct).reshape(3, 2).min(axis=1), rtol=1e-6)
 
 
 @pytest.mark.parametrize(
