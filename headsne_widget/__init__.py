@@ -8,9 +8,10 @@ model -> arrays (:mod:`.extraction`) -> P (:mod:`.affinities`) -> frames (:mod:`
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = importlib.metadata.version("headsne-widget")  # the one place: pyproject.toml
 
 # public name -> submodule that defines it (one concept, one named place)
 _EXPORTS = {
@@ -26,9 +27,12 @@ _EXPORTS = {
     "Frame": "t_sne",
     "quantile_rescale": "rescaling",
     "align": "alignment",
+    "selection_affinities": "selection",
+    "Selection": "selection",
+    "RunController": "run_control",
     "HeadSNE": "headsne",
 }
-_SUBMODULES = {"analyses", "plots", "export"}
+_SUBMODULES = {"analyses", "plots", "export", "studies", "texts"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
 

@@ -76,7 +76,8 @@ class HeadSNE(HeadSNEModel):
         self._ready = self._closed = self._pending = False
         self._timer: threading.Timer | None = None
         self._error: BaseException | None = None
-        self._device, self._note, self._embedding, self._user_colors = device, "", None, None
+        self._device, self._note, self._user_colors = device, "", None
+        self._embedding: np.ndarray | None = None
         self._controller = RunController(self._on_frame, self._on_end)
         unknown = sorted(set(params) - set(PARAMETERS))
         if unknown:

@@ -19,7 +19,7 @@ import math
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,9 +195,9 @@ class RunController:
             previous.thread.join()  # one run computes at a time
         if run.cancel.is_set():
             return
-        frames = None
+        frames: Generator[Any, None, None] | None = None
         try:
-            frames = tsne_frames(run.P, **run.options)
+            frames = tsne_frames(run.P, **run.options)  # type: ignore[assignment]
             self._consume(run, frames)
         except Exception as err:  # reported to the owner: shown in the status line, re-raised by wait()
             self._end(run, "error", f"t-SNE failed: {err}", err)
