@@ -6,6 +6,10 @@ and saves with ``bokeh.io.save``. Tokens reach the page only as data: tick label
 on the canvas and tooltips use plain ``@field`` formatting, which bokeh escapes, so a token is never HTML.
 Each data source carries a ``name`` (``"max_attention_<layer>"``, ``"embedding"``, ``"boxes"``, ...) so that
 it can be found with ``layout.select(name=...)``.
+
+Sizes fit a notebook's output area: no figure, and no row of figures, is wider than ``OUTPUT_WIDTH`` px
+(JupyterLab's output area is 848 px wide in a 1280 px wide window with the file browser open), and
+the token labels of a token map are kept inside its plot frame by widening the axis ranges.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from bokeh.models import (
     HoverTool,
     LayoutDOM,
     LinearColorMapper,
+    Range1d,
     Whisker,
 )
 from bokeh.palettes import Category10_10, Category20_20, Viridis256
@@ -35,6 +40,8 @@ __all__ = ["max_attention", "embedding", "kl_by_layer", "robustness", "kl_curve"
 METHOD_COLORS = {"attention": "#d95f02", "hidden": "#1b9e77"}
 _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 _MAX_TICK_LABELS = 80  # token labels per axis before thinning to every k-th (thesis Fig. 13: every third)
+OUTPUT_WIDTH = 840  # px: the widest figure, or row of figures, that a notebook output area shows uncut
+_TICK_LABEL_PX = 12  # px along the axis per rotated token label (11 px font plus a gap)
 
 
 # ------------------------------------------------------------------------------------- max attention
@@ -71,14 +78,16 @@ def max_attention(ex: Any, *, layers: Sequence[int] | None = None) -> LayoutDOM:
             raise ValueError(f"layers: {layer!r} is not a layer index of this model (0..{L - 1})")
 
     mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=max(float(M.max()), 1e-12))
-    xticks, xlabels = _token_ticks(tokens)
+    width = int(min(OUTPUT_WIDTH, max(500, 9 * n + 160)))
+    # about 160 px go to the head axis, the colour bar and the toolbar; one label per 12 px of the rest
+    xticks, xlabels = _token_ticks(tokens, min(_MAX_TICK_LABELS, max(1, (width - 160) // _TICK_LABEL_PX)))
     heads = np.repeat(np.arange(H), n)
     positions = np.tile(np.arange(n), H)
     label_room = 12 + 6 * min(20, max(len(t) for t in xlabels.values()))  # rotated token labels
     figures = []
     for layer in layers:
         p = figure(
-            title=f"layer {layer}", height=60 + 18 * H + label_room, width=int(min(1800, max(500, 9 * n + 120))),
+            title=f"layer {layer}", height=60 + 18 * H + label_room, width=width,
             x_range=(-0.5, n - 0.5), y_range=(H - 0.5, -0.5), tools=_TOOLS, toolbar_location="right",
             x_axis_label=None, y_axis_label="head",
         )
@@ -115,6 +124,36 @@ def _format_tick(v: float) -> str:
     return f"{v:.3g}"
 
 
+_LABEL_CHAR_PX = 7.0  # generous mean advance of an 8pt sans-serif character (Liberation Sans: at most 7)
+_LABEL_HEIGHT_PX = 12.0  # an 8pt line
+_LABEL_OFFSET_PX = (4, -4)  # token labels sit right of and above their point
+
+
+def _frame_size(width: int, height: int, axis_labels: bool, colour_bar: bool) -> tuple[float, float]:
+    """A lower bound of a token map's plot frame (px): the figure less its y axis (ticks and, with
+    ``axis_labels``, a label), toolbar and colour bar across, less its title and x axis down."""
+    return (width - (85 if axis_labels else 60) - 35 - (70 if colour_bar else 0),
+            height - 30 - (65 if axis_labels else 45))
+
+
+def _padded_range(values: np.ndarray, before_px: np.ndarray | float, after_px: np.ndarray | float,
+                  frame_px: float) -> Range1d:
+    """A range over which every value keeps ``before_px`` / ``after_px`` of room (each value may need its
+    own: the length of its label) in a frame of ``frame_px`` pixels."""
+    before = np.broadcast_to(np.asarray(before_px, dtype=np.float64), values.shape)
+    after = np.broadcast_to(np.asarray(after_px, dtype=np.float64), values.shape)
+    before, after = np.minimum(before, 0.45 * frame_px) / frame_px, np.minimum(after, 0.45 * frame_px) / frame_px
+    lo_v, hi_v = float(values.min()), float(values.max())
+    span = hi_v - lo_v if hi_v > lo_v else max(abs(hi_v), 1.0)
+    # D data units across the frame leave every value before * D below and after * D above it when
+    # span + (max before + max after) * D <= D
+    need = float(before.max() + after.max())
+    D = span / (1.0 - need) if need < 1.0 else 2.0 * span
+    lo = min(float(np.min(values - before * D)), lo_v)
+    hi = max(float(np.max(values + after * D)), hi_v)
+    return Range1d(lo, max(hi, lo + D))
+
+
 def _color_spec(color: Any, n: int, source: dict) -> tuple[Any, Any]:
     """(fill colour spec, colour bar or legend field) for ``color``: None, n numbers or n category labels."""
     if color is None:
@@ -146,13 +185,17 @@ def embedding(
     quantile_k: int | None = None,
     color: Any = None,
     title: str | None = None,
+    width: int = 700,
+    height: int = 600,
 ) -> LayoutDOM:
     """Scatter of a token map with each token written next to its point (thesis Fig. 8-10).
 
     ``quantile_k`` draws quantile-equidistant axes (thesis A.3): points are placed by the rescaling with k
     quantiles, and the equidistant ticks are labelled with the original coordinates they stand for.
     ``color`` is None, one number per token (colour scale) or one label per token (categories, legend).
-    Hover shows the token, its position in the text and its original coordinates.
+    Hover shows the token, its position in the text and its original coordinates. ``width`` and ``height``
+    are the figure's size in px (two side by side fit the output area at ``width=OUTPUT_WIDTH // 2``); the
+    axis ranges leave room for every token's label inside the plot frame.
     """
     tokens = [str(t) for t in tokens]
     Y = np.asarray(Y, dtype=np.float64)
@@ -165,14 +208,14 @@ def embedding(
     data: dict[str, Any] = {
         "x_orig": Y[:, 0], "y_orig": Y[:, 1], "token": tokens, "index": np.arange(len(tokens)),
     }
-    p = figure(title=title, width=700, height=600, tools=_TOOLS, toolbar_location="right")
+    p = figure(title=title, width=int(width), height=int(height), tools=_TOOLS, toolbar_location="right")
     if quantile_k is not None:
         from .rescaling import quantile_rescale
 
         rescaled, maps = quantile_rescale(Y, k=quantile_k)
         rescaled = np.asarray(rescaled, dtype=np.float64)
         data["x"], data["y"] = rescaled[:, 0], rescaled[:, 1]
-        ticks = np.linspace(0.0, 1.0, 11)
+        ticks = np.linspace(0.0, 1.0, 11 if width >= 600 else 6)  # a narrow plot gets fewer tick labels
         for axis, axis_map in zip((p.xaxis, p.yaxis), maps):
             axis.ticker = FixedTicker(ticks=list(ticks))
             axis.major_label_overrides = {float(t): _format_tick(v) for t, v in zip(ticks, axis_map.inverse(ticks))}
@@ -184,9 +227,15 @@ def embedding(
     source = ColumnDataSource(data, name="embedding")
     kwargs = {"legend_field": extra} if isinstance(extra, str) else {}
     points = p.scatter("x", "y", source=source, size=7, fill_color=fill, line_color=None, fill_alpha=0.8, **kwargs)
-    p.text("x", "y", text="token", source=source, text_font_size="8pt", x_offset=4, y_offset=-4, text_alpha=0.75)
+    p.text("x", "y", text="token", source=source, text_font_size="8pt", x_offset=_LABEL_OFFSET_PX[0],
+           y_offset=_LABEL_OFFSET_PX[1], text_alpha=0.75, text_baseline="bottom")
     if isinstance(extra, ColorBar):
         p.add_layout(extra, "right")
+    frame_w, frame_h = _frame_size(width, height, quantile_k is not None, isinstance(extra, ColorBar))
+    label_w = np.array([len(t) for t in tokens], dtype=np.float64) * _LABEL_CHAR_PX
+    dx, dy = _LABEL_OFFSET_PX
+    p.x_range = _padded_range(np.asarray(data["x"], dtype=np.float64), 6.0, dx + label_w + 4.0, frame_w)
+    p.y_range = _padded_range(np.asarray(data["y"], dtype=np.float64), 6.0, -dy + _LABEL_HEIGHT_PX + 4.0, frame_h)
     if kwargs:
         p.legend.click_policy = "hide"
         p.legend.location = "top_left"
@@ -214,6 +263,13 @@ def box_stats(values: Any) -> dict[str, Any]:
         "q1": float(q1), "q2": float(q2), "q3": float(q3), "lower": float(inside.min()), "upper": float(inside.max()),
         "n": int(v.size), "outliers": v[(v < inside.min()) | (v > inside.max())],
     }
+
+
+def _factor_label_orientation(factors: Sequence[Any], width: int) -> float:
+    """0 (flat) when every factor label fits its slot of a ``width`` px figure, else 45 degrees."""
+    slot = (width - 95) / max(len(factors), 1)  # 95 px: the y axis and the toolbar
+    longest = max(len(f[-1] if isinstance(f, tuple) else str(f)) for f in factors) * _LABEL_CHAR_PX
+    return 0.0 if longest <= slot - 8 else math.pi / 4
 
 
 def _box_figure(
@@ -250,7 +306,7 @@ def _box_figure(
         )
     )
     p.xgrid.grid_line_color = None
-    p.xaxis.major_label_orientation = math.pi / 4 if len(factors) > 8 else 0
+    p.xaxis.major_label_orientation = _factor_label_orientation(factors, width)
     return p
 
 
@@ -278,7 +334,7 @@ def kl_by_layer(rows: Any) -> LayoutDOM:
     colors = {f: METHOD_COLORS.get(f[1], "#7570b3") for f in groups}
     p = _box_figure(
         {f: np.asarray(v) for f, v in groups.items()}, colors, title="KL divergence per layer (layers 0-indexed)",
-        y_label="KL(P || Q)", width=int(min(1600, max(500, 70 * len(groups)))),
+        y_label="KL(P || Q)", width=int(min(OUTPUT_WIDTH, max(500, 70 * len(groups)))),
     )
     return column(p)
 
@@ -291,17 +347,19 @@ def robustness(result: Any) -> LayoutDOM:
         raise ValueError("the robustness result holds no KLs")
     colors = {c: METHOD_COLORS.get(c.split()[0], "#7570b3") for c in groups}
     where = f"layer {result.layer}, head {result.head}, {result.fraction:.0%} of tokens replaced"
-    box = _box_figure(groups, colors, title=f"KL with and without disturbance ({where})", y_label="KL(P || Q)", width=560)
+    # the two figures side by side fill OUTPUT_WIDTH
+    box = _box_figure(groups, colors, title=f"KL: {where}", y_label="KL(P || Q)", width=OUTPUT_WIDTH - 340)
     std = result.std
     bars = ColumnDataSource(
         {"x": list(groups), "std": [std[c] for c in groups], "color": [colors[c] for c in groups]}, name="std"
     )
-    q = figure(x_range=FactorRange(*groups), title="standard deviation of the KL", width=440, height=420,
+    q = figure(x_range=FactorRange(*groups), title="standard deviation of the KL", width=340, height=420,
                tools=_TOOLS, y_axis_label="std of KL")
     r = q.vbar("x", 0.7, "std", source=bars, fill_color="color", line_color="black", fill_alpha=0.7)
     q.add_tools(HoverTool(renderers=[r], tooltips=[("condition", "@x"), ("std", "@std{0.0000}")]))
     q.y_range.start = 0
     q.xgrid.grid_line_color = None
+    q.xaxis.major_label_orientation = _factor_label_orientation(list(groups), q.width)
     return row(box, q)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -61,4 +62,12 @@ def test_demo_executes_offline(monkeypatch, minilm_path):
     ]
     assert len(bokeh_outputs) >= 5
     assert "cdn.bokeh.org" not in "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
+    # no stray progress bars: not transformers' "Loading weights" (its bar, as text, widget or stderr), and
+    # none at all in the cells that load the model and show the widget, which take a second or two
+    everything = "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
+    assert "Loading weights" not in everything, "a model-loading progress bar reached the demo's outputs"
+    for cell in nb.cells:
+        if cell.cell_type == "code" and ("HeadSNE(" in cell.source or "extract(" in cell.source):
+            shown = "".join(str(o) for o in cell.outputs)
+            assert not re.search(r"\d+%\|", shown), f"a progress bar in the cell {cell.source[:60]!r}: {shown[:300]}"
     assert seconds < 300

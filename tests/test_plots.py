@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from bokeh.embed import file_html
@@ -154,3 +156,104 @@ def test_every_plot_saves_to_html(ex):
     for layout in (plots.max_attention(ex), plots.embedding(ex.tokens, np.zeros((ex.n_tokens, 2))), plots.kl_by_layer(rows)):
         html = file_html(layout, INLINE, "t")
         assert "Bokeh" in html and '<script src="http' not in html
+
+
+# ------------------------------------------------------------------------ sizes in the output area
+
+
+def widths(layout: LayoutDOM) -> list[int]:
+    """Widths (px) of the figures across ``layout``: a row adds up its children, a column takes the widest."""
+    from bokeh.layouts import Column, Row
+    from bokeh.plotting import figure as Figure
+
+    if isinstance(layout, Row):
+        return [sum(max(widths(c)) for c in layout.children)]
+    if isinstance(layout, Column):
+        return [w for c in layout.children for w in widths(c)]
+    assert isinstance(layout, Figure), type(layout)
+    return [int(layout.width)]
+
+
+def long_extraction(n_layers: int = 12, n_heads: int = 12, n_tokens: int = 512):
+    """Stands in for an Extraction: max_attention() reads only ``max_attention`` and ``tokens``."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(4)
+    tokens = ["[CLS]", *(f"representation{i}" for i in range(n_tokens - 2)), "[SEP]"]
+    return SimpleNamespace(max_attention=rng.random((n_layers, n_heads, n_tokens)), tokens=tokens)
+
+
+def test_every_figure_and_row_fits_the_output_area():
+    assert plots.OUTPUT_WIDTH == 840  # plots' docstring: JupyterLab's output area at 1280 px with the file browser
+    rng = np.random.default_rng(5)
+    tokens = list(analyses.OCCUPATIONS)
+    Y = rng.normal(size=(len(tokens), 2))
+    half = plots.OUTPUT_WIDTH // 2
+    rows = [dict(layer=layer, method=m, head=0, run=0, kl=float(rng.random()))
+            for layer in range(12) for m in ("attention", "hidden")]  # bert-base: 12 layers
+    result = analyses.RobustnessResult(
+        layer=3, head=10, fraction=0.05, model_name="m", tokens=[], token_ids=np.empty(0, np.int64),
+        positions=np.empty((0, 1), np.int64), disturbed_ids=np.empty((0, 0), np.int64),
+        kls={c: rng.random(5) for c in analyses.CONDITIONS},
+    )
+    from bokeh.layouts import row
+
+    layouts = {
+        "max_attention, 512 tokens": plots.max_attention(long_extraction(), layers=[0, 11]),
+        "max_attention, 8 tokens": plots.max_attention(long_extraction(2, 4, 8)),
+        "embedding": plots.embedding(tokens, Y, title="occupations"),
+        "embedding, colour bar": plots.embedding(tokens, Y, color=rng.random(len(tokens))),
+        "two embeddings in a row (demo)": row(plots.embedding(tokens, Y, quantile_k=10, width=half, height=430),
+                                               plots.embedding(tokens, Y, quantile_k=10, width=half, height=430)),
+        "kl_by_layer, 12 layers": plots.kl_by_layer(rows),
+        "robustness": plots.robustness(result),
+        "kl_curve": plots.kl_curve(np.arange(10), rng.random(10)),
+    }
+    for what, layout in layouts.items():
+        assert max(widths(layout)) <= plots.OUTPUT_WIDTH, f"{what}: {widths(layout)} px"
+    # a long text's heat map thins its token labels to what its width can show without overlap
+    fig = layouts["max_attention, 512 tokens"].children[0]
+    assert len(fig.xaxis[0].major_label_overrides) * 12 <= fig.width - 160
+
+
+@pytest.mark.parametrize("quantile_k", [None, 10])
+def test_token_labels_stay_inside_the_plot(quantile_k):
+    """Each label (drawn 4 px right of and 4 px above its point) ends inside the plot frame, for the
+    widest points too; the occupations plot used to cut its labels at the right edge."""
+    rng = np.random.default_rng(6)
+    tokens = list(analyses.OCCUPATIONS)
+    Y = rng.normal(size=(len(tokens), 2))
+    Y[np.argmax([len(t) for t in tokens]), 0] = Y[:, 0].max() + 1.0  # the longest label on the rightmost point
+    for width, height in ((700, 600), (plots.OUTPUT_WIDTH // 2, 430)):
+        layout = plots.embedding(tokens, Y, quantile_k=quantile_k, width=width, height=height)
+        fig = layout.children[0]
+        frame_w, frame_h = plots._frame_size(width, height, quantile_k is not None, False)
+        data = source(layout, "embedding").data
+        x, y = np.asarray(data["x"]), np.asarray(data["y"])
+        xr, yr = fig.x_range, fig.y_range
+        px = (x - xr.start) / (xr.end - xr.start) * frame_w  # screen px from the frame's left edge
+        py = (y - yr.start) / (yr.end - yr.start) * frame_h  # px from the frame's bottom edge
+        label_px = np.array([len(t) for t in tokens]) * plots._LABEL_CHAR_PX
+        assert np.all(px >= 3.5) and np.all(py >= 3.5), "a point touches the left or bottom edge"
+        right = np.max(px + 4 + label_px)
+        assert right <= frame_w, f"labels cut at the right edge: {right} > {frame_w}"
+        assert np.all(py + 4 + plots._LABEL_HEIGHT_PX <= frame_h), "labels cut at the top edge"
+        # and the room is not wasted: the rightmost label ends within 25% of the frame's right edge
+        assert np.max(px + 4 + label_px) >= 0.75 * frame_w
+
+
+def test_label_width_estimate_holds_for_the_browser_font():
+    """bokeh draws labels in "helvetica", which Debian's chromium renders as Liberation Sans: the width
+    the padding assumes (7 px a character at 8pt) covers every occupation and every word of the abstract."""
+    from PIL import ImageFont
+
+    from headsne_widget.texts import TSNE_ABSTRACT
+
+    fonts = [f for f in ("/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",) if Path(f).is_file()]
+    if not fonts:
+        pytest.skip("Liberation Sans (Debian's fonts-liberation, chromium's helvetica) is not installed")
+    words = [*analyses.OCCUPATIONS, *TSNE_ABSTRACT.split()]
+    for path in fonts:
+        font = ImageFont.truetype(path, size=8 * 4 / 3)  # 8pt in CSS px
+        too_wide = [w for w in words if font.getlength(w) > len(w) * plots._LABEL_CHAR_PX + 4]
+        assert not too_wide, f"{Path(path).name}: labels wider than the estimate: {too_wide[:10]}"

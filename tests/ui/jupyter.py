@@ -703,3 +703,104 @@ def assert_grid_click_round_trip(opened: OpenedWidget, layer: int, head: int, ti
     assert re.search(rf"layer {layer}\b.{{0,5}}head {head}\b", caption), \
         f"no caption names layer {layer} head {head}: {caption[:300]!r}"
     return {"before": before, "after": after, "rising": rising}
+
+
+# ---------------------------------------------------------------------------------------------------
+# bokeh figures in notebook outputs (tests/ui/test_demo_reload.py)
+
+_BOKEH_PLOTS_JS = """
+() => {
+  // every plot view BokehJS rendered in this page: its frame (the data area) and the root it belongs to
+  const B = window.Bokeh;
+  if (!B || !B.index) return [];
+  const roots = B.index instanceof Map ? [...B.index.values()] : Object.values(B.index);
+  const out = [];
+  roots.forEach((root, r) => {
+    const box = root.el.getBoundingClientRect();
+    const area = root.el.closest('.jp-OutputArea-output');
+    const walk = (v) => {
+      if (v.frame) out.push({
+        root: r, rootWidth: box.width, areaWidth: area ? area.getBoundingClientRect().width : null,
+        width: v.bbox.width, height: v.bbox.height, frameWidth: v.frame.bbox.width, frameHeight: v.frame.bbox.height,
+        title: v.model.title ? v.model.title.text : null,
+      });
+      for (const c of (v.child_views || [])) walk(c);
+    };
+    walk(root);
+  });
+  return out;
+}
+"""
+
+_CANVAS_INK_JS = """
+(el) => {
+  // the figure's primary canvas (inside .bk-Canvas, in bokeh's shadow DOM), counted like canvas_ink()
+  const c = (el.shadowRoot || el).querySelector('canvas');
+  if (!c) return {width: 0, height: 0, ink: 0, colours: 0};
+  const count = COUNT_INK;
+  return count(c);
+}
+""".replace("COUNT_INK", _COUNT_INK_JS.strip())
+
+
+def bokeh_canvases(page: Any) -> list[dict[str, int]]:
+    """Size and ink of every bokeh figure's canvas in the notebook's outputs (Playwright's CSS engine
+    reaches into bokeh's shadow roots)."""
+    canvases = page.locator(".jp-OutputArea .bk-Canvas")
+    return [canvases.nth(i).evaluate(_CANVAS_INK_JS) for i in range(canvases.count())]
+
+
+def bokeh_plots(page: Any) -> list[dict[str, Any]]:
+    """Every bokeh plot view of the page: its size, its frame's size, its root's and output area's widths."""
+    return page.evaluate(_BOKEH_PLOTS_JS)
+
+
+def wait_bokeh_drawn(page: Any, count: int, timeout: float = 60.0) -> list[dict[str, int]]:
+    """Wait until ``count`` bokeh canvases are drawn (non-zero size, ink of several colours)."""
+    deadline = time.monotonic() + timeout
+    canvases: list[dict[str, int]] = []
+    while time.monotonic() < deadline:
+        canvases = bokeh_canvases(page)
+        drawn = [c for c in canvases if c["width"] > 0 and c["height"] > 0 and c["ink"] > 500 and c["colours"] >= 4]
+        if len(canvases) >= count and len(drawn) >= count:
+            return canvases
+        page.wait_for_timeout(250)
+    outputs = page.locator(".jp-OutputArea").all_inner_texts()
+    raise AssertionError(f"expected {count} drawn bokeh figures within {timeout:.0f} s, found {canvases}; "
+                         f"outputs {[o[:200] for o in outputs]!r}")
+
+
+def save_notebook(ui: NotebookUI, timeout: float = 60.0) -> dict[str, Any]:
+    """Save with Ctrl+S, as a user does, and wait until the file on the server holds every code cell's
+    outputs; returns the saved notebook (the contents API's model)."""
+    deadline = time.monotonic() + timeout
+    model: dict[str, Any] = {}
+    problem = ""
+    pressed = 0.0
+    while time.monotonic() < deadline:
+        if time.monotonic() - pressed > 10.0:  # on a loaded machine a key press can get lost: press again
+            ui.cells.first.locator(".jp-InputPrompt").click()  # the notebook has the focus, in command mode
+            ui.page.keyboard.press("ControlOrMeta+s")
+            pressed = time.monotonic()
+        try:
+            model = ui.server.api(f"/api/contents/{ui.notebook}?content=1")
+        except urllib.error.HTTPError as err:  # e.g. read while being written
+            problem = f"{err}: {err.read()[:500]!r}"
+        else:
+            code = [c for c in model["content"]["cells"] if c["cell_type"] == "code" and c["source"].strip()]
+            if code and all(c["outputs"] for c in code):
+                return model
+        ui.page.wait_for_timeout(250)
+    saved = model.get("content", {}).get("cells", [])
+    cells = [(c["cell_type"], c["source"][:30], len(c.get("outputs", []))) for c in saved]
+    dialogs = ui.page.locator(".jp-Dialog").all_inner_texts()
+    raise TimeoutError(f"{ui.notebook} was not saved with its outputs within {timeout:.0f} s {problem}; saved cells "
+                       f"(type, source, outputs) {cells}; dialogs {dialogs}; server log {ui.server.log_tail(1500)}")
+
+
+def stop_session(ui: NotebookUI) -> None:
+    """Delete the notebook's session, which shuts its kernel down: what the page shows next comes from
+    the saved file alone."""
+    for session in ui.server.api("/api/sessions"):
+        if session.get("path") == ui.notebook:
+            ui.server.api(f"/api/sessions/{session['id']}", method="DELETE")
