@@ -691,3 +691,20 @@ def _eager_attentions(loaded: LoadedModel, inputs: dict) -> tuple[DenseAttention
 def _input_device(model: Any) -> torch.device:
     """Where the token ids go: the input embeddings' device (the first device of a model split across devices)."""
     return model.get_input_embeddings().weight.device
+
+
+def as_extraction(
+    text: str | Extraction,
+    model: Any = None,
+    *,
+    tokenizer: Any = None,
+    device: str | torch.device | None = None,
+    max_tokens: int | None = None,
+) -> Extraction:
+    """``text`` itself when it is already an Extraction (then model, tokenizer and max_tokens must be None),
+    else :func:`extract` of it: what the widget and the export accept as their input."""
+    if isinstance(text, Extraction):
+        if model is not None or tokenizer is not None or max_tokens is not None:
+            raise TypeError("model, tokenizer and max_tokens do not apply when text is already an Extraction")
+        return text
+    return extract(text, model, tokenizer=tokenizer, device=device, max_tokens=max_tokens)

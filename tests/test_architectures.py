@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import TINY_ARCHITECTURES
 
-from headsne_widget import extract
+from headsne_widget import capture, extract
 from headsne_widget.capture import CapturedAttention
 from headsne_widget.texts import TSNE_ABSTRACT
 
@@ -39,7 +39,7 @@ def extract_n(path: str, n: int = N, text: str = TSNE_ABSTRACT):
 
 
 @pytest.mark.parametrize("architecture", sorted(TINY_ARCHITECTURES))
-def test_capture_equals_eager_forward(architecture, tiny_model_dir):
+def test_capture_equals_eager_forward(architecture, tiny_model_dir, monkeypatch):
     path = tiny_model_dir(architecture)
     ex = extract_n(path)
     assert ex.n_tokens == N and isinstance(ex.attention_source, CapturedAttention)
@@ -65,6 +65,12 @@ def test_capture_equals_eager_forward(architecture, tiny_model_dir):
         np.testing.assert_array_equal(ex.attention(layer, 1)[outside], 0.0)
     if architecture in KV_GROUPS:  # heads sharing a key/value head still differ (their queries differ)
         assert not np.allclose(ex.attention(0, 0), ex.attention(0, 1), atol=1e-3)
+    # one head at a time (the path of long texts, where a layer's heads exceed the dense budget)
+    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * N * N)
+    single = extract_n(path)
+    for layer in range(L):
+        for head in range(H):
+            np.testing.assert_allclose(single.attention(layer, head), A[layer, head], atol=1e-5, rtol=0)
 
 
 def test_gemma2_softcap_shapes_the_attention(tiny_model_dir, bert_tokenizer, tmp_path):
@@ -102,3 +108,14 @@ def test_bf16_model_reduces_in_its_dtype(tiny_model_dir):
     np.testing.assert_allclose(ex.attention(1, 3), A[1, 3], atol=2**-8, rtol=0)
     assert ex.states.states.dtype == torch.bfloat16  # hidden states kept in the model's dtype
     assert ex.layer_output(1).dtype == np.float32
+
+
+def test_gemma2_query_pre_attn_scalar_sets_the_scaling(bert_tokenizer, tmp_path):
+    """Gemma 2 scales by query_pre_attn_scalar^-0.5, not head_dim^-0.5: the capture uses the layer's own scaling."""
+    from conftest import build_tiny_model
+
+    path = build_tiny_model("gemma2", tmp_path / "scalar", bert_tokenizer, query_pre_attn_scalar=64)
+    ex = extract_n(path, n=64)
+    assert ex.attention_source.layers[0].scaling == 64**-0.5 != 16**-0.5
+    A, _ = eager_reference(path, ex.token_ids)
+    np.testing.assert_allclose(ex.attentions, A, atol=1e-5, rtol=0)
