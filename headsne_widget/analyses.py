@@ -257,7 +257,7 @@ def kl_by_layer(
     ex = _extract(text, loaded)
     L, H = ex.n_layers, ex.n_heads
     head_list = _check_heads(heads, H)
-    tasks = [(layer, "attention", head) for layer in range(L) for head in head_list]
+    tasks: list[tuple[int, str, int | None]] = [(layer, "attention", head) for layer in range(L) for head in head_list]
     tasks += [(layer, "hidden", None) for layer in range(L)]
     tasks.sort(key=lambda t: t[0])  # layer by layer, so an interrupted study has whole early layers
     rows: list[dict] = []

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_CATEGORIES", "color_values"]
+__all__ = ["MAX_CATEGORIES", "color_traits", "color_values", "max_attention_colors"]
 
 #: most distinct labels drawn as categories (a categorical palette beyond this is unreadable)
 MAX_CATEGORIES = 20
@@ -34,3 +34,17 @@ def color_values(values: Any, n: int) -> tuple[np.ndarray, list[str]]:
         raise ValueError(f"color_by has {len(categories)} distinct labels; at most {MAX_CATEGORIES} can be told apart")
     code = {c: i for i, c in enumerate(categories)}
     return np.array([code[label] for label in labels], dtype=np.float32), categories
+
+
+def color_traits(value: Any, n: int) -> dict[str, Any]:
+    """The widget traits for ``HeadSNE.color_by = value``: a mode name, or one value per token ("user")."""
+    if isinstance(value, str):
+        return {"color_mode": value}
+    values, categories = color_values(value, n)
+    return {"color_values": values, "color_categories": categories, "color_mode": "user"}
+
+
+def max_attention_colors(ex: Any, mode: str, layer: int, head: int) -> dict[str, Any]:
+    """Colour by the selected head's max attention per token (thesis Def. 4.2); none in hidden mode."""
+    values = ex.max_attention[layer, head] if mode == "attention" else None
+    return {"color_values": values, "color_categories": []}

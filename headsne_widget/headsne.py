@@ -9,35 +9,23 @@ together start one run), run reports become trait updates, and browser writes ar
 
 from __future__ import annotations
 
-import asyncio
 import os
-import threading
 import warnings
 from typing import Any
 
 import numpy as np
 import traitlets as t
 
+from .atlas import ATLAS_N_ITER, SideJobs
+from .colors import color_traits, max_attention_colors
 from .errors import HeadSNEError
-from .extraction import Extraction, extract
+from .extraction import Extraction, as_extraction
 from .partners import selection_partners
-from .run_control import FrameReport, RunController, report_every, start_warmup
+from .run_control import Coalescer, FrameReport, RunController, report_every, run_options, start_warmup, status_line
 from .selection import MIN_TOKENS, selection_affinities, selection_label
-from .widget import DISPLAY_ONLY, HeadSNEModel
+from .widget import RUN_PARAMETERS, HeadSNEModel, check_parameters, data_traits
 
 __all__ = ["HeadSNE"]
-
-# Traits settable as ``HeadSNE(..., name=value)``; the selection (layer, head, mode) has its own keywords.
-PARAMETERS = (
-    "perplexity", "learning_rate", "n_iter", "early_exaggeration", "exaggeration_iters", "seed",
-    "restarts", "exclude_special", "quantile", "quantile_k", "speed", "edge_k", "color_mode",
-    "label_density", "edge_direction",
-)  # fmt: skip
-# Traits that change the optimisation: a change restarts a run that is going or has finished.
-RUN_PARAMETERS = (
-    "perplexity", "learning_rate", "n_iter", "early_exaggeration", "exaggeration_iters", "seed",
-    "restarts", "exclude_special",
-)  # fmt: skip
 
 
 class HeadSNE(HeadSNEModel):
@@ -74,31 +62,19 @@ class HeadSNE(HeadSNEModel):
         **params: Any,
     ) -> None:
         self._ready = self._closed = self._pending = False
-        self._timer: threading.Timer | None = None
+        self._coalescer = Coalescer(self._flush)
         self._error: BaseException | None = None
         self._device, self._note, self._user_colors = device, "", None
         self._embedding: np.ndarray | None = None
         self._controller = RunController(self._on_frame, self._on_end)
-        unknown = sorted(set(params) - set(PARAMETERS))
-        if unknown:
-            raise TypeError(f"HeadSNE() got unknown parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMETERS)}")
-        if isinstance(text, Extraction):
-            if model is not None or tokenizer is not None or max_tokens is not None:
-                raise TypeError("model, tokenizer and max_tokens do not apply when text is already an Extraction")
-            ex = text
-        else:
-            ex = extract(text, model, tokenizer=tokenizer, device=device, max_tokens=max_tokens)
+        self._jobs = SideJobs(self._set, lambda: self.run_id)
+        check_parameters(params)
+        ex = as_extraction(text, model, tokenizer=tokenizer, device=device, max_tokens=max_tokens)
         if ex.n_tokens < MIN_TOKENS:
             raise ValueError(f"the text has {ex.n_tokens} tokens (special ones included); t-SNE needs at least 4")
         self._extraction: Extraction | None = ex
-        super().__init__(
-            text=ex.text, tokens=list(ex.tokens), special=[bool(s) for s in ex.special],
-            offsets=[None if o is None else [int(o[0]), int(o[1])] for o in ex.offsets],
-            model_name=ex.model_name, n_layers=ex.n_layers, n_heads=ex.n_heads, kv_groups=int(ex.kv_groups),
-            max_attention=ex.max_attention, layer=layer, head=head, mode=mode, **params,
-        )  # fmt: skip
+        super().__init__(**data_traits(ex), layer=layer, head=head, mode=mode, **params)
         self._controller.speed = self.speed
-        self.on_msg(self._on_custom_msg)
         self._ready = True
         start_warmup()
         if autostart:
@@ -141,16 +117,9 @@ class HeadSNE(HeadSNEModel):
 
     @color_by.setter
     def color_by(self, value: Any) -> None:
-        from .colors import color_values
-
-        if isinstance(value, str):
-            self.color_mode = value
-            return
-        values, categories = color_values(value, len(self.tokens))
-        with self.hold_sync():
-            self._user_colors = value
-            self.color_values, self.color_categories = values, categories
-            self.color_mode = "user"
+        traits = color_traits(value, len(self.tokens))
+        self._user_colors = value if traits.get("color_mode") == "user" else None
+        self._set(**traits)
 
     def run(self) -> None:
         """(Re)start the optimisation for the current selection and parameters."""
@@ -160,18 +129,29 @@ class HeadSNE(HeadSNEModel):
     def pause(self) -> None:
         """Hold the running optimisation between two steps: no CPU work until ``resume``."""
         if self._controller.pause():
-            self._set(state="paused", status=f"paused {self._label()} at iteration {self.iteration}/{self.n_iter}")
+            self._set(state="paused", status=self._status("paused", self.iteration))
 
     def resume(self) -> None:
         """Continue a paused run where it stopped."""
         if self._controller.resume():
-            self._set(state="running", status=self._running(self.iteration))
+            self._set(state="running", status=self._status("running", self.iteration))
 
     def stop(self) -> None:
         """End the current run (its last frame stays shown); ``run`` starts a new one."""
         if self.state in ("running", "paused"):
             self._cancel()
-            self._set(state="idle", status=f"stopped {self._label()} at iteration {self.iteration}/{self.n_iter}")
+            self._set(state="idle", status=self._status("stopped", self.iteration))
+
+    def start_atlas(self, n_iter: int = ATLAS_N_ITER) -> None:
+        """Compute the head atlas of the current layer in the background: ``atlas`` (H, m, 2) and
+        ``atlas_kl`` (H,) fill in head by head (``atlas_progress``); ``stop_atlas`` cancels it."""
+        self._jobs.atlas(
+            self.extraction, self.layer, n_iter=n_iter, seed=self.seed, exclude_special=self.exclude_special
+        )
+
+    def stop_atlas(self) -> None:
+        """Cancel the head atlas (the heads done so far stay)."""
+        self._jobs.stop_atlas()
 
     def wait(self, timeout: float | None = None) -> float | None:
         """Block until the current run ends and return its final KL (None if nothing ran).
@@ -195,37 +175,31 @@ class HeadSNE(HeadSNEModel):
         """Stop all work, close the comm and drop the arrays, so that nothing keeps the widget's memory."""
         if getattr(self, "_controller", None) is not None and not self._closed:
             self._closed, self._pending = True, False
-            if self._timer is not None:
-                self._timer.cancel()
+            self._coalescer.cancel()
             self._cancel()
+            self._jobs.close()
         super().close()
         self._extraction, self._embedding, self._user_colors = None, None, None
 
     # ------------------------------------------------------------------------- browser writes
 
-    def _browser_update(self, names: list[str], refused: list[str], error: Exception | None) -> None:
-        if refused:
-            self._set(status=f"the browser may not set {', '.join(refused)}: refused")
-        if error is not None:
-            message = f"invalid value from the browser ({', '.join(names)}): {error}"
-            if set(names) <= DISPLAY_ONLY:
-                self._set(status=message)
-            else:
-                self._cancel()
-                self._fail(error, message, warn=False)
+    def _browser_update(self, run_error: tuple[Exception, str] | None) -> None:
+        if run_error is not None:  # an invalid run parameter stops the run and shows why
+            self._cancel()
+            self._fail(*run_error, warn=False)
         self._flush()  # one message = one run
 
     @t.observe("layer", "head", "mode", *RUN_PARAMETERS)
     def _on_run_trait(self, change: Any) -> None:
-        if not self._ready or change.old == change.new:
-            return
-        if change.name in RUN_PARAMETERS and (self.state == "idle" and not self._pending):
-            return
-        if change.name == "perplexity" and self.mode != "hidden":
-            return
-        if change.name == "head" and self.mode == "hidden":
-            return  # hidden mode depends on the layer only
-        self._schedule()
+        unchanged_run = (
+            not self._ready
+            or change.old == change.new
+            or (change.name in RUN_PARAMETERS and self.state == "idle" and not self._pending)
+            or (change.name == "perplexity" and self.mode != "hidden")
+            or (change.name == "head" and self.mode == "hidden")  # hidden mode depends on the layer only
+        )
+        if not unchanged_run:
+            self._schedule()
 
     @t.observe("speed")
     def _on_speed(self, change: Any) -> None:
@@ -235,19 +209,6 @@ class HeadSNE(HeadSNEModel):
     def _on_display(self, change: Any) -> None:
         if self._ready and self._controller.run is not None:
             self._publish_partners(self._controller.run.kept)
-
-    def _on_custom_msg(self, widget: Any, content: Any, buffers: Any) -> None:
-        actions = {"pause": self.pause, "resume": self.resume, "restart": self.run, "stop": self.stop}
-        name = content.get("action") if isinstance(content, dict) and content.get("type") == "control" else content
-        action = actions.get(name) if isinstance(name, str) else None
-        if action is None:
-            warnings.warn(
-                f"HeadSNE ignored unknown control action {name!r}; known: {', '.join(actions)}",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            return
-        action()
 
     # ------------------------------------------------------------------------------------ run wiring
 
@@ -259,15 +220,9 @@ class HeadSNE(HeadSNEModel):
             return
         self._pending = True
         self._cancel()
-        self._set(run_id=self.run_id + 1, state="running", status=f"running {self._label()} - starting")
-        if (self._depth() == 0 and force) or self._in_browser_update():
-            return  # run() and set_state() flush at once
-        try:
-            asyncio.get_running_loop().call_soon(self._flush)
-        except RuntimeError:  # no event loop (a script): a moment later, or at the next read
-            self._timer = threading.Timer(0.02, self._flush)
-            self._timer.daemon = True
-            self._timer.start()
+        self._set(run_id=self.run_id + 1, state="running", status=self._status("starting"))
+        if not ((self._depth() == 0 and force) or self._in_browser_update()):  # those flush at once
+            self._coalescer.arm()
 
     def _flush(self) -> None:
         """Start the scheduled run, unless still inside a batch of trait notifications."""
@@ -281,28 +236,25 @@ class HeadSNE(HeadSNEModel):
                 perplexity=self.perplexity, exclude_special=self.exclude_special,
             )  # fmt: skip
         except (HeadSNEError, ValueError, TypeError) as err:
-            self._fail(err, f"{self._label()}: {err}")
+            self._fail(err, f"{selection_label(self.mode, self.layer, self.head)}: {err}")
             return
-        options = dict(
-            n_iter=self.n_iter, learning_rate="auto" if self.learning_rate is None else self.learning_rate,
-            early_exaggeration=self.early_exaggeration, exaggeration_iters=self.exaggeration_iters,
-            seed=self.seed, restarts=self.restarts, device=self._device,
-            every=report_every(len(sel.kept), self.restarts, self.speed),
-        )  # fmt: skip
-        self._error, self._note = None, sel.note
+        every = report_every(len(sel.kept), self.restarts, self.speed)
+        options = run_options(self, self._device, every)
+        self._error, self._note = None, sel.note  # the note (a lowered perplexity) joins every status line
         with self._sync_lock, self.hold_sync():
             if self.kept != sel.kept.tolist():  # the old frame's rows no longer match: withdraw it
                 self.frame = None
                 self._controller.forget_reference()
             self.kept = sel.kept.tolist()
             self.iteration, self.kl = 0, None
-            self.status = f"running {sel.label} - starting" + (f" ({sel.note})" if sel.note else "")
+            self.status = self._status("starting")
             self._controller.start(sel.P, sel.kept, options, run_id=self.run_id)
         self._publish_partners(sel.kept)
 
     def _cancel(self) -> None:
         # never join while this thread handles a trait notification: the run may be waiting for the lock
         self._controller.cancel(wait=self._depth() == 0)
+        self._jobs.cancel_best()
 
     def _on_frame(self, report: FrameReport) -> bool:
         with self._sync_lock:
@@ -310,28 +262,27 @@ class HeadSNE(HeadSNEModel):
                 return False
             self._embedding = report.embedding
             done = report.done
-            status = self._running(report.iteration) if self.state != "paused" else self.status
-            if done:
-                status = f"done {self._label()} - KL {report.kl:.4f} after {report.iteration} iterations"
-                status += f" ({self._note})" if self._note else ""
+            status = self._status("running", report.iteration) if self.state != "paused" else self.status
+            status = self._status("done", report.iteration, report.kl) if done else status
             update: dict[str, Any] = dict(iteration=report.iteration, kl=report.kl, status=status)
             if not (done and report.iteration == self.iteration and self.frame is not None):
                 update["frame"] = report.display  # the final report repeats the last sent frame: not resent
             self._set(**update, **({"state": "done"} if done else {}))
+            if done and self._controller.run is not None:
+                self._jobs.best(self._controller.run.P, self._controller.run.options, report.kl, report.run_id)
             return True
 
     def _on_end(self, run_id: int, state: str, message: str, error: BaseException | None) -> None:
         with self._sync_lock:
             if self._controller.is_current(run_id):
-                self._fail(error or RuntimeError(message), f"{self._label()}: {message}", warn=False)
+                label = selection_label(self.mode, self.layer, self.head)
+                self._fail(error or RuntimeError(message), f"{label}: {message}", warn=False)
 
     def _publish_partners(self, kept: np.ndarray) -> None:
         """Hover partners and per-token colours for the current selection."""
-        ex = self.extraction
-        update = selection_partners(ex, self.mode, self.layer, self.head, self.edge_k, kept)
+        update = selection_partners(self.extraction, self.mode, self.layer, self.head, self.edge_k, kept)
         if self.color_mode == "max_attention":
-            update["color_values"] = ex.max_attention[self.layer, self.head] if self.mode == "attention" else None
-            update["color_categories"] = []
+            update.update(max_attention_colors(self.extraction, self.mode, self.layer, self.head))
         self._set(**update)
 
     def _fail(self, err: BaseException, message: str, *, warn: bool = True) -> None:
@@ -341,14 +292,7 @@ class HeadSNE(HeadSNEModel):
         if warn:
             warnings.warn(message, UserWarning, stacklevel=4)
 
-    def _set(self, **values: Any) -> None:
-        with self._sync_lock, self.hold_sync():
-            for name, value in values.items():
-                setattr(self, name, value)
-
-    def _label(self) -> str:
-        return selection_label(self.mode, self.layer, self.head)
-
-    def _running(self, iteration: int) -> str:
-        note = f" ({self._note})" if self._note else ""
-        return f"running {self._label()} - iteration {iteration}/{self.n_iter}{note}"
+    def _status(self, what: str, iteration: int = 0, kl: float | None = None) -> str:
+        return status_line(
+            what, selection_label(self.mode, self.layer, self.head), iteration, self.n_iter, kl, self._note
+        )

@@ -15,6 +15,7 @@ current step, so a cancel never has to block the caller. A paused run waits on a
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 import time
@@ -28,7 +29,18 @@ import numpy as np
 from .alignment import align_rows
 from .t_sne import tsne_frames, warmup
 
-__all__ = ["MAX_EVERY", "MAX_FPS", "FrameReport", "Run", "RunController", "report_every", "start_warmup"]
+__all__ = [
+    "MAX_EVERY",
+    "MAX_FPS",
+    "Coalescer",
+    "FrameReport",
+    "Run",
+    "RunController",
+    "report_every",
+    "run_options",
+    "start_warmup",
+    "status_line",
+]  # fmt: skip
 
 #: frames reported per second, at most
 MAX_FPS = 60.0
@@ -266,6 +278,49 @@ class RunController:
             return
         run.state, run.error = state, error
         self._on_end(run.run_id, state, message, error)
+
+
+def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | None = None, note: str = "") -> str:
+    """The widget's one human line for a run: "running layer 2 head 5 - iteration 300/1000", ..."""
+    text = {
+        "starting": f"running {label} - starting",
+        "running": f"running {label} - iteration {iteration}/{n_iter}",
+        "paused": f"paused {label} at iteration {iteration}/{n_iter}",
+        "stopped": f"stopped {label} at iteration {iteration}/{n_iter}",
+        "done": f"done {label} - KL {kl if kl is not None else float('nan'):.4f} after {iteration} iterations",
+    }[what]
+    return f"{text} ({note})" if note and what != "stopped" else text
+
+
+def run_options(params: Any, device: Any, every: int) -> dict[str, Any]:
+    """``tsne_frames`` keywords from an object holding the run parameters (the widget's traits)."""
+    return dict(
+        n_iter=params.n_iter, learning_rate="auto" if params.learning_rate is None else params.learning_rate,
+        early_exaggeration=params.early_exaggeration, exaggeration_iters=params.exaggeration_iters,
+        seed=params.seed, restarts=params.restarts, device=device, every=every,
+    )  # fmt: skip
+
+
+class Coalescer:
+    """Calls ``flush`` once for a batch of changes: at the next turn of the running event loop (all the
+    changes of a notebook cell), or ``delay`` seconds later without a loop (a script); the owner may also
+    call ``flush`` itself first (``flush`` must do nothing when there is nothing pending)."""
+
+    def __init__(self, flush: Callable[[], None], delay: float = 0.02) -> None:
+        self._flush, self._delay = flush, delay
+        self._timer: threading.Timer | None = None
+
+    def arm(self) -> None:
+        try:
+            asyncio.get_running_loop().call_soon(self._flush)
+        except RuntimeError:  # no running loop in this thread
+            self._timer = threading.Timer(self._delay, self._flush)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 # ------------------------------------------------------------------------------------------- warm-up

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import os
 import threading
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anywidget
 import numpy as np
@@ -22,7 +23,16 @@ import traitlets as t
 from .selection import check_index
 from .serialization import array_serializers, arrays_serializers
 
-__all__ = ["BROWSER_WRITABLE", "COLOR_MODES", "Array", "HeadSNEModel", "StrictFloat", "StrictInt"]
+__all__ = [
+    "BROWSER_WRITABLE",
+    "COLOR_MODES",
+    "PARAMETERS",
+    "RUN_PARAMETERS",
+    "Array",
+    "HeadSNEModel",
+    "StrictFloat",
+    "StrictInt",
+]
 
 _STATIC = Path(__file__).parent / "static"
 _ESM_PATH = _STATIC / "widget.js"
@@ -50,6 +60,18 @@ def _front_end(path: Path, missing: str) -> str | Path:
         return missing
     return path if os.environ.get("ANYWIDGET_HMR") == "1" else path.read_text(encoding="utf-8")
 
+
+# Traits settable as ``HeadSNE(..., name=value)``; the selection (layer, head, mode) has its own keywords.
+PARAMETERS = (
+    "perplexity", "learning_rate", "n_iter", "early_exaggeration", "exaggeration_iters", "seed",
+    "restarts", "exclude_special", "quantile", "quantile_k", "speed", "edge_k", "color_mode",
+    "label_density", "edge_direction",
+)  # fmt: skip
+# Traits that change the optimisation: a change restarts a run that is going or has finished.
+RUN_PARAMETERS = (
+    "perplexity", "learning_rate", "n_iter", "early_exaggeration", "exaggeration_iters", "seed",
+    "restarts", "exclude_special",
+)  # fmt: skip
 
 COLOR_MODES = ("position", "kind", "sentence", "max_attention", "user")
 
@@ -125,6 +147,23 @@ class Array(t.TraitType):
         return np.ascontiguousarray(a, dtype=self.dtype)
 
 
+def check_parameters(params: dict[str, Any]) -> None:
+    """Refuse keywords that are not settable traits (a typo must not pass silently)."""
+    unknown = sorted(set(params) - set(PARAMETERS))
+    if unknown:
+        raise TypeError(f"HeadSNE() got unknown parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMETERS)}")
+
+
+def data_traits(ex: Any) -> dict[str, Any]:
+    """The traits set once per text, from an :class:`~headsne_widget.extraction.Extraction`."""
+    return dict(
+        text=ex.text, tokens=list(ex.tokens), special=[bool(s) for s in ex.special],
+        offsets=[None if o is None else [int(o[0]), int(o[1])] for o in ex.offsets],
+        model_name=ex.model_name, n_layers=ex.n_layers, n_heads=ex.n_heads, kv_groups=int(ex.kv_groups),
+        max_attention=ex.max_attention,
+    )  # fmt: skip
+
+
 def _array(dtype: str, ndim: int) -> Array:
     return Array(dtype, ndim).tag(sync=True, **array_serializers(dtype))
 
@@ -143,10 +182,27 @@ class HeadSNEModel(anywidget.AnyWidget):
     thread while that thread may be waiting for the lock).
     """
 
+    #: custom messages ``{"type": "control", "action": name}`` from the browser -> the method they call
+    CONTROL_ACTIONS: ClassVar[dict[str, str]] = {"pause": "pause", "resume": "resume", "restart": "run", "stop": "stop",
+                       "atlas": "start_atlas", "atlas_stop": "stop_atlas"}  # fmt: skip
+
     def __init__(self, **kwargs: Any) -> None:
         self._sync_lock = threading.RLock()
         self._local = threading.local()
         super().__init__(**kwargs)
+        self.on_msg(self._on_custom_msg)
+
+    def _on_custom_msg(self, widget: Any, content: Any, buffers: Any) -> None:
+        is_control = isinstance(content, dict) and content.get("type") == "control"
+        name = content.get("action") if is_control else content
+        method = self.CONTROL_ACTIONS.get(name) if isinstance(name, str) else None
+        if method is None:
+            known = ", ".join(self.CONTROL_ACTIONS)
+            warnings.warn(
+                f"HeadSNE ignored unknown control action {name!r}; known: {known}", RuntimeWarning, stacklevel=2
+            )
+            return
+        getattr(self, method)()
 
     _esm = _front_end(_ESM_PATH, _MISSING_BUNDLE_ESM)
     _css = _front_end(_CSS_PATH, "")
@@ -239,7 +295,7 @@ class HeadSNEModel(anywidget.AnyWidget):
 
     def set_state(self, sync_data: dict[str, Any]) -> None:
         """Apply an update from the browser: only what a user may set (``BROWSER_WRITABLE``). A refused
-        or invalid value is put back in the browser and handed to ``_browser_update``; never raised."""
+        or invalid value is put back in the browser and shown in ``status``; never raised."""
         refused = sorted(set(sync_data) - BROWSER_WRITABLE)
         allowed = {k: v for k, v in sync_data.items() if k in BROWSER_WRITABLE}
         error: Exception | None = None
@@ -250,14 +306,27 @@ class HeadSNEModel(anywidget.AnyWidget):
             error = err
         finally:
             self._local.browser = False
+        run_error = None
         if refused:
             self.send_state(refused)
+            self._set(status=f"the browser may not set {', '.join(refused)}: refused")
         if error is not None:
             self.send_state(sorted(allowed))  # put the browser's controls back to the values in force
-        self._browser_update(sorted(allowed), refused, error)
+            message = f"invalid value from the browser ({', '.join(sorted(allowed))}): {error}"
+            if set(allowed) <= DISPLAY_ONLY:
+                self._set(status=message)  # a display choice: refused, the run goes on
+            else:
+                run_error = (error, message)
+        self._browser_update(run_error)
 
-    def _browser_update(self, names: list[str], refused: list[str], error: Exception | None) -> None:
-        """What the owner does after a browser update (HeadSNE: status, restart)."""
+    def _browser_update(self, run_error: tuple[Exception, str] | None) -> None:
+        """What the owner does after a browser update; ``run_error``: an invalid run parameter and its message."""
+
+    def _set(self, **values: Any) -> None:
+        """Set several traits as one update to the browser, serialised with the run's thread."""
+        with self._sync_lock, self.hold_sync():
+            for name, value in values.items():
+                setattr(self, name, value)
 
     def _depth(self) -> int:
         """How many trait notifications this thread is handling now (0 outside any)."""

@@ -11,10 +11,12 @@ import weakref
 import numpy as np
 import pytest
 import traitlets
-from recording_comm import run_threads
+from recording_comm import run_threads, wait_until
 
+from headsne_widget.affinities import attention_affinities
 from headsne_widget.extraction import Extraction, extract
 from headsne_widget.headsne import HeadSNE
+from headsne_widget.t_sne import tsne
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget import BROWSER_WRITABLE
 
@@ -187,3 +189,29 @@ def test_attention_partners_give_both_directions(make, ex):
     np.testing.assert_array_equal(w.attends_to["indices"][:, 0], A.argmax(axis=1))
     np.testing.assert_array_equal(w.attended_by["indices"][:, 0], A.argmax(axis=0))
     np.testing.assert_allclose(w.attends_to["weights"][:, 0], A.max(axis=1), rtol=1e-6)
+
+
+def test_the_head_atlas_fills_in_every_head_of_the_layer(make, ex):
+    from headsne_widget.atlas import head_atlas
+
+    w, c = make(ex, layer=1, n_iter=30, speed=0.0)
+    w.wait(10)
+    c.control("atlas")
+    wait_until(lambda: w.atlas_state == "done", timeout=60, what="the atlas")
+    assert w.atlas.shape == (ex.n_heads, ex.n_tokens, 2) and w.atlas_progress == ex.n_heads
+    direct = head_atlas(ex, 1, seed=w.seed)
+    np.testing.assert_allclose(w.atlas_kl, direct.kls, rtol=1e-5)
+    np.testing.assert_allclose(w.atlas, direct.embeddings, rtol=1e-4, atol=1e-4)
+
+
+def test_a_finished_run_gets_the_best_kl_of_other_restarts(make, ex):
+    from headsne_widget.atlas import BEST_OF
+
+    w, _ = make(ex, n_iter=60, speed=0.0)
+    kl = w.wait(10)
+    wait_until(lambda: w.best_kl is not None and not w._jobs._best.alive, timeout=60, what="the best-of check")
+    P = attention_affinities(ex.attention(0, 0))
+    others = [tsne(P, n_iter=60, seed=s).kl for s in range(1, BEST_OF + 1)]
+    assert w.best_kl == pytest.approx(min([*others, kl]), rel=1e-5)
+    w.head = 1  # a new selection clears it
+    assert w.best_kl is None
