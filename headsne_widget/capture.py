@@ -54,8 +54,6 @@ CHUNK_BYTES = 32 * 2**20
 # Largest dense float32 array handed out at once: every head's n x n (``Extraction.attentions``), every layer's
 # hidden states, and the cache of recomputed heads. 512 MiB holds a 24-layer x 16-head model at 512 tokens.
 DENSE_BUDGET_BYTES = 512 * 2**20
-# Query rows on which every captured layer is compared with the architecture's own eager attention.
-_PROBE_ROWS = 3
 
 _SESSION: contextvars.ContextVar[_Session | None] = contextvars.ContextVar("headsne_capture_session", default=None)
 _SWITCH_LOCK = threading.RLock()  # one capture forward at a time: the implementation switch is per model config
@@ -156,18 +154,14 @@ def _additive_rows(mask: MaskRows | torch.Tensor | None, rows: slice | list[int]
     return torch.where(allowed, torch.zeros((), device=device, dtype=dtype), torch.finfo(dtype).min)
 
 
-def _apply_mask(
-    logits: torch.Tensor, mask: MaskRows | torch.Tensor | None, rows: slice | list[int], head: int | None
-) -> torch.Tensor:
-    """``logits + mask`` as eager attention adds it. For transformers' own masks the masked logits are set to the
-    dtype's minimum instead of adding it: the same numbers (x + min rounds to min), without a float n-row mask."""
-    if mask is None:
-        return logits
-    if isinstance(mask, MaskRows):
-        allowed = _allowed_rows(mask, rows, logits.device)[0]
-        return logits.masked_fill_(~allowed, torch.finfo(mask.dtype).min)  # logits: a fresh tensor of weights()
-    additive = _additive_rows(mask, rows, logits.device)[0]
-    return logits + (additive[head : head + 1] if additive.shape[0] > 1 and head is not None else additive)
+def _key_span(allowed: torch.Tensor | None, n: int) -> slice:
+    """The keys from the first to the last that some query of the chunk may attend to: outside them every weight
+    is exactly 0 (exp of the dtype's minimum), so a causal or sliding-window chunk computes only its span. A row
+    with no key allowed (eager then spreads it uniformly over all n keys) keeps the full width."""
+    if allowed is None or not bool(allowed.any(dim=-1).all()):
+        return slice(0, n)
+    columns = allowed.any(dim=(0, 1)).nonzero()
+    return slice(int(columns[0]), int(columns[-1]) + 1)
 
 
 # ------------------------------------------------------------------------------------------------ one layer
@@ -216,39 +210,47 @@ class LayerAttention:
         step = self.chunk_rows()
         return (slice(start, min(start + step, self.n_tokens)) for start in range(0, self.n_tokens, step))
 
-    def weights(self, rows: slice | list[int], head: int | None = None) -> torch.Tensor:
-        """Attention weights ``(h, r, n)`` of the query ``rows``, all heads or one ``head``, in the model's dtype."""
+    def weights(self, rows: slice | list[int], head: int | None = None) -> tuple[slice, torch.Tensor]:
+        """``(keys, w)``: weights ``(h, r, k)`` of the query ``rows`` over the key span ``keys`` (all heads or one
+        ``head``, in the model's dtype); every weight outside the span is exactly 0."""
         if head is None:
             query, key = self.query[:, rows], self.key
         else:
             query = self.query[head : head + 1, rows]
             key = self.key[head // self.kv_groups : head // self.kv_groups + 1]
         h, r, d = query.shape
+        allowed = _allowed_rows(self.mask, rows, query.device)[0] if isinstance(self.mask, MaskRows) else None
+        keys = _key_span(allowed, self.n_tokens)
+        key = key[:, keys]
         logits = torch.matmul(query.reshape(key.shape[0], -1, d), key.transpose(1, 2)).view(h, r, -1) * self.scaling
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
-        logits = _apply_mask(logits, self.mask, rows, head)
+        if allowed is not None:  # x + min rounds to min: the eager sum, without a float mask
+            logits = logits.masked_fill_(~allowed[..., keys], torch.finfo(self.mask.dtype).min)
+        elif self.mask is not None:  # a 4D mask the model prepared itself: added as eager adds it
+            additive = _additive_rows(self.mask, rows, query.device)[0]
+            logits = logits + (additive[head : head + 1] if additive.shape[0] > 1 and head is not None else additive)
         if self.sinks is None:
-            return torch.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+            return keys, torch.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
         sinks = self.sinks.reshape(-1)[slice(None) if head is None else slice(head, head + 1)]
         combined = torch.cat([logits, sinks.reshape(h, 1, 1).expand(h, r, 1).to(logits.dtype)], dim=-1)
         combined = combined - combined.amax(dim=-1, keepdim=True)
-        return torch.softmax(combined, dim=-1, dtype=combined.dtype)[..., :-1].to(query.dtype)
+        return keys, torch.softmax(combined, dim=-1, dtype=combined.dtype)[..., :-1].to(query.dtype)
 
-    @torch.inference_mode()
-    def grid(self) -> torch.Tensor:
-        """Maximum-attention grid ``(H, n)`` float32 on the layer's device, folded over query chunks."""
-        grid = None
-        for rows in self.chunks():
-            grid = max_attention_update(grid, self.weights(rows).float())
-        return grid
+    def full_weights(self, rows: slice | list[int]) -> torch.Tensor:
+        """float32 ``(H, r, n)`` weights of the query ``rows`` over all keys (zeros outside the span)."""
+        keys, w = self.weights(rows)
+        full = w.new_zeros((w.shape[0], w.shape[1], self.n_tokens), dtype=torch.float32)
+        full[..., keys] = w.float()
+        return full
 
     @torch.inference_mode()
     def heads(self, head: int | None = None) -> np.ndarray:
         """float32 ``(H, n, n)`` (``(1, n, n)`` for one ``head``) on the CPU, built in chunks on the layer's device."""
-        out = np.empty((self.n_heads if head is None else 1, self.n_tokens, self.n_tokens), dtype=np.float32)
+        out = np.zeros((self.n_heads if head is None else 1, self.n_tokens, self.n_tokens), dtype=np.float32)
         for rows in self.chunks():
-            out[:, rows] = self.weights(rows, head).float().cpu().numpy()
+            keys, w = self.weights(rows, head)
+            out[:, rows, keys] = w.float().cpu().numpy()
         return out
 
 
@@ -306,13 +308,12 @@ def capture_attention_forward(
     )
     values = value[0]
     out = torch.empty((1, layer.n_tokens, n_heads, values.shape[-1]), dtype=value.dtype, device=value.device)
-    grid = None
+    grid = torch.zeros((n_heads, layer.n_tokens), dtype=torch.float32, device=query.device)
     for rows in layer.chunks():
-        weights = layer.weights(rows)
-        grid = max_attention_update(grid, weights.float())
-        c = weights.shape[1]
-        mixed = torch.matmul(weights.to(value.dtype).reshape(n_kv, -1, layer.n_tokens), values)
-        out[0, rows] = mixed.view(n_heads, c, -1).transpose(0, 1)
+        keys, weights = layer.weights(rows)
+        grid[:, keys] = max_attention_update(grid[:, keys], weights.float())
+        mixed = torch.matmul(weights.to(value.dtype).reshape(n_kv, -1, weights.shape[-1]), values[:, keys])
+        out[0, rows] = mixed.view(n_heads, weights.shape[1], -1).transpose(0, 1)
     session = _SESSION.get()
     if session is not None:
         _verify(module, layer, value, out, dict(kwargs, scaling=scaling, dropout=0.0, softcap=softcap, s_aux=s_aux))
@@ -333,7 +334,7 @@ def _verify(
             f"to check the capture against; {SUPPORTED}"
         )
     n = layer.n_tokens
-    rows = sorted({0, n // 2, n - 1})[:_PROBE_ROWS]
+    rows = sorted({0, n // 2, n - 1})  # first, middle, last query: causal edge, inside and past any window
     if kwargs.get("softcap") is None:
         kwargs.pop("softcap")
     if kwargs.get("s_aux") is None:
@@ -341,7 +342,7 @@ def _verify(
     mask = _additive_rows(layer.mask, rows, layer.query.device)
     with torch.no_grad():
         ref_out, ref_weights = eager(module, layer.query[None, :, rows], layer.key[None], value, mask, **kwargs)
-    mine = layer.weights(rows).float()
+    mine = layer.full_weights(rows)
     tolerance = _tolerance(layer.query.dtype)
     out_scale = float(value.abs().max()) if value.numel() else 1.0
     same = ref_weights is not None and torch.allclose(ref_weights[0].float(), mine, rtol=tolerance, atol=tolerance)

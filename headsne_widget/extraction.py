@@ -254,7 +254,12 @@ def load_model(
                 f"a loaded model ({type(model).__name__}) needs its tokenizer: pass tokenizer=, "
                 "or pass the model's hub id or directory instead"
             )
-        target = resolve_device(device) if device is not None else next(model.parameters()).device
+        if _split_across_devices(model) and device is not None:
+            raise ValueError(
+                f"{type(model).__name__} is split across devices by its device_map ({model.hf_device_map}); "
+                "pass device=None to run it where it lives"
+            )
+        target = resolve_device(device) if device is not None else _input_device(model)
         loaded = LoadedModel(_prepare(model, target), None, _object_name(model), target)  # type: ignore[arg-type]
     else:
         raise TypeError(
@@ -395,13 +400,23 @@ def _load_tokenizer(tokenizer: Any, trust_remote_code: bool) -> Any:
 
 
 def _prepare(model: Any, device: torch.device) -> Any:
-    """Eager attention (the only implementation that returns the matrices), eval mode, on ``device``."""
+    """Eager attention (the reference the capture is checked against), eval mode, on ``device``.
+
+    A model split across devices (``device_map``) stays where its layers live: each layer's attention is then
+    captured on that layer's device.
+    """
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         try:
             model.set_attn_implementation("eager")
         except (ValueError, AttributeError, NotImplementedError):
             pass  # extract() reports AttentionUnavailableError if no matrices come back
-    return model.eval().to(device)
+    return model.eval() if _split_across_devices(model) else model.eval().to(device)
+
+
+def _split_across_devices(model: Any) -> bool:
+    """Whether accelerate dispatched ``model`` over more than one device (``from_pretrained(device_map=...)``)."""
+    device_map = getattr(model, "hf_device_map", None) or {}
+    return len(set(device_map.values())) > 1
 
 
 def _user_stacklevel() -> int:

@@ -57,6 +57,9 @@ def test_many_small_chunks_equal_eager(architecture, tiny_model_dir, monkeypatch
     monkeypatch.setattr(capture, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # 5 rows of 4 heads x 100 keys
     ex = extract_n(path, n=100)
     assert ex.attention_source.layers[0].chunk_rows() == 5
+    if architecture == "mistral":  # a chunk computes only the keys it may see: causal window of 32
+        keys, weights = ex.attention_source.layers[0].weights(slice(50, 55))
+        assert keys == slice(19, 55) and weights.shape == (4, 5, 36)
     A = eager_attentions(path, ex.token_ids)
     np.testing.assert_allclose(ex.max_attention, A.max(axis=2), atol=1e-5, rtol=0)
     for layer in range(2):
