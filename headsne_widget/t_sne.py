@@ -15,7 +15,22 @@ the reference implementation does.
 N(0, 1e-4 I) drawn with ``seed + r``, so it equals the single run with that seed. On the CPU a fused,
 compiled pass over all pairs (:mod:`._tsne_kernels`) does the work without n x n temporaries; on
 CUDA the same steps run in torch. KL(P || Q) is exact (no Barnes-Hut approximation) and is only
-computed at reported steps, where it costs a logarithm per pair.
+computed at reported steps, where it costs a logarithm per pair; it is summed as non-negative terms
+(see :func:`._tsne_kernels.kl_rows`), so it is never negative.
+
+Why exact at every size (``benchmarks/tsne_scale.py``): openTSNE's FFT method approximates only the
+repulsion; its attraction loops over the non-zeros of P, and attention P (and Gaussian P at
+perplexity 30) are dense, so on the same P its cost is O(n^2) as well, with a larger constant: ours
+was measured ahead at every n from 512 to 16384 (``python benchmarks/tsne_scale.py`` prints the table).
+
+Divergence (a learning rate or an exaggeration far too large) raises :class:`~.errors.TSNEDivergedError`
+with a hint at the next check (every reported step and every batch of plain steps), never a NaN
+embedding: non-finite values, coordinates beyond 1e12, or Z / n below ``BLOWN_UP_Z_PER_POINT``.
+
+Memory for a run: P in the working dtype, n^2 x 4 bytes in float32 (1 MiB at n = 512, 256 MiB at
+8192, 1 GiB at 16384), used in place when it is already float32, symmetric, zero-diagonal and
+normalised (``attention_affinities(A).astype(np.float32)`` is), else one such copy beside the
+caller's; plus about 64 bytes per point and run (``restarts * n`` is bounded by ``MAX_STATE_BYTES``).
 """
 
 from __future__ import annotations
@@ -650,6 +665,15 @@ def tsne(
     device : ``None`` = CUDA when available, else the CPU (compiled kernels).
     every : ``kl_history`` holds the exact KL every ``every`` steps and after the last.
     dtype : ``"float32"`` (default) or ``"float64"``.
+
+    Raises
+    ------
+    TSNEDivergedError
+        The run diverged (learning rate or exaggeration too large); the message says which to lower.
+    ValueError, TypeError
+        Bad input, named: e.g. ``restarts`` above ``MAX_RESTARTS`` (1000), ``seed`` < 0, a bool
+        where a number is expected, ``momentum`` not a pair, an ``init`` with every point in one
+        place, ``learning_rate=None`` (write ``"auto"``).
     """
     iterations, histories, lr, Y = [], [], 0.0, None
     for t, Y, kls, lr in _optimize(  # noqa: B007 - the last Y and lr are the result

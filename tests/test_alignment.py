@@ -61,3 +61,16 @@ def test_float32_stays_float32_and_noisy_copy_is_close():
 def test_bad_input(Y, ref, message):
     with pytest.raises(ValueError, match=message):
         align(Y, ref)
+
+
+def test_align_at_extreme_scales_is_finite_and_the_same_map():
+    """The rotation is fitted on unit-scaled copies: Y^T R overflowed to inf (a NaN result) near 1e200."""
+    rng = np.random.default_rng(7)
+    R = rng.normal(size=(30, 2))
+    theta = 0.9
+    rot = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+    Y = R @ rot.T + 3.0
+    for scale in (1e200, 1e-200):
+        out = align(Y * scale, R * scale)
+        assert np.isfinite(out).all()
+        np.testing.assert_allclose(out / scale, R, atol=1e-9)
