@@ -1,8 +1,16 @@
-"""One standalone HTML file of a widget's current state: the max-attention grid, the scatter of the current
-frame and the KL curve, drawn with bokeh and with every script inlined, so the file opens offline."""
+"""One standalone HTML file of a widget's current state, opening offline with nothing but a browser.
+
+Two views: ``"widget"`` (the default) inlines the widget's own front end (the esbuild bundle) and its
+synced state, so the linked views (grid, scatter, text, hover, selection, search) keep working without a
+kernel; only what needs Python (a new run, the atlas) is unavailable. ``"bokeh"`` draws the grid, the
+scatter of the current frame and the KL curve as bokeh figures with bokeh's scripts inlined.
+"""
 
 from __future__ import annotations
 
+import base64
+import html
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -15,11 +23,13 @@ from bokeh.resources import INLINE
 
 from . import plots
 
-__all__ = ["save_html", "widget_layout", "widget_title"]
+__all__ = ["VIEWS", "save_html", "widget_html", "widget_layout", "widget_title"]
+
+VIEWS = ("widget", "bokeh")
 
 
 def widget_title(widget: Any) -> str:
-    """"<model> - layer L, head H, <mode> mode": what the page and its <title> are called."""
+    """ "<model> - layer L, head H, <mode> mode": what the page and its <title> are called."""
     model = getattr(widget, "model_name", "") or getattr(widget.extraction, "model_name", "model")
     what = "attention-head t-SNE" if widget.mode == "attention" else "hidden-state t-SNE"
     return f"{model} - layer {widget.layer}, head {widget.head}, {widget.mode} mode ({what})"
@@ -73,7 +83,10 @@ def widget_layout(widget: Any) -> LayoutDOM:
         tokens = [ex.tokens[i] for i in kept]
         quantile_k = widget.quantile_k if getattr(widget, "quantile", False) else None
         scatter = plots.embedding(
-            tokens, Y, quantile_k=quantile_k, color=np.asarray(kept, dtype=np.float64),
+            tokens,
+            Y,
+            quantile_k=quantile_k,
+            color=np.asarray(kept, dtype=np.float64),
             title="t-SNE of the tokens (colour: position in the text)",
         )
     iterations, kls = _kl_history(widget)
@@ -81,14 +94,84 @@ def widget_layout(widget: Any) -> LayoutDOM:
     return column(header, row(column(scatter, curve), grid))
 
 
-def save_html(widget: Any, path: str | os.PathLike) -> Path:
-    """Write the widget's current state to ``path`` as one standalone HTML file with bokeh's resources inlined.
+def save_html(widget: Any, path: str | os.PathLike, *, view: str = "widget") -> Path:
+    """Write the widget's current state to ``path`` as one standalone, offline HTML file; returns the path.
 
-    The page needs no network: bokeh's JavaScript is embedded (``bokeh.resources.INLINE``) and the data
-    travels as escaped JSON. Returns the path written.
+    ``view="widget"``: the widget's own front end and state, inlined (linked views keep working);
+    ``view="bokeh"``: bokeh figures of the grid, the current frame and the KL curve, bokeh's JS inlined.
+    Tokens travel as escaped JSON and are drawn as text.
     """
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(map(repr, VIEWS))}, got {view!r}")
     path = Path(path)
     if not path.parent.is_dir():
         raise FileNotFoundError(f"the folder {str(path.parent)!r} does not exist")
-    save(widget_layout(widget), filename=path, resources=INLINE, title=widget_title(widget))
+    if view == "bokeh":
+        save(widget_layout(widget), filename=path, resources=INLINE, title=widget_title(widget))
+    else:
+        path.write_text(widget_html(widget), encoding="utf-8")
     return path
+
+
+# Not synced into the page: the bundle itself (inlined once, as a module) and ipywidgets' layout models.
+_SKIPPED = {"_esm", "_css", "layout", "_dom_classes", "tabbable", "tooltip"}
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"><style>{css}</style></head>
+<body style="margin:16px"><div id="headsne-root"></div>
+<script type="application/json" id="headsne-state">{state}</script>
+<script type="module">
+// A static stand-in for the kernel's model: get/set/on/off as anywidget's, no kernel behind save/send.
+const payload = JSON.parse(document.getElementById("headsne-state").textContent);
+const state = payload.state;
+const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+payload.buffer_paths.forEach((path, i) => {{
+  let obj = state;
+  for (const key of path.slice(0, -1)) obj = obj[key];
+  obj[path[path.length - 1]] = new DataView(bytes(payload.buffers[i]).buffer);
+}});
+const listeners = new Map();
+const model = {{
+  get: (name) => state[name],
+  set(name, value) {{
+    state[name] = value;
+    for (const cb of listeners.get(`change:${{name}}`) || []) cb({{ new: value }});
+  }},
+  save_changes() {{}},
+  send() {{}},
+  on(events, cb) {{
+    for (const e of events.split(" ")) listeners.set(e, [...(listeners.get(e) || []), cb]);
+  }},
+  off(events, cb) {{
+    for (const e of (events || "").split(" ")) listeners.set(e, (listeners.get(e) || []).filter((f) => cb && f !== cb));
+  }},
+}};
+const source = new TextDecoder().decode(bytes(payload.esm));
+const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
+const mod = await import(url);
+const widget = typeof mod.default === "function" ? await mod.default() : mod.default;
+if (widget.initialize) await widget.initialize({{ model }});
+await widget.render({{ model, el: document.getElementById("headsne-root") }});
+document.body.dataset.rendered = "true";
+</script></body></html>
+"""
+
+
+def widget_html(widget: Any) -> str:
+    """The page of :func:`save_html`'s ``"widget"`` view: the bundle and the synced state, inlined."""
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    esm, css = str(widget._esm), str(widget._css)
+    if "npm run build" in esm and "is missing" in esm:
+        raise RuntimeError("the widget's front end is not built (npm run build): nothing to inline")
+    state, paths, buffers = _remove_buffers({k: v for k, v in widget.get_state().items() if k not in _SKIPPED})
+    payload = {
+        "state": state,
+        "buffer_paths": paths,
+        "buffers": [base64.b64encode(bytes(b)).decode("ascii") for b in buffers],
+        "esm": base64.b64encode(esm.encode("utf-8")).decode("ascii"),
+    }
+    # "<" escaped inside JSON: no token or name can close the script element or open a tag
+    data = json.dumps(payload, ensure_ascii=False).replace("<", "\\u003c").replace("&", "\\u0026")
+    return _PAGE.format(title=html.escape(widget_title(widget)), css=css.replace("</", "<\\/"), state=data)

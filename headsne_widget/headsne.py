@@ -165,11 +165,12 @@ class HeadSNE(HeadSNEModel):
             raise self._error
         return self.kl
 
-    def save_html(self, path: str | os.PathLike) -> Any:
-        """Write the current state as one standalone, offline HTML file (see :mod:`headsne_widget.export`)."""
+    def save_html(self, path: str | os.PathLike, *, view: str = "widget") -> Any:
+        """Write the current state as one standalone, offline HTML file: the widget itself with its linked
+        views (``view="widget"``) or bokeh figures (``"bokeh"``); see :mod:`headsne_widget.export`."""
         from .export import save_html
 
-        return save_html(self, path)
+        return save_html(self, path, view=view)
 
     def close(self) -> None:
         """Stop all work, close the comm and drop the arrays, so that nothing keeps the widget's memory."""

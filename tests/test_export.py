@@ -28,13 +28,28 @@ def state():
     tokens = ["[CLS]", "we", "present", EVIL, "t", "-", "sne", "[SEP]"]
     n, L, H = len(tokens), 2, 3
     ex = SimpleNamespace(
-        tokens=tokens, max_attention=rng.random((L, H, n)).astype(np.float32), model_name=EVIL, n_layers=L, n_heads=H,
+        tokens=tokens,
+        max_attention=rng.random((L, H, n)).astype(np.float32),
+        model_name=EVIL,
+        n_layers=L,
+        n_heads=H,
     )
     kept = list(range(1, n - 1))
     return SimpleNamespace(
-        extraction=ex, model_name=EVIL, layer=1, head=2, mode="attention", kept=kept,
-        embedding=rng.normal(size=(len(kept), 2)).astype(np.float32), kl=0.4321, iteration=300,
-        kl_history=np.array([1.5, 0.9, 0.4321]), kl_iterations=np.array([50, 100, 300]), quantile=False, quantile_k=100, perplexity=20.0,
+        extraction=ex,
+        model_name=EVIL,
+        layer=1,
+        head=2,
+        mode="attention",
+        kept=kept,
+        embedding=rng.normal(size=(len(kept), 2)).astype(np.float32),
+        kl=0.4321,
+        iteration=300,
+        kl_history=np.array([1.5, 0.9, 0.4321]),
+        kl_iterations=np.array([50, 100, 300]),
+        quantile=False,
+        quantile_k=100,
+        perplexity=20.0,
     )
 
 
@@ -65,7 +80,7 @@ def test_title_names_model_layer_head_and_mode(state):
 
 
 def test_html_is_standalone_and_escapes_tokens(state, tmp_path):
-    path = export.save_html(state, tmp_path / "state.html")
+    path = export.save_html(state, tmp_path / "state.html", view="bokeh")
     html = path.read_text(encoding="utf-8")
     assert EVIL not in html  # neither the token nor the model name appears raw
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
@@ -82,26 +97,27 @@ def test_headsne_save_html_writes_its_current_state(tiny_bert, tmp_path):
     w = HeadSNE(text, tiny_bert, layer=1, head=3, n_iter=80, speed=0)
     try:
         w.wait(timeout=60)
-        path = w.save_html(tmp_path / "widget.html")
+        path = w.save_html(tmp_path / "widget.html", view="bokeh")
         html = path.read_text(encoding="utf-8")
         layout = export.widget_layout(w)
+        found = sources(layout)
+        scatter = found["embedding"].data
+        np.testing.assert_allclose(np.c_[scatter["x_orig"], scatter["y_orig"]], w.embedding, rtol=1e-6)
+        assert list(scatter["token"]) == [w.extraction.tokens[i] for i in w.kept]
+        curve = found["kl_curve"].data
+        np.testing.assert_allclose(curve["kl"], w.kl_history)
+        assert curve["iteration"][-1] == 80 and curve["kl"][-1] == pytest.approx(w.kl)
+        for layer in range(w.extraction.n_layers):
+            grid = found[f"max_attention_{layer}"].data["image"][0]
+            np.testing.assert_allclose(grid, w.extraction.max_attention[layer])
     finally:
         w.close()
     assert f"<title>{w.model_name} - layer 1, head 3, attention mode" in html
-    found = sources(layout)
-    scatter = found["embedding"].data
-    np.testing.assert_allclose(np.c_[scatter["x_orig"], scatter["y_orig"]], w.embedding, rtol=1e-6)
-    assert list(scatter["token"]) == [w.extraction.tokens[i] for i in w.kept]
-    curve = found["kl_curve"].data
-    np.testing.assert_allclose(curve["kl"], w.kl_history)
-    assert curve["iteration"][-1] == 80 and curve["kl"][-1] == pytest.approx(w.kl)
-    for layer in range(w.extraction.n_layers):
-        np.testing.assert_allclose(found[f"max_attention_{layer}"].data["image"][0], w.extraction.max_attention[layer])
 
 
 def test_before_the_first_frame(state, tmp_path):
     state.embedding, state.kl_history, state.kl = None, [], None
-    path = export.save_html(state, tmp_path / "empty.html")
+    path = export.save_html(state, tmp_path / "empty.html", view="bokeh")
     assert "No t-SNE frame yet" in path.read_text(encoding="utf-8")
 
 
@@ -113,12 +129,19 @@ def test_missing_folder_is_a_clear_error(state, tmp_path):
 @pytest.mark.skipif(not os.path.exists(CHROMIUM) and not shutil.which("chromium"), reason="needs Debian's chromium")
 def test_html_opens_offline_in_a_browser(state, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
-    path = export.save_html(state, tmp_path / "offline.html")
+    path = export.save_html(state, tmp_path / "offline.html", view="bokeh")
     errors, requests = [], []
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(
-            executable_path=CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"), headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            executable_path=CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"),
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         try:
             page = browser.new_page()

@@ -1,0 +1,82 @@
+"""``save_html``'s widget view: the widget's own front end, inlined, opened offline from a file in chromium.
+
+The linked views must work without a kernel: the grid and the scatter draw, hovering a scatter point shows
+its token in the tooltip and highlights it in the text strip, and hostile text stays text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from headsne_widget import HeadSNE, export
+
+from . import jupyter
+
+HOSTILE = 'a </script><script>alert("x")</script> <img src=x onerror=alert(1)> token & more words here'
+
+
+@pytest.fixture(scope="module")
+def exported(tiny_bert, tmp_path_factory) -> tuple[Any, dict]:
+    w = HeadSNE("attention heads look at tokens and layers stack them. " + HOSTILE, tiny_bert, n_iter=120, speed=0)
+    try:
+        w.wait(60)
+        path = w.save_html(tmp_path_factory.mktemp("export") / "widget.html")
+        facts = {"tokens": list(w.tokens), "kept": list(w.kept), "text": w.text}
+    finally:
+        w.close()
+    return path, facts
+
+
+def open_offline(browser: Any, path: Any) -> tuple[Any, jupyter.PageLog]:
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    log = jupyter.PageLog()
+    page.on("pageerror", lambda err: log.page_errors.append(str(err)))
+    page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on("dialog", lambda dialog: (log.dialogs.append(dialog.message), dialog.dismiss()))
+
+    def offline(route: Any) -> None:
+        if route.request.url.startswith(("file:", "blob:", "data:")):
+            route.continue_()
+        else:
+            log.blocked.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", offline)
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-rendered='true']", timeout=30_000)
+    return page, log
+
+
+def test_the_exported_widget_draws_and_links_offline(browser, exported) -> None:
+    path, facts = exported
+    html = path.read_text(encoding="utf-8")
+    assert "</script><script>alert" not in html and not re.search(r"<script[^>]+src=", html)
+    page, log = open_offline(browser, path)
+    try:
+        root = page.locator("#headsne-root")
+        for name in ("headsne-grid", "headsne-scatter", "headsne-text"):
+            assert root.locator(jupyter.testid(name)).count() >= 1, f"{name} is missing"
+        hit = jupyter.hover_scatter_point(root)
+        j = int(re.search(r"#(\d+)", hit["text"]).group(1))
+        assert j in facts["kept"] and hit["text"].startswith(facts["tokens"][j])
+        span = root.locator(f"{jupyter.testid('headsne-text')} [data-index='{j}']")
+        assert "hs-hover" in (span.get_attribute("class") or "")
+        assert "alert" in root.locator(jupyter.testid("headsne-text")).inner_text()  # shown as text
+        assert log.dialogs == [] and log.page_errors == [] and log.blocked == [], log
+    finally:
+        page.close()
+
+
+def test_the_bokeh_view_is_still_available(exported, tiny_bert, tmp_path) -> None:
+    w = HeadSNE("attention heads look at tokens and layers stack them", tiny_bert, n_iter=40, speed=0)
+    try:
+        w.wait(60)
+        path = w.save_html(tmp_path / "bokeh.html", view="bokeh")
+    finally:
+        w.close()
+    assert "Bokeh" in path.read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="view must be one of"):
+        export.save_html(w, tmp_path / "x.html", view="png")
