@@ -378,3 +378,63 @@ def kl_curve(iterations: Any, kls: Any, *, title: str = "KL(P || Q) during the r
     line = p.line("iteration", "kl", source=source, line_width=2)
     p.add_tools(HoverTool(renderers=[line], tooltips=[("iteration", "@iteration"), ("KL", "@kl{0.0000}")], mode="vline"))
     return column(p)
+
+
+# ------------------------------------------------------------------------------------ corpus heads
+
+
+def corpus_heads(summary: Any, *, title: str | None = None) -> LayoutDOM:
+    """Layers x heads heat map of the median KL of attention-head t-SNE across a corpus.
+
+    ``summary`` is what :func:`headsne_widget.studies.head_summary` returns (columns ``layer``, ``head``,
+    ``median``, ``q1``, ``q3``, ``iqr``, ``rank``, ``texts``). Each cell is one head (layer 0 on top, as in
+    :func:`max_attention`), coloured by its median KL on the same Viridis scale as the max-attention grids
+    (dark = low KL = the head's P is embedded well); hover shows the median, the IQR and the rank (1 =
+    lowest median). The best head is outlined and named in the title. At most ``OUTPUT_WIDTH`` px wide, to fit a
+    notebook's output area.
+    """
+    records = _records(summary)
+    if not records:
+        raise ValueError("summary is empty: there is nothing to plot")
+    missing = {"layer", "head", "median", "q1", "q3", "iqr", "rank", "texts"} - set(records[0])
+    if missing:
+        raise ValueError(f"summary lacks the columns {sorted(missing)}: pass what studies.head_summary returns")
+    layers = sorted({int(r["layer"]) for r in records})
+    heads = sorted({int(r["head"]) for r in records})
+    data = {k: [r[k] for r in records] for k in ("median", "q1", "q3", "iqr", "rank", "texts")}
+    data["layer"], data["head"] = [int(r["layer"]) for r in records], [int(r["head"]) for r in records]
+    data["x"], data["y"] = [str(h) for h in data["head"]], [str(layer) for layer in data["layer"]]
+    source = ColumnDataSource(data, name="corpus_heads")
+    medians = np.asarray(data["median"], dtype=np.float64)
+    low, high = float(medians.min()), float(medians.max())
+    mapper = LinearColorMapper(palette=Viridis256, low=low, high=high if high > low else low + 1e-12)
+    best = records[int(np.argmin(data["rank"]))]
+    if title is None:
+        title = (
+            f"median KL of attention-head t-SNE over {int(max(data['texts']))} texts; best: layer "
+            f"{int(best['layer'])} head {int(best['head'])} ({float(best['median']):.3f})"
+        )
+    cell = int(min(56, max(24, 660 // len(heads))))
+    p = figure(
+        title=title, width=min(OUTPUT_WIDTH, 110 + cell * len(heads)), height=min(640, 110 + cell * len(layers)),
+        x_range=FactorRange(*[str(h) for h in heads]), y_range=FactorRange(*[str(layer) for layer in reversed(layers)]),
+        tools=_TOOLS, toolbar_location="right", x_axis_label="head", y_axis_label="layer",
+    )
+    cells = p.rect("x", "y", width=1, height=1, source=source, fill_color={"field": "median", "transform": mapper},
+                   line_color="white")
+    top = ColumnDataSource({"x": [str(int(best["head"]))], "y": [str(int(best["layer"]))]}, name="corpus_heads_best")
+    p.rect("x", "y", width=0.92, height=0.92, source=top, fill_alpha=0.0, line_color="#d95f02", line_width=3)
+    p.add_tools(
+        HoverTool(
+            renderers=[cells],
+            tooltips=[
+                ("layer, head", "@layer, @head"), ("median KL", "@median{0.000}"),
+                ("IQR", "@iqr{0.000} (@q1{0.000} to @q3{0.000})"), ("rank", f"@rank of {len(records)}"),
+                ("texts", "@texts"),
+            ],
+        )
+    )
+    p.grid.visible = False
+    p.title.text_font_size = "10pt"
+    p.add_layout(ColorBar(color_mapper=mapper, width=10, ticker=BasicTicker(desired_num_ticks=5), title="KL"), "right")
+    return column(p)
