@@ -14,13 +14,20 @@ The rows of every setting are checked to equal the in-process rows exactly (same
 
     .venv/bin/python benchmarks/corpus_speed.py [--texts 20] [--runs 3] [--n-iter 1000] [--repeats 2]
 
-How it scales on a cluster: one task is one text (a forward pass and L x (H + 1) batched t-SNEs, about
-1.5 s for a 20-token text with MiniLM at 3 x 1000 iterations on one core), tasks are independent and ship
-only token ids in and rows out (a few kB), so throughput grows with worker processes (one thread each:
-the compiled t-SNE holds the GIL) until the scheduler's per-task overhead (about 1 ms) or the number of
-texts limits it; each worker pays the model load once (seconds) and holds the model in memory (about
-0.5 GB for MiniLM with torch). Threads add nothing: the t-SNE kernels run one at a time per process. On
-a shared 2-core machine the figures are noisy; repeat and compare medians.
+Measured here (2 cores shared with other jobs, load average 9 to 13, so noisy: the settings run
+interleaved, round by round, and the table gives medians): in-process 103.8 texts/min, threads 88.7 (87.5
+for a call that starts its own cluster), 1 worker process 26.0, 2 worker processes 71.5 (21.2 cold, as
+each worker imports torch and loads the model first); other runs put in-process between 22 and 104 and
+threads between 87 and 95. Threads are ``corpus_study``'s local default.
+
+How it scales on a cluster: one task is one text (a forward pass and L x (H + 1) batched t-SNEs: about
+0.5 s for a 20-token text with MiniLM at 3 x 1000 iterations on one idle core). Tasks are independent and
+ship only token ids in and rows out (a few kB), so throughput grows linearly with worker processes (one
+thread each: the compiled t-SNE holds the GIL) until the texts run out or the scheduler's per-task cost
+(about a millisecond) matters, far beyond a few thousand texts. Each worker pays the model load once (a
+few seconds, plus importing torch) and holds the model (about 0.5 GB for MiniLM with torch), so a cluster
+pays off for studies of hundreds of texts or more, or of larger models; a lost worker costs only its
+texts in flight. Threads add nothing there beyond one per core.
 """
 
 from __future__ import annotations
@@ -31,25 +38,20 @@ import time
 import warnings
 
 
-def run_setting(make_client, texts, path: str, kwargs: dict, repeats: int):
-    """(start s, first s, median s of ``repeats`` further studies, rows) of one setting."""
+def start(make_client) -> tuple[float, object, object]:
+    """(seconds to start, client, close) of one setting."""
+    begin = time.perf_counter()
+    client, close = make_client()
+    return time.perf_counter() - begin, client, close
+
+
+def study(client, texts, path: str, kwargs: dict):
+    """(seconds, rows) of one corpus study on ``client``."""
     from headsne_widget.studies import corpus_study
 
-    start = time.perf_counter()
-    client, close = make_client()
-    started = time.perf_counter() - start
-    try:
-        start = time.perf_counter()
-        rows = corpus_study(texts, path, client=client, **kwargs)
-        first = time.perf_counter() - start
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            corpus_study(texts, path, client=client, **kwargs)
-            times.append(time.perf_counter() - start)
-    finally:
-        close()
-    return started, first, statistics.median(times) if times else first, rows
+    begin = time.perf_counter()
+    rows = corpus_study(texts, path, client=client, **kwargs)
+    return time.perf_counter() - begin, rows
 
 
 def local(processes: bool, workers: int, threads: int):
@@ -93,21 +95,33 @@ def main() -> None:
         "2 worker processes": local(True, 2, 1),
     }
     print(f"{len(texts)} texts, MiniLM, all heads, runs={args.runs}, n_iter={args.n_iter}, repeats={args.repeats}")
-    header = f"{'setting':32} {'start s':>8} {'first s':>8} {'study s':>8} {'texts/min':>10} {'cold texts/min':>15}"
-    print(header)
-    reference = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name, make in settings.items():
-            started, first, steady, rows = run_setting(make, texts, path, kwargs, args.repeats)
-            if reference is None:
-                reference = rows
-            else:
-                pd.testing.assert_frame_equal(rows, reference)
-            per_min = 60 * len(texts) / steady
-            cold = 60 * len(texts) / (started + first)
-            print(f"{name:32} {started:8.1f} {first:8.1f} {steady:8.1f} {per_min:10.1f} {cold:15.1f}", flush=True)
-    print("rows identical in every setting")
+        started = {name: start(make) for name, make in settings.items()}
+        first, times, reference = {}, {name: [] for name in settings}, None
+        try:
+            # settings interleaved round by round, so that a change in the machine's load hits them all alike
+            for round_ in range(args.repeats + 1):
+                for name, (_, client, _) in started.items():
+                    seconds, rows = study(client, texts, path, kwargs)
+                    if reference is None:
+                        reference = rows
+                    pd.testing.assert_frame_equal(rows, reference)  # identical rows in every setting
+                    if round_:
+                        times[name].append(seconds)
+                    else:
+                        first[name] = seconds
+                    print(f"  round {round_}: {name}: {seconds:.1f} s", flush=True)
+        finally:
+            for _, _, close in started.values():
+                close()
+    header = f"{'setting':32} {'start s':>8} {'first s':>8} {'study s':>8} {'texts/min':>10} {'cold texts/min':>15}"
+    print(header)
+    for name in settings:
+        steady = statistics.median(times[name])
+        per_min, cold = 60 * len(texts) / steady, 60 * len(texts) / (started[name][0] + first[name])
+        print(f"{name:32} {started[name][0]:8.1f} {first[name]:8.1f} {steady:8.1f} {per_min:10.1f} {cold:15.1f}")
+    print("rows identical in every setting; study s = median of the repeats")
 
 
 if __name__ == "__main__":

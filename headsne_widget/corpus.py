@@ -1,15 +1,16 @@
 """A small English corpus for corpus studies, written for this project (no third-party text, nothing downloaded).
 
-``CORPUS`` holds 120 texts of 8 to 80 MiniLM tokens: science, everyday life, news-like reports, dialogue,
-lists, code-ish lines, questions, instructions and short stories, so that a head's structure can be
-compared across kinds of text with :func:`headsne_widget.studies.corpus_study`.
+``CORPUS`` holds 142 texts of 9 to 67 MiniLM tokens (special ones included; median 21): science, everyday life,
+news-like reports, dialogue, lists, code-ish lines, questions, instructions, short stories and a few longer
+paragraphs, so that a head's structure can be compared across kinds of text with
+:func:`headsne_widget.studies.corpus_study`.
 """
 
 from __future__ import annotations
 
 __all__ = ["CORPUS"]
 
-#: 120 varied English sentences and short paragraphs, written for this project.
+#: 142 varied English sentences and short paragraphs, written for this project.
 CORPUS: tuple[str, ...] = (
     # science
     "Water boils at a lower temperature on a mountain because the air pressure there is lower.",

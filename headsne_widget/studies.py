@@ -24,14 +24,18 @@ build (a CUDA worker would run the torch engine instead and differ in the last d
 
 The local default (``client=None``)
 -----------------------------------
-``client=None`` uses the Dask client already made in this session, if there is one; otherwise a local
-cluster of worker processes (one per core, one thread each) that the call starts and closes. Measured on
-this project's 2-core machine (``benchmarks/corpus_speed.py``, 20 corpus texts, MiniLM, every head, 3 runs,
-1000 iterations), processes won over threads: the compiled t-SNE kernels hold the GIL (and a process-wide
-lock), so threads run the t-SNE one at a time and are no faster than the plain loop, while two worker
-processes run two texts at once; starting them (about 10 s: importing torch and loading the model in
-each) is repaid from a few dozen texts on. ``client="threads"`` and ``client="sync"`` (no Dask at all) are
-there for small jobs and debugging.
+``client=None`` uses the Dask client already made in this session (``distributed.default_client()``), if
+there is one; otherwise a local cluster of threads in this process (one worker, one thread per core) that
+the call starts (about 1.5 s) and closes. Measured on this project's 2-core machine, shared with other
+jobs (load average 9 to 13; ``benchmarks/corpus_speed.py``: 20 corpus texts, MiniLM, every head, 3 runs of
+1000 iterations, settings interleaved, medians), threads won: 88.7 texts per minute on a running client
+and 87.5 for a whole call that starts its own, against 71.5 and 21.2 for two worker processes and 26.0
+and 27.9 for one. Threads need no start-up and no second copy of the model: the worker processes each
+import torch and load the model before their first text (40 to 50 s here) and hold about 0.5 GB each,
+and on two busy cores they gained nothing back, since the compiled t-SNE holds the GIL either way and
+there is no idle core to run a second process on. On a machine with idle cores, or across machines, pass
+``client="processes"`` or a ``distributed.Client``: the rows are the same. ``client="sync"`` runs the
+texts one after another in this process, without Dask (for debugging and for the reference rows).
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ SUMMARY_COLUMNS = ("layer", "head", "median", "q1", "q3", "iqr", "texts", "rank"
 #: what ``client`` may name besides a ``distributed.Client``
 LOCAL_CLIENTS = ("sync", "threads", "processes")
 #: the kind of local cluster that ``client=None`` starts (measured, see the module doc)
-DEFAULT_LOCAL = "processes"
+DEFAULT_LOCAL = "threads"
 
 #: the hidden-state perplexity of the thesis (A.2), used when ``perplexity=None``
 THESIS_PERPLEXITY = 20.0
@@ -90,7 +94,7 @@ def _texts(texts: Any) -> list[str]:
 
 
 def _indices(value: Any, count: int, name: str, unit: str) -> list[int]:
-    """``None`` -> all of ``range(count)``, else the given indices checked against ``count``, without repeats."""
+    """``None`` -> all of ``range(count)``, else the given indices checked against ``count``; no repeats."""
     from .selection import check_index
 
     if value is None:
@@ -100,7 +104,9 @@ def _indices(value: Any, count: int, name: str, unit: str) -> list[int]:
     chosen = [check_index(v, count, name, unit) for v in value]
     if not chosen:
         raise ValueError(f"{name} is empty: pass None for all {unit} or at least one index")
-    return list(dict.fromkeys(chosen))
+    if len(set(chosen)) < len(chosen):
+        raise ValueError(f"{name} has repeated entries {chosen}: each is studied once")
+    return chosen
 
 
 def _check_perplexity(perplexity: Any) -> float:
@@ -373,7 +379,7 @@ def corpus_study(
     runs : t-SNE restarts per selection; a row holds the lowest final KL.
     n_iter : gradient steps per run (thesis: 1000).
     seed : the study's seed; every run's seed is derived from (seed, text, layer, head).
-    client : None (the session's Dask client, else a local cluster of processes started for the call: see
+    client : None (the session's Dask client, else a local cluster of threads started for the call: see
         the module doc), ``"sync"`` (in this process, no Dask), ``"threads"``, ``"processes"``, or a
         ``dask.distributed.Client`` to run on its cluster.
     perplexity : of the hidden-state t-SNE; lowered per text to (m - 1) / 3 for m tokens when larger (the

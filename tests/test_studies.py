@@ -74,7 +74,7 @@ def test_rows_are_tidy(rows, minilm):
 
 
 def test_a_row_is_the_best_of_runs_of_that_head_with_its_derived_seed(rows, minilm):
-    from headsne_widget.analyses import _seed, _tsne_kls
+    from headsne_widget.analyses import _tsne_kls, study_seed
     from headsne_widget.extraction import extract
     from headsne_widget.selection import selection_affinities
 
@@ -85,11 +85,11 @@ def test_a_row_is_the_best_of_runs_of_that_head_with_its_derived_seed(rows, mini
     one = rows[(rows["text"] == index) & (rows["layer"] == layer)]
     assert (
         one.loc[one["head"] == head, "kl"].item()
-        == _tsne_kls(attention, runs, n_iter, _seed(7, index, layer, head)).min()
+        == _tsne_kls(attention, runs, n_iter, study_seed(7, index, layer, head)).min()
     )
     assert (
         one.loc[one["method"] == "hidden", "kl"].item()
-        == _tsne_kls(hidden, runs, n_iter, _seed(7, index, layer, 12)).min()
+        == _tsne_kls(hidden, runs, n_iter, study_seed(7, index, layer, 12)).min()
     )
 
 
@@ -116,6 +116,20 @@ def test_cluster_rows_equal_the_in_process_rows(rows, client, minilm_path):
 def test_thread_rows_equal_the_in_process_rows(rows, minilm_path):
     got = corpus_study(TEXTS, minilm_path, client="threads", **SETTINGS)
     pd.testing.assert_frame_equal(got, rows, check_exact=True)
+
+
+def test_the_session_client_is_the_default(rows, client, minilm_path):
+    with distributed.Client(client.scheduler.address) as default, distributed.get_task_stream(default) as stream:
+        got = corpus_study(TEXTS[:2], minilm_path, **SETTINGS)  # client=None: the session's client
+    pd.testing.assert_frame_equal(got, rows[rows["text"] < 2].reset_index(drop=True), check_exact=True)
+    assert sum(str(task["key"]).startswith("corpus_study-") for task in stream.data) == 2
+
+
+def test_without_a_session_client_the_default_runs_on_local_threads(rows, minilm_path):
+    with pytest.raises(ValueError):
+        distributed.default_client()
+    got = corpus_study(TEXTS[:2], minilm_path, **SETTINGS)
+    pd.testing.assert_frame_equal(got, rows[rows["text"] < 2].reset_index(drop=True), check_exact=True)
 
 
 def test_progress_bar_counts_every_text(client, minilm_path, capsys):
@@ -225,6 +239,7 @@ def test_a_text_too_long_is_refused_or_truncated(minilm_path):
         (dict(client=42), TypeError),
         (dict(heads=[12]), ValueError),
         (dict(layers=[]), ValueError),
+        (dict(heads=[1, 1]), ValueError),
         (dict(runs=0), ValueError),
         (dict(perplexity=0), ValueError),
         (dict(max_tokens=0), ValueError),
@@ -291,4 +306,4 @@ def test_heat_map_of_the_summary(rows):
         [dict(row, layer=layer, head=head) for layer in range(6) for head in range(12) for row in [summary.iloc[0]]]
     )
     (figure,) = plots.corpus_heads(full).children
-    assert figure.width <= 800 and figure.height <= 640
+    assert figure.width <= plots.OUTPUT_WIDTH and figure.height <= 640
