@@ -31,9 +31,11 @@ class Recorder:
     def __init__(self) -> None:
         self.frames: list[FrameReport] = []
         self.ends: list[tuple] = []
+        self.live_runs: list[int] = []
         self.accept = True
 
     def on_frame(self, report: FrameReport) -> bool:
+        self.live_runs.append(len(run_threads()))  # runs computing while this one reports
         if self.accept:
             self.frames.append(report)
         return self.accept
@@ -116,10 +118,18 @@ def test_a_paused_run_uses_no_cpu_and_resumes(controller, P):
     wait_until(lambda: len(run.kl_history) > count, what="progress after resume")
 
 
-def test_exactly_one_run_computes_whatever_the_starts(controller, P):
+def test_exactly_one_run_computes_whatever_the_starts(controller):
+    X = np.random.default_rng(1).normal(size=(2000, 5))
+    P = gaussian_affinities(X, perplexity=30.0)  # 200 iterations take ~0.2 s: overlapping runs would show
     kept = np.arange(P.shape[0])
-    for seed in range(30):
-        controller.start(P, kept, options(10_000_000, every=5, seed=seed))
+    for seed in range(0, 6, 2):  # a run busy in a long step, then a run that reports after one iteration
+        slow = controller.start(P, kept, options(10_000_000, every=200, seed=seed))
+        wait_until(lambda run=slow: len(run.kl_history) > 0, what="the slow run's first report")
+        fast = controller.start(P, kept, options(10_000_000, every=1, seed=seed + 1))
+        wait_until(lambda run=fast: len(run.kl_history) > 0, what="the fast run's first report")
+    for seed in range(5):
+        controller.start(P, kept, options(10_000_000, every=20, seed=seed))
+        time.sleep(0.01)
     wait_until(lambda: len(run_threads()) == 1, what="the old runs to end")
     (thread,) = run_threads()
     assert thread.name.endswith(f"-{controller.run.run_id}")
@@ -129,6 +139,7 @@ def test_exactly_one_run_computes_whatever_the_starts(controller, P):
     count = len(frames)
     time.sleep(0.1)
     assert {f.run_id for f in frames[count:]} <= {current}, "a cancelled run reported after the new one"
+    assert max(controller.recorder.live_runs) == 1, "a run reported while another one was still computing"
 
 
 def test_an_owner_that_drops_a_frame_ends_the_run(controller, P):
