@@ -193,10 +193,11 @@ def text_rows(
     """The rows of one text: what one Dask task computes, in a worker or in-process.
 
     The model is taken from this process's :func:`~headsne_widget.extraction.load_model` cache. Text
-    ``index``'s head ``(layer, head)`` runs with ``_seed(seed, index, layer, head)`` and the hidden states
-    of ``layer`` with ``_seed(seed, index, layer, n_heads)``, so the result depends on nothing else.
+    ``index``'s head ``(layer, head)`` runs as ``_tsne_kls(P, runs, n_iter, study_seed(seed, index, layer, head))``
+    and the hidden states of ``layer`` with ``study_seed(seed, index, layer, n_heads)``
+    (:func:`~headsne_widget.analyses.study_seed`), so the result depends on nothing else.
     """
-    from .analyses import _seed, _tsne_kls
+    from .analyses import _tsne_kls, study_seed
     from .extraction import extract_token_ids, load_model
     from .selection import selection_affinities
 
@@ -205,10 +206,10 @@ def text_rows(
     for layer in range(ex.n_layers) if layers is None else layers:
         for head in range(ex.n_heads) if heads is None else heads:
             sel = selection_affinities(ex, "attention", layer, head, exclude_special=exclude_special)
-            kl = _tsne_kls(sel.P, runs, n_iter, _seed(seed, index, layer, head)).min()
+            kl = _tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, head)).min()
             rows.append(_row(index, layer, "attention", head, kl, len(sel.kept), None, runs))
         sel = selection_affinities(ex, "hidden", layer, perplexity=perplexity, exclude_special=exclude_special)
-        kl = _tsne_kls(sel.P, runs, n_iter, _seed(seed, index, layer, ex.n_heads)).min()
+        kl = _tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, ex.n_heads)).min()
         rows.append(_row(index, layer, "hidden", None, kl, len(sel.kept), sel.perplexity, runs))
     return rows
 
