@@ -173,16 +173,16 @@ def memory(sizes: list[int]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[512, 2048, 8192, 16384])
+    ap.add_argument("--sizes", type=int, nargs="+", default=None, help="default 512 2048 8192 16384")
     ap.add_argument("--kinds", nargs="+", default=["attention", "gaussian"], choices=["attention", "gaussian"])
     ap.add_argument("--big-iters", type=int, default=500, help="iterations at n >= 16384 (both libraries)")
     ap.add_argument("--quick", action="store_true", help="n = 512 and 2048 only (about a minute)")
     ap.add_argument("--memory", action="store_true", help="peak RSS of a run at 512, 8192 and 16384")
     args = ap.parse_args()
     if args.memory:
-        memory([512, 8192, 16384])
+        memory(args.sizes or [512, 8192, 16384])
         return
-    table([512, 2048] if args.quick else args.sizes, args.kinds, args.big_iters)
+    table([512, 2048] if args.quick else args.sizes or [512, 2048, 8192, 16384], args.kinds, args.big_iters)
 
 
 if __name__ == "__main__":
