@@ -306,7 +306,7 @@ class Coalescer:
     changes of a notebook cell), or ``delay`` seconds later without a loop (a script); the owner may also
     call ``flush`` itself first (``flush`` must do nothing when there is nothing pending)."""
 
-    def __init__(self, flush: Callable[[], None], delay: float = 0.02) -> None:
+    def __init__(self, flush: Callable[[], None], delay: float = 0.005) -> None:
         self._flush, self._delay = flush, delay
         self._timer: threading.Timer | None = None
 
