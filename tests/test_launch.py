@@ -73,6 +73,11 @@ def cmdline(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_text().split("\0")
 
 
+def log_lines(path: Path, n: int = 12) -> list[str]:
+    """The log's last ``n`` lines, each cut to 300 characters (some log lines are whole minified scripts)."""
+    return [line[:300] for line in path.read_text(errors="replace").splitlines()[-n:]]
+
+
 def get(url: str, token: str) -> tuple[int, bytes]:
     req = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     with urllib.request.urlopen(req, timeout=20) as resp:
@@ -151,7 +156,7 @@ def test_readme_demo_command_serves_demo_from_a_fresh_clone(clone: Path, tmp_pat
         url_seconds = time.perf_counter() - start
         assert found, (
             f"no URL printed within {START_TIMEOUT:.0f} s (exit {proc.poll()}); stdout {printed!r}; "
-            f"log {log_path.read_text(errors='replace')[-3000:]}"
+            f"server log ends {log_lines(log_path)}"
         )
         assert f"starting JupyterLab on {clone / 'demo.ipynb'}" in "".join(printed), printed  # the clone's demo
         base, token = found.group(1), found.group(2)
@@ -191,7 +196,7 @@ def test_readme_demo_command_serves_demo_from_a_fresh_clone(clone: Path, tmp_pat
         # Ctrl-C: the launcher stops the server, which stops its kernel; nothing is left behind
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=STOP_TIMEOUT)
-        assert code == 0, f"launcher exit code {code}; log {log_path.read_text(errors='replace')[-2000:]}"
+        assert code == 0, f"launcher exit code {code}; server log ends {log_lines(log_path)}"
         deadline = time.monotonic() + 10
         while any(alive(p) for p in family) and time.monotonic() < deadline:
             time.sleep(0.2)
