@@ -34,6 +34,22 @@ test("sentences end at . ! ? before white space and at newlines; special tokens 
     [0, 0, 0, 1],
   );
   assert.deepEqual(Array.from(sentenceIds("", ["a", ".", "b"], null)), [0, 0, 1]);
+  const lines = "a b\nc d";
+  assert.deepEqual(
+    Array.from(
+      sentenceIds(
+        lines,
+        ["a", "b", "c", "d"],
+        [
+          [0, 1],
+          [2, 3],
+          [4, 5],
+          [6, 7],
+        ],
+      ),
+    ),
+    [0, 0, 1, 1],
+  );
 });
 
 test("token kinds: special, word start, word piece glued to the previous token", () => {

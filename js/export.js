@@ -144,3 +144,45 @@ export function downloadCanvas(canvas, name, parent, onError) {
     else download(blob, name, parent);
   }, "image/png");
 }
+
+/**
+ * The widget's export actions: png(), svg(), toggleVideo() (start, or stop and save; returns whether
+ * recording), for the views and the legend of one widget.
+ * @param {{root: HTMLElement, grid: any, scatter: any, legend: any, theme: () => any, title: () => string,
+ *   name: (ext: string) => string, onError: (message: string) => void}} parts
+ */
+export function createExports({ root, grid, scatter, legend, theme, title, name, onError }) {
+  let video = null;
+  return {
+    png() {
+      const gridRect = grid.canvas.getBoundingClientRect();
+      const out = composePng({
+        grid: grid.canvas,
+        gridSize: { width: gridRect.width, height: gridRect.height },
+        scatter: scatter.render(PNG_SCALE),
+        scatterSize: scatter.size,
+        paintLegend: (c, x, y) => legend.paint(c, x, y, theme()),
+        theme: theme(),
+        title: title(),
+      });
+      downloadCanvas(out, name("png"), root, onError);
+    },
+    svg() {
+      const svg = scatterSvg(scatter.snapshot(), theme(), title());
+      download(new Blob([svg], { type: "image/svg+xml" }), name("svg"), root);
+    },
+    toggleVideo() {
+      if (video) {
+        video.stop();
+        video = null;
+        return false;
+      }
+      const file = name("webm");
+      video = recordCanvas(scatter.canvas, (blob) => download(blob, file, root), onError);
+      return video != null;
+    },
+    destroy() {
+      if (video) video.stop();
+    },
+  };
+}

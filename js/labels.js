@@ -97,3 +97,44 @@ export function labelBudget(density, area, labelArea) {
   if (density >= 1) return Infinity;
   return Math.max(1, Math.round(density * density * (area / Math.max(labelArea, 1)) * 0.5));
 }
+
+/**
+ * The labels of a scatter: the points in the plot, in priority order, sized by `size(token, emphasis)`
+ * ([w, h] in CSS px; emphasis "main" for the hovered token, "partner" for its partners, else null),
+ * placed without overlap. The hovered token and its partners are labelled at any density, the rest
+ * within the density's budget.
+ * @param {{points: {sx: ArrayLike<number>, sy: ArrayLike<number>, m: number, kept: number[], tokenRow: Int32Array},
+ *   plot: {x0: number, y0: number, x1: number, y1: number}, hovered: number, selected: Set<number>,
+ *   partners: number[], matches: Set<number>, subword: (t: number) => boolean, density: number, radius: number,
+ *   size: (t: number, emphasis: string | null) => number[], labelH: number}} scene
+ */
+export function chooseLabels({
+  points,
+  plot,
+  hovered,
+  selected,
+  partners,
+  matches,
+  subword,
+  density,
+  radius,
+  size,
+  labelH,
+}) {
+  const { sx, sy, m, kept, tokenRow } = points;
+  const inView = [];
+  for (let r = 0; r < m; r++) {
+    if (sx[r] >= plot.x0 && sx[r] <= plot.x1 && sy[r] >= plot.y0 && sy[r] <= plot.y1) inView.push(kept[r]);
+  }
+  const order = labelPriority({ hovered, selected, partners, matches, tokens: inView, subword });
+  const partnerSet = new Set(partners);
+  const emphasis = (t) => (t === hovered ? "main" : partnerSet.has(t) ? "partner" : null);
+  const items = order.map((t) => {
+    const [w, h] = size(t, emphasis(t));
+    return { x: sx[tokenRow[t]], y: sy[tokenRow[t]], w, h, key: t };
+  });
+  const always = items.filter((item) => emphasis(item.key));
+  if (!(density > 0)) return placeLabels(always, plot, { radius });
+  const budget = labelBudget(density, (plot.x1 - plot.x0) * (plot.y1 - plot.y0), 40 * labelH);
+  return placeLabels(items, plot, { radius, max: Math.max(always.length, budget) });
+}

@@ -1,6 +1,9 @@
 // The frame recorder: every frame of the current run, kept for the timeline and the KL sparkline.
 // A new run_id starts a new recording; scrubbing shows a recorded frame instead of the newest.
 
+import { decodeArray } from "./codecs.js";
+import { T } from "./model.js";
+
 /**
  * One recorded frame.
  * @typedef {{iteration: number, kl: number | null, data: Float32Array, m: number, run: number}} Frame
@@ -60,4 +63,75 @@ export class FrameRecorder {
     this.shownRun = this.frames[index].run;
     return this.frames[index];
   }
+}
+
+/**
+ * Feed the model's frames to the views: record each received frame (a new run starts a new recording)
+ * and show it unless scrubbing; keep the counter, KL, timeline and sparkline in step. Returns
+ * {ingest, show(animate), drawSpark()}.
+ * @param {{model: import("./model.js").Model, recorder: FrameRecorder, scatter: any, controls: any,
+ *   theme: () => any, onError: (message: string) => void}} parts
+ */
+export function createFrameFeed({ model, recorder, scatter, controls, theme, onError }) {
+  let lastFrameObj = null;
+  const spark = () => controls.drawSpark(recorder.frames, recorder.shown, theme());
+
+  function show(animate) {
+    const f = recorder.take();
+    if (!f) return;
+    const rows = Math.min(f.m, (model.get(T.kept) || []).length);
+    scatter.setFrame(f.data, rows, { animate });
+    controls.showFrame(f.iteration, f.kl);
+    controls.setTimeline(recorder.frames.length, recorder.shown);
+    spark();
+  }
+
+  function ingest() {
+    const runId = model.get(T.run_id);
+    const fresh = recorder.follow(runId);
+    const obj = model.get(T.frame);
+    if (obj && obj !== lastFrameObj) {
+      lastFrameObj = obj;
+      let decoded;
+      try {
+        decoded = decodeArray(obj);
+      } catch (err) {
+        onError(`cannot read the t-SNE frame: ${err.message}`);
+        return;
+      }
+      if (decoded.shape.length !== 2 || decoded.shape[1] !== 2) {
+        onError(`a t-SNE frame must be (m, 2), got [${decoded.shape}]`);
+        return;
+      }
+      recorder.add({
+        iteration: model.get(T.iteration) ?? 0,
+        kl: model.get(T.kl),
+        data: /** @type {Float32Array} */ (decoded.data),
+        m: decoded.shape[0],
+        run: runId,
+      });
+      if (recorder.scrub == null) show(true);
+      else controls.setTimeline(recorder.frames.length, recorder.scrub);
+    } else if (!obj && lastFrameObj) {
+      lastFrameObj = null;
+      recorder.clear();
+      scatter.clear();
+      controls.showFrame(model.get(T.iteration), model.get(T.kl));
+      controls.setTimeline(0, 0);
+    } else if (!recorder.last) {
+      // nothing recorded yet (no frame, or a new run still showing the last run's frame): a new run
+      // counts from 0 even before Python resets the iteration
+      controls.showFrame(fresh ? 0 : model.get(T.iteration), fresh ? null : model.get(T.kl));
+      controls.setTimeline(0, 0);
+    } else if (recorder.scrub == null) {
+      // iteration / kl updated without a new frame
+      const last = recorder.last;
+      last.iteration = model.get(T.iteration) ?? last.iteration;
+      last.kl = model.get(T.kl);
+      controls.showFrame(last.iteration, last.kl);
+    }
+    spark();
+  }
+
+  return { ingest, show, drawSpark: spark };
 }

@@ -158,3 +158,76 @@ export function drawLasso(c, theme, polygon) {
   c.stroke();
   c.setLineDash([]);
 }
+
+/**
+ * Every token's label rendered once into one offscreen canvas (drawImage per label is far cheaper than
+ * fillText): {canvas, boxes: [x, y, w, h] per token in device px, dpr}.
+ * @param {string[]} tokens
+ * @param {number} dpr device px per CSS px
+ * @param {number} lineHeight CSS px of a label's box
+ */
+export function labelAtlas(tokens, theme, dpr, lineHeight) {
+  const font = `10.5px ${theme.font}`;
+  const measure = document.createElement("canvas").getContext("2d");
+  measure.font = font;
+  const lineH = Math.ceil(lineHeight * dpr);
+  const maxW = 2048;
+  const boxes = new Float32Array(4 * tokens.length);
+  let x = 0;
+  let y = 0;
+  tokens.forEach((tok, i) => {
+    const w = Math.ceil((measure.measureText(tok).width + 2) * dpr);
+    if (x + w > maxW) {
+      x = 0;
+      y += lineH;
+    }
+    boxes.set([x, y, w, lineH], 4 * i);
+    x += w;
+  });
+  const canvas = document.createElement("canvas");
+  canvas.width = maxW;
+  canvas.height = Math.max(1, y + lineH);
+  const c = canvas.getContext("2d");
+  c.scale(dpr, dpr);
+  c.font = font;
+  c.textBaseline = "middle";
+  c.fillStyle = theme.fg;
+  tokens.forEach((tok, i) => c.fillText(tok, boxes[4 * i] / dpr + 1, (boxes[4 * i + 1] + lineH / 2) / dpr));
+  return { canvas, boxes, dpr };
+}
+
+/**
+ * The points (special tokens as rings), dimmed outside the selection when `dim`; search matches ringed
+ * in the highlight colour and selected tokens in the foreground colour.
+ * @param {CanvasRenderingContext2D} c
+ * @param {any} theme
+ * @param {{sx: ArrayLike<number>, sy: ArrayLike<number>, m: number, kept: number[], tokenRow: Int32Array,
+ *   colours: string[], special: boolean[]}} points
+ * @param {{selected: Set<number>, matches: Set<number>, dim: boolean}} marks
+ */
+export function drawPoints(c, theme, { sx, sy, m, kept, tokenRow, colours, special }, { selected, matches, dim }) {
+  for (let r = 0; r < m; r++) {
+    const tok = kept[r];
+    c.globalAlpha = !dim || selected.has(tok) ? 1 : 0.3;
+    c.beginPath();
+    c.arc(sx[r], sy[r], RADIUS, 0, 2 * Math.PI);
+    if (special[tok]) {
+      c.strokeStyle = colours[tok] || theme.muted;
+      c.lineWidth = 1.5;
+      c.stroke();
+    } else {
+      c.fillStyle = colours[tok] || theme.muted;
+      c.fill();
+    }
+  }
+  c.globalAlpha = 1;
+  for (const [set, stroke] of [
+    [matches, theme.highlight],
+    [selected, theme.fg],
+  ]) {
+    for (const tok of set) {
+      const r = tokenRow[tok];
+      if (r >= 0) ring(c, sx[r], sy[r], colours[tok] || theme.muted, stroke, false);
+    }
+  }
+}

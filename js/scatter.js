@@ -9,10 +9,21 @@ import { zoom as d3zoom, zoomIdentity } from "d3-zoom";
 import { easeDomains, fitDomains, frameExtent } from "./viewport.js";
 import { quantileRescaleFrame } from "./rescaling.js";
 import { nearestPoint, pointsInPolygon } from "./hittest.js";
-import { labelBudget, labelPriority, placeLabels } from "./labels.js";
+import { chooseLabels } from "./labels.js";
 import { partnerTokens, shownPartners } from "./partners.js";
 import { createLasso } from "./lasso.js";
-import { MARGIN, RADIUS, drawAxes, drawEdges, drawLasso, haloFont, haloText, ring } from "./scatter-paint.js";
+import {
+  MARGIN,
+  RADIUS,
+  drawAxes,
+  drawEdges,
+  drawLasso,
+  drawPoints,
+  haloFont,
+  haloText,
+  labelAtlas,
+  ring,
+} from "./scatter-paint.js";
 
 const QUANTILE_DOMAIN = [-0.04, 1.06];
 const LABEL_H = 14; // CSS px of a plain label's box
@@ -124,38 +135,6 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     sy = new Float32Array(count);
   }
 
-  /** Render every token's label into one offscreen canvas; returns {canvas, boxes: [x, y, w, h] per token}. */
-  function buildAtlas(dpr) {
-    if (!theme || !tokens.length) return null;
-    const font = `10.5px ${theme.font}`;
-    const measure = document.createElement("canvas").getContext("2d");
-    measure.font = font;
-    const lineH = Math.ceil(LABEL_H * dpr);
-    const maxW = 2048;
-    const boxes = new Float32Array(4 * tokens.length);
-    let x = 0;
-    let y = 0;
-    tokens.forEach((tok, i) => {
-      const w = Math.ceil((measure.measureText(tok).width + 2) * dpr);
-      if (x + w > maxW) {
-        x = 0;
-        y += lineH;
-      }
-      boxes.set([x, y, w, lineH], 4 * i);
-      x += w;
-    });
-    const c = document.createElement("canvas");
-    c.width = maxW;
-    c.height = Math.max(1, y + lineH);
-    const actx = c.getContext("2d");
-    actx.scale(dpr, dpr);
-    actx.font = font;
-    actx.textBaseline = "middle";
-    actx.fillStyle = theme.fg;
-    tokens.forEach((tok, i) => actx.fillText(tok, boxes[4 * i] / dpr + 1, (boxes[4 * i + 1] + lineH / 2) / dpr));
-    return { canvas: c, boxes, dpr };
-  }
-
   function plotSize() {
     return {
       w: Math.max(10, width - MARGIN.left - MARGIN.right),
@@ -220,41 +199,25 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
 
   /** Label boxes of the tokens to label, collision-free, in priority order (CSS px). */
   function layoutLabels(c, hoverRow, partners, w, h, dpr) {
-    if (!atlas || atlas.dpr !== dpr) atlas = buildAtlas(dpr);
+    if (!atlas || atlas.dpr !== dpr) atlas = theme && tokens.length ? labelAtlas(tokens, theme, dpr, LABEL_H) : null;
     if (!atlas) return [];
-    const inView = [];
-    for (let r = 0; r < m; r++) {
-      if (sx[r] >= MARGIN.left && sx[r] <= MARGIN.left + w && sy[r] >= MARGIN.top && sy[r] <= MARGIN.top + h) {
-        inView.push(kept[r]);
-      }
-    }
-    const order = labelPriority({
+    return chooseLabels({
+      points: { sx, sy, m, kept, tokenRow },
+      plot: { x0: MARGIN.left, y0: MARGIN.top, x1: MARGIN.left + w, y1: MARGIN.top + h },
       hovered: hoverRow >= 0 ? hoverToken : -1,
       selected,
       partners,
       matches,
-      tokens: inView,
       subword,
+      density,
+      radius: RADIUS,
+      size: (t, emphasis) => {
+        if (!emphasis) return [atlas.boxes[4 * t + 2] / dpr, LABEL_H];
+        c.font = haloFont(theme, emphasis === "main");
+        return [c.measureText(tokens[t] ?? "").width + 3, emphasis === "main" ? 17 : 15];
+      },
+      labelH: LABEL_H,
     });
-    const emphasised = new Set([hoverToken, ...partners]);
-    const items = order.map((t) => {
-      const r = tokenRow[t];
-      const main = t === hoverToken;
-      let bw = atlas.boxes[4 * t + 2] / dpr;
-      let bh = LABEL_H;
-      if (emphasised.has(t)) {
-        c.font = haloFont(theme, main);
-        bw = c.measureText(tokens[t] ?? "").width + 3;
-        bh = main ? 17 : 15;
-      }
-      return { x: sx[r], y: sy[r], w: bw, h: bh, key: t };
-    });
-    const bounds = { x0: MARGIN.left, y0: MARGIN.top, x1: MARGIN.left + w, y1: MARGIN.top + h };
-    // the hovered token and its partners are labelled at any density; the rest within the density's budget
-    const always = items.filter((item) => emphasised.has(item.key));
-    if (!(density > 0)) return placeLabels(always, bounds, { radius: RADIUS });
-    const budget = labelBudget(density, w * h, 40 * LABEL_H);
-    return placeLabels(items, bounds, { radius: RADIUS, max: Math.max(always.length, budget) });
   }
 
   /** Draw the whole plot into `c` at `scale` device px per CSS px (the screen, or a 2x export). */
@@ -298,30 +261,8 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
       drawEdges(c, hx, hy, at(shown.to), { colour: theme.accent, arrow: "out" });
     }
 
-    const focus = selected.size > 0 || hoverRow >= 0;
-    for (let r = 0; r < m; r++) {
-      const tok = kept[r];
-      c.globalAlpha = !focus || selected.has(tok) ? 1 : 0.3;
-      c.beginPath();
-      c.arc(sx[r], sy[r], RADIUS, 0, 2 * Math.PI);
-      if (special[tok]) {
-        c.strokeStyle = colours[tok] || theme.muted;
-        c.lineWidth = 1.5;
-        c.stroke();
-      } else {
-        c.fillStyle = colours[tok] || theme.muted;
-        c.fill();
-      }
-    }
-    c.globalAlpha = 1;
-    for (const tok of matches) {
-      const r = tokenRow[tok];
-      if (r >= 0) ring(c, sx[r], sy[r], colours[tok] || theme.muted, theme.highlight, false);
-    }
-    for (const tok of selected) {
-      const r = tokenRow[tok];
-      if (r >= 0) ring(c, sx[r], sy[r], colours[tok] || theme.muted, theme.fg, false);
-    }
+    const points = { sx, sy, m, kept, tokenRow, colours, special };
+    drawPoints(c, theme, points, { selected, matches, dim: selected.size > 0 || hoverRow >= 0 });
 
     const boxes = layoutLabels(c, hoverRow, partners, w, h, scale);
     const emphasised = new Set([hoverToken, ...partners]);

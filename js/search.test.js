@@ -17,6 +17,7 @@ test("/regex/flags queries; a bad pattern is an error, not an exception", () => 
   assert.deepEqual(searchTokens("/^cat$/", TOKENS, TEXT, OFFSETS), [2]);
   assert.deepEqual(searchTokens("/^C/", TOKENS, TEXT, OFFSETS), [2]); // matches the written "Cat"
   assert.deepEqual(searchTokens("/^t/gi", TOKENS, TEXT, OFFSETS), [1, 4]);
+  assert.deepEqual(searchTokens("/t/g", ["t", "t", "t"], "", null), [0, 1, 2], "a global flag keeps no state");
   const bad = parseQuery("/(/");
   assert.ok(bad && "error" in bad);
   assert.deepEqual(searchTokens("/(/", TOKENS, TEXT, OFFSETS), []);

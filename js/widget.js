@@ -6,12 +6,13 @@
 import { decodeArray, decodeEdges } from "./codecs.js";
 import { T, changes, write } from "./model.js";
 import { tokenRows } from "./tokens.js";
-import { FrameRecorder } from "./recorder.js";
+import { FrameRecorder, createFrameFeed } from "./recorder.js";
 import { buildSkeleton } from "./skeleton.js";
 import { createTooltip } from "./tooltip.js";
 import { createMetrics } from "./metrics.js";
-import { PNG_SCALE, composePng, download, downloadCanvas, recordCanvas, scatterSvg } from "./export.js";
+import { createExports } from "./export.js";
 import { keepKeys } from "./dom.js";
+import { coalesce, throttle } from "./schedule.js";
 import { readTheme, watchTheme } from "./theme.js";
 import { colourTokens, tokenKinds, KIND_PIECE } from "./colors.js";
 import { parseQuery, searchTokens } from "./search.js";
@@ -55,8 +56,6 @@ function render({ model, el }) {
   let attendsTo = null;
   let attendedBy = null;
   const recorder = new FrameRecorder();
-  let lastFrameObj = null;
-  let video = null;
   const metrics = createMetrics(root);
   const tooltip = createTooltip(root, dom.tooltip);
   root.dataset.selectedCount = "0";
@@ -100,10 +99,10 @@ function render({ model, el }) {
     paramRow: dom.paramRow,
     onScrub: (index) => {
       recorder.scrub = index;
-      showRecorded(true);
+      feed.show(true);
     },
-    onExport: (kind) => (kind === "svg" ? exportSvg() : exportPng()),
-    onRecord: () => toggleVideo(),
+    onExport: (kind) => (kind === "svg" ? exports.svg() : exports.png()),
+    onRecord: () => exports.toggleVideo(),
     onResetView: () => scatter.resetView(),
   });
   const atlas = createAtlas({
@@ -114,6 +113,7 @@ function render({ model, el }) {
       write(model, { [T.head]: head });
     },
   });
+  const feed = createFrameFeed({ model, recorder, scatter, controls, theme: () => theme, onError: showError });
   cleanups.push(
     () => grid.destroy(),
     () => scatter.destroy(),
@@ -146,20 +146,11 @@ function render({ model, el }) {
   }
 
   // ---- hover: one token highlighted in all views, with a tooltip; Python reads it as `hovered`
-  let hoverTimer = 0;
-  let hoverWritten = 0;
-  function writeHover() {
-    hoverTimer = 0;
-    hoverWritten = performance.now();
+  const hoverWriter = throttle(() => {
     const value = hover >= 0 ? hover : null;
     if (model.get(T.hovered) !== value) write(model, { [T.hovered]: value });
-  }
-  function scheduleHoverWrite() {
-    const wait = HOVER_WRITE_MS - (performance.now() - hoverWritten);
-    if (wait <= 0 && !hoverTimer) writeHover();
-    else if (!hoverTimer) hoverTimer = setTimeout(writeHover, Math.max(0, wait));
-  }
-  cleanups.push(() => clearTimeout(hoverTimer));
+  }, HOVER_WRITE_MS);
+  cleanups.push(() => hoverWriter.cancel());
 
   function setHover(token, info, event, fromPython = false) {
     const changed = token !== hover;
@@ -169,7 +160,7 @@ function render({ model, el }) {
       grid.setHover(token);
       scatter.setHover(token);
       strip.setHover(token, partnerTokens(shown), info != null && info.source !== "text");
-      if (!fromPython) scheduleHoverWrite();
+      if (!fromPython) hoverWriter.request();
     }
     if (token < 0 || !info) {
       tooltip.hide();
@@ -332,64 +323,6 @@ function render({ model, el }) {
     status.textContent = message;
   }
 
-  /** Record the received frame (a new run starts a new recording) and show it unless scrubbing. */
-  function ingest() {
-    const runId = model.get(T.run_id);
-    const fresh = recorder.follow(runId);
-    const obj = model.get(T.frame);
-    if (obj && obj !== lastFrameObj) {
-      lastFrameObj = obj;
-      let decoded;
-      try {
-        decoded = decodeArray(obj);
-      } catch (err) {
-        showError(`cannot read the t-SNE frame: ${err.message}`);
-        return;
-      }
-      if (decoded.shape.length !== 2 || decoded.shape[1] !== 2) {
-        showError(`a t-SNE frame must be (m, 2), got [${decoded.shape}]`);
-        return;
-      }
-      recorder.add({
-        iteration: model.get(T.iteration) ?? 0,
-        kl: model.get(T.kl),
-        data: /** @type {Float32Array} */ (decoded.data),
-        m: decoded.shape[0],
-        run: runId,
-      });
-      if (recorder.scrub == null) showRecorded(true);
-      else controls.setTimeline(recorder.frames.length, recorder.scrub);
-    } else if (!obj && lastFrameObj) {
-      lastFrameObj = null;
-      recorder.clear();
-      scatter.clear();
-      controls.showFrame(model.get(T.iteration), model.get(T.kl));
-      controls.setTimeline(0, 0);
-    } else if (!recorder.last) {
-      // nothing recorded yet (no frame, or a new run still showing the last run's frame): a new run
-      // counts from 0 even before Python resets the iteration
-      controls.showFrame(fresh ? 0 : model.get(T.iteration), fresh ? null : model.get(T.kl));
-      controls.setTimeline(0, 0);
-    } else if (recorder.scrub == null) {
-      // iteration / kl updated without a new frame
-      const last = recorder.last;
-      last.iteration = model.get(T.iteration) ?? last.iteration;
-      last.kl = model.get(T.kl);
-      controls.showFrame(last.iteration, last.kl);
-    }
-    controls.drawSpark(recorder.frames, recorder.shown, theme);
-  }
-
-  function showRecorded(animate) {
-    const f = recorder.take();
-    if (!f) return;
-    const rows = Math.min(f.m, (model.get(T.kept) || []).length);
-    scatter.setFrame(f.data, rows, { animate });
-    controls.showFrame(f.iteration, f.kl);
-    controls.setTimeline(recorder.frames.length, recorder.shown);
-    controls.drawSpark(recorder.frames, recorder.shown, theme);
-  }
-
   function onDisplay() {
     scatter.setQuantile(Boolean(model.get(T.quantile)), Math.max(2, Math.floor(model.get(T.quantile_k) ?? 100)));
     const density = model.get(T.label_density);
@@ -403,7 +336,7 @@ function render({ model, el }) {
     scatter.setTheme(theme);
     atlas.setTheme(theme);
     onText();
-    controls.drawSpark(recorder.frames, recorder.shown, theme);
+    feed.drawSpark();
   }
   let themeTimer = 0;
   const stopTheme = watchTheme(() => {
@@ -415,63 +348,27 @@ function render({ model, el }) {
   cleanups.push(stopTheme, () => clearTimeout(themeTimer));
 
   // ---- exports
-  function exportTitle() {
-    const f = recorder.frames[recorder.shown];
-    return [
-      subtitle.textContent,
-      scatterCaption.textContent,
-      f ? `iteration ${f.iteration}` : "",
-      f && f.kl != null ? `KL ${f.kl.toFixed(3)}` : "",
-    ]
-      .filter(Boolean)
-      .join(" · ");
-  }
-  function exportName(ext) {
-    const f = recorder.frames[recorder.shown];
-    return `headsne-layer${model.get(T.layer)}-head${model.get(T.head)}-iter${f ? f.iteration : 0}.${ext}`;
-  }
-  function exportPng() {
-    const gridRect = grid.canvas.getBoundingClientRect();
-    const out = composePng({
-      grid: grid.canvas,
-      gridSize: { width: gridRect.width, height: gridRect.height },
-      scatter: scatter.render(PNG_SCALE),
-      scatterSize: scatter.size,
-      paintLegend: (c, x, y) => legend.paint(c, x, y, theme),
-      theme,
-      title: exportTitle(),
-    });
-    downloadCanvas(out, exportName("png"), root, showError);
-  }
-  function exportSvg() {
-    const svg = scatterSvg(scatter.snapshot(), theme, exportTitle());
-    download(new Blob([svg], { type: "image/svg+xml" }), exportName("svg"), root);
-  }
-  function toggleVideo() {
-    if (video) {
-      video.stop();
-      video = null;
-      return false;
-    }
-    const name = exportName("webm");
-    video = recordCanvas(scatter.canvas, (blob) => download(blob, name, root), showError);
-    return video != null;
-  }
-  cleanups.push(() => video && video.stop());
+  const exports = createExports({
+    root,
+    grid,
+    scatter,
+    legend,
+    theme: () => theme,
+    title: () => {
+      const f = recorder.frames[recorder.shown];
+      const parts = [subtitle.textContent, scatterCaption.textContent, f ? `iteration ${f.iteration}` : ""];
+      return [...parts, f && f.kl != null ? `KL ${f.kl.toFixed(3)}` : ""].filter(Boolean).join(" · ");
+    },
+    name: (ext) => {
+      const f = recorder.frames[recorder.shown];
+      return `headsne-layer${model.get(T.layer)}-head${model.get(T.head)}-iter${f ? f.iteration : 0}.${ext}`;
+    },
+    onError: showError,
+  });
+  cleanups.push(() => exports.destroy());
 
   // ---- wiring
-  // several traits of one message fire one after the other: redraw once, a microtask later
-  const coalesce = (fn) => {
-    let queued = false;
-    return () => {
-      if (queued) return;
-      queued = true;
-      queueMicrotask(() => {
-        queued = false;
-        fn();
-      });
-    };
-  };
+  // several traits of one message fire one after the other: coalesce redraws them once
   listen(
     changes(T.text, T.tokens, T.offsets, T.special),
     coalesce(() => {
@@ -485,7 +382,7 @@ function render({ model, el }) {
   listen(changes(T.edges, T.attends_to, T.attended_by, T.edge_k, T.edge_direction, T.mode), onPartners);
   listen(changes(T.model_name, T.n_layers, T.n_heads, T.layer, T.head, T.mode, T.perplexity, T.kv_groups), onHeader);
   listen(changes(T.state, T.status, T.run_id, T.best_kl, T.kl), onState);
-  listen(changes(T.frame, T.iteration, T.kl, T.run_id), coalesce(ingest));
+  listen(changes(T.frame, T.iteration, T.kl, T.run_id), coalesce(feed.ingest));
   listen(changes(T.quantile, T.quantile_k, T.label_density), onDisplay);
   listen(changes(T.selected), onSelected);
   listen(changes(T.hovered), onHovered);
@@ -511,7 +408,7 @@ function render({ model, el }) {
   onState();
   onDisplay();
   scatter.resize();
-  ingest();
+  feed.ingest();
 
   return () => {
     for (const fn of cleanups.splice(0)) fn();

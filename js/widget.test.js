@@ -218,3 +218,68 @@ test("colour by writes color_mode and the legend follows the trait", () => {
     cleanup();
   });
 });
+
+test("the head atlas: a request, thumbnails sorted by KL, and a click selects the head", () => {
+  const n = TOKENS.length;
+  const { model, root, cleanup } = mount();
+  const atlas = root.querySelector("[data-testid=headsne-atlas]");
+  model.calls.length = 0;
+  atlas.querySelector("[data-testid=headsne-atlas-run]").click();
+  assert.deepEqual(model.calls, [["send", { type: "control", action: "atlas" }]]);
+  const embedding = Float32Array.from({ length: H * n * 2 }, (_, i) => Math.sin(i));
+  model.emit({
+    atlas: encodeArray(embedding, [H, n, 2]),
+    atlas_kl: encodeArray(Float32Array.of(0.9, 0.2, 0.5), [H]),
+    atlas_state: "done",
+  });
+  assert.equal(atlas.dataset.thumbnails, String(H));
+  const sort = atlas.querySelector("[data-testid=headsne-atlas-sort]");
+  sort.value = "kl";
+  sort.dispatchEvent(new Event("change"));
+  assert.deepEqual(
+    [...atlas.querySelectorAll(".hs-thumb")].map((b) => b.dataset.head),
+    ["1", "2", "0"],
+  );
+  model.calls.length = 0;
+  atlas.querySelector(".hs-thumb[data-head='2']").click();
+  assert.deepEqual(model.calls, [["set", "head", 2], ["save_changes"]]);
+  cleanup();
+});
+
+test("a run far above the best of restarts shows a hint; a good one does not", () => {
+  const { model, root, cleanup } = mount();
+  const hint = root.querySelector("[data-testid=headsne-kl-hint]");
+  model.emit({ state: "done", kl: 1.825, best_kl: 1.128 });
+  assert.equal(hint.hidden, false);
+  assert.match(hint.textContent, /1\.6× the best of restarts/);
+  model.emit({ kl: 1.2 });
+  assert.equal(hint.hidden, true);
+  cleanup();
+});
+
+test("ctrl + wheel zooms the grid's token axis and double-click resets it", () => {
+  const n = 40;
+  const grid = Float32Array.from({ length: L * H * n }, (_, i) => (i % 5) / 5);
+  const big = mount({
+    tokens: Array.from({ length: n }, (_, i) => `t${i}`),
+    offsets: [],
+    special: new Array(n).fill(false),
+    max_attention: encodeArray(grid, [L, H, n]),
+    kept: [],
+    frame: null,
+  });
+  const canvas = big.root.querySelector("[data-testid=headsne-grid]");
+  assert.equal(canvas.dataset.tokenEnd, String(n));
+  const y = Number(canvas.dataset.gap) + 1;
+  for (let k = 0; k < 3; k++) {
+    canvas.dispatchEvent(
+      new WheelEvent("wheel", { deltaY: -100, ctrlKey: true, clientX: 100, clientY: y, bubbles: true }),
+    );
+  }
+  const span = Number(canvas.dataset.tokenEnd) - Number(canvas.dataset.tokenStart);
+  assert.ok(span < n / 1.5, `zoomed to ${span} tokens`);
+  canvas.dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
+  assert.equal(canvas.dataset.tokenStart, "0");
+  assert.equal(canvas.dataset.tokenEnd, String(n));
+  big.cleanup();
+});
