@@ -3,7 +3,8 @@
 The model (2 layers, 4 query heads on 2 key/value heads, hidden 64, 16384 positions, seeded random weights,
 the bundled MiniLM tokenizer) is built once in a temporary directory; each length then runs in a fresh
 subprocess, so that its peak resident memory (getrusage) is its own. Per length it prints the extract time
-(median of ``--repeats`` after a warm-up), the time of the first ``attention(layer, head)`` call, the peak
+(median of ``--repeats`` after a warm-up; wall and process CPU time, the latter telling more on a shared
+machine), the time of the first ``attention(layer, head)`` call, the peak
 RSS after the extractions and how far above the RSS after loading the model it went, the peak once one head
 was recomputed (the first call for a layer computes all its heads while they fit the dense budget), and the
 bytes kept: the grid ``(L, H, n)``, the layers'
@@ -71,13 +72,14 @@ def child(path: str, n: int, repeats: int, device: str) -> dict:
     loaded = load_model(path, device=device)
     text = long_text(n)
     baseline = rss_mib()
-    times = []
+    times, cpu_times = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "text truncated": the cut to n tokens is the point
         for _ in range(repeats + 1):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             ex = extract(text, loaded, max_tokens=n)
             times.append(time.perf_counter() - start)
+            cpu_times.append(time.process_time() - cpu_start)
     peak_extract = peak_rss_mib()
     start = time.perf_counter()
     ex.attention(1, 2)
@@ -87,6 +89,7 @@ def child(path: str, n: int, repeats: int, device: str) -> dict:
         "n": ex.n_tokens,
         "extract_s": statistics.median(times[1:]),
         "first_extract_s": times[0],
+        "extract_cpu_s": statistics.median(cpu_times[1:]),
         "head_s": head_s,
         "peak_rss_mib": peak_extract,
         "peak_above_loaded_mib": peak_extract - baseline,
@@ -131,7 +134,7 @@ def main() -> None:
         path = build_model(os.path.join(directory, "tiny-llama-16k"))
         print("tiny random Llama: 2 layers, 4 query heads on 2 key/value heads (head dim 16), hidden 64, float32")
         print(
-            f"{'n':>6} {'extract':>9} {'1st head':>9} {'peak RSS':>9} {'above load':>10} {'+ head':>9} "
+            f"{'n':>6} {'extract':>9} {'cpu':>8} {'1st head':>9} {'peak RSS':>9} {'above load':>10} {'+ head':>9} "
             f"{'grid':>9} {'q/k':>9} {'hidden':>9} {'kept':>9} {'dense L*H*n*n':>14}"
         )
         for n in args.lengths:
@@ -139,7 +142,8 @@ def main() -> None:
             out = subprocess.run([*command, "--device", args.device], capture_output=True, text=True, check=True)
             r = json.loads(out.stdout.strip().splitlines()[-1])
             print(
-                f"{r['n']:>6} {r['extract_s']:>8.2f}s {r['head_s']:>8.2f}s {r['peak_rss_mib']:>5.0f} MiB "
+                f"{r['n']:>6} {r['extract_s']:>8.2f}s {r['extract_cpu_s']:>7.2f}s {r['head_s']:>8.2f}s "
+                f"{r['peak_rss_mib']:>5.0f} MiB "
                 f"{r['peak_above_loaded_mib']:>6.0f} MiB {r['peak_with_head_mib']:>5.0f} MiB "
                 f"{fmt(r['grid_bytes']):>9} {fmt(r['qk_bytes']):>9} "
                 f"{fmt(r['hidden_bytes']):>9} {fmt(r['kept_bytes']):>9} {fmt(r['dense_bytes']):>14}"
