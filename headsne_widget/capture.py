@@ -115,12 +115,15 @@ def capture_mask(
     dtype: torch.dtype = torch.float32,
     use_vmap: bool = False,
     **_: Any,
-) -> MaskRows:
-    """The ``AttentionMaskInterface`` entry: the arguments ``eager_mask`` would get, kept instead of an n x n mask."""
-    from transformers.masking_utils import causal_mask_function
+) -> MaskRows | None:
+    """The ``AttentionMaskInterface`` entry: the arguments ``eager_mask`` would get, kept instead of an n x n mask
+    (None where every query sees every key, as eager adds no bias there)."""
+    from transformers.masking_utils import bidirectional_mask_function, causal_mask_function
 
     if attention_mask is not None and bool(attention_mask.all()):
         attention_mask = None  # no padding: the mask function alone (cheaper per chunk, same rows)
+    if attention_mask is None and mask_function is bidirectional_mask_function:
+        return None
     return MaskRows(
         batch_size=batch_size,
         q_length=q_length,

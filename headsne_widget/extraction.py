@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import inspect
 import os
 import sys
@@ -651,7 +652,7 @@ def _forward(
     model = loaded.model
     input_ids = torch.as_tensor(token_ids, device=_input_device(model))[None, :]
     inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "output_hidden_states": True}
-    if "use_cache" in inspect.signature(model.forward).parameters:
+    if _takes_use_cache(type(model)):
         inputs["use_cache"] = False  # no key/value cache: the capture keeps what it needs
     if can_capture(model):
         with torch.inference_mode(), capturing(model) as session:
@@ -701,6 +702,11 @@ def _eager_attentions(loaded: LoadedModel, inputs: dict) -> tuple[DenseAttention
             f"(attention implementation: {implementation!r}); it needs eager attention layers"
         )
     return DenseAttention(torch.stack([a[0].float().cpu() for a in attentions]).numpy()), output
+
+
+@functools.cache
+def _takes_use_cache(model_class: type) -> bool:
+    return "use_cache" in inspect.signature(model_class.forward).parameters
 
 
 def _input_device(model: Any) -> torch.device:
