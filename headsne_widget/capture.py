@@ -11,7 +11,8 @@ layer's device, GQA keys not repeated): what any head's n x n is recomputed from
 
 The mask is never materialised as n x n: :func:`capture_mask` keeps transformers' own mask function
 (causal, sliding window, bidirectional window, padding) and rows of it are built per chunk with transformers'
-``sdpa_mask``, then made additive as in ``eager_mask``. Each layer is checked against the architecture's own
+``sdpa_mask``; masked logits get the dtype's minimum, as ``eager_mask`` adds it, and a chunk computes only the
+key span its queries may see (the weights outside are exactly 0). Each layer is checked against the architecture's own
 ``eager_attention_forward`` on a few query rows; a mismatch raises :class:`UnsupportedAttentionError`, so an
 architecture whose attention this does not reproduce is refused rather than approximated.
 """
