@@ -90,7 +90,7 @@ class MaskRows:
         """Boolean ``(B, 1, stop - start, kv)``: which keys the query rows ``start:stop`` may attend to."""
         from transformers.masking_utils import sdpa_mask
 
-        return sdpa_mask(
+        allowed = sdpa_mask(
             batch_size=self.batch_size,
             q_length=stop - start,
             kv_length=self.kv_length,
@@ -103,6 +103,9 @@ class MaskRows:
             use_vmap=self.use_vmap,
             device=device,
         )
+        if allowed is None:  # sdpa_mask skips only when allowed to, and both skips are off here
+            raise RuntimeError("transformers' sdpa_mask returned no mask with its skips turned off")
+        return allowed
 
 
 def capture_mask(
@@ -223,14 +226,15 @@ class LayerAttention:
             query = self.query[head : head + 1, rows]
             key = self.key[head // self.kv_groups : head // self.kv_groups + 1]
         h, r, d = query.shape
-        allowed = _allowed_rows(self.mask, rows, query.device)[0] if isinstance(self.mask, MaskRows) else None
+        mask = self.mask
+        allowed = _allowed_rows(mask, rows, query.device)[0] if isinstance(mask, MaskRows) else None
         keys = _key_span(allowed, self.n_tokens)
         key = key[:, keys]
         logits = torch.matmul(query.reshape(key.shape[0], -1, d), key.transpose(1, 2)).view(h, r, -1) * self.scaling
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
-        if allowed is not None:  # x + min rounds to min: the eager sum, without a float mask
-            logits = logits.masked_fill_(~allowed[..., keys], torch.finfo(self.mask.dtype).min)
+        if isinstance(mask, MaskRows) and allowed is not None:  # x + min rounds to min: eager's sum, no float mask
+            logits = logits.masked_fill_(~allowed[..., keys], torch.finfo(mask.dtype).min)
         elif self.mask is not None:  # a 4D mask the model prepared itself: added as eager adds it
             additive = _additive_rows(self.mask, rows, query.device)[0]
             logits = logits + (additive[head : head + 1] if additive.shape[0] > 1 and head is not None else additive)

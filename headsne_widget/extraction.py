@@ -244,7 +244,8 @@ def load_model(
         loaded = model
         target = loaded.device if device is None else resolve_device(device)
         if target != loaded.device:  # a copy: the given one (maybe cached) stays valid on its own device
-            loaded = dataclasses.replace(loaded, model=copy.deepcopy(loaded.model).to(target), device=target)
+            copied: Any = copy.deepcopy(loaded.model)
+            loaded = dataclasses.replace(loaded, model=copied.to(target), device=target)
     elif model is None:
         loaded = _load_default(resolve_device(device), trust_remote_code)
     elif isinstance(model, (str, os.PathLike)):
@@ -423,7 +424,8 @@ def _split_across_devices(model: Any) -> bool:
 def _user_stacklevel() -> int:
     """The ``warnings.warn`` stacklevel of the first caller outside this package, so warnings point at user code."""
     package_dir = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
+    frame: Any = sys._getframe(1)
+    level = 1
     while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == package_dir:
         frame, level = frame.f_back, level + 1
     return level
@@ -547,7 +549,7 @@ def extract_token_ids(
     """
     loaded = load_model(model, tokenizer=tokenizer, device=device)
     ids = _check_token_ids(token_ids, loaded)
-    text = loaded.tokenizer.decode(ids.tolist(), skip_special_tokens=True)
+    text = str(loaded.tokenizer.decode(ids.tolist(), skip_special_tokens=True))
     special = _special_mask(ids, loaded.tokenizer, np.zeros(ids.size, dtype=bool))
     return _extraction(loaded, text, ids, [None] * ids.size, special, False)
 
@@ -563,7 +565,7 @@ def _extraction(
     source, grid, states = _forward(loaded, token_ids)
     return Extraction(
         text=text,
-        tokens=loaded.tokenizer.convert_ids_to_tokens(token_ids.tolist()),
+        tokens=list(loaded.tokenizer.convert_ids_to_tokens(token_ids.tolist())),
         token_ids=token_ids,
         offsets=offsets,
         special=special,
@@ -652,7 +654,8 @@ def _forward(
     model = loaded.model
     input_ids = torch.as_tensor(token_ids, device=_input_device(model))[None, :]
     inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "output_hidden_states": True}
-    if _takes_use_cache(type(model)):
+    model_class: Any = type(model)  # a class is hashable; mypy's view of PreTrainedModel says otherwise
+    if _takes_use_cache(model_class):
         inputs["use_cache"] = False  # no key/value cache: the capture keeps what it needs
     if can_capture(model):
         with torch.inference_mode(), capturing(model) as session:
@@ -705,7 +708,7 @@ def _eager_attentions(loaded: LoadedModel, inputs: dict) -> tuple[DenseAttention
 
 
 @functools.cache
-def _takes_use_cache(model_class: type) -> bool:
+def _takes_use_cache(model_class: Any) -> bool:
     return "use_cache" in inspect.signature(model_class.forward).parameters
 
 
