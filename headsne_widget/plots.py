@@ -298,6 +298,9 @@ def _box_figure(
     whisker = Whisker(base="x", upper="upper", lower="lower", source=boxes, line_color="black")
     whisker.upper_head.size = whisker.lower_head.size = 12
     p.add_layout(whisker)
+    # invisible whisker ends, so that the y range (which follows glyphs, not annotations) holds the whiskers
+    p.scatter("x", "upper", source=boxes, size=0, alpha=0.0, name="whisker_upper")
+    p.scatter("x", "lower", source=boxes, size=0, alpha=0.0, name="whisker_lower")
     p.scatter("x", "kl", source=outliers, size=5, color="black", alpha=0.5)
     p.add_tools(
         HoverTool(

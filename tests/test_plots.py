@@ -257,3 +257,21 @@ def test_label_width_estimate_holds_for_the_browser_font():
         font = ImageFont.truetype(path, size=8 * 4 / 3)  # 8pt in CSS px
         too_wide = [w for w in words if font.getlength(w) > len(w) * plots._LABEL_CHAR_PX + 4]
         assert not too_wide, f"{Path(path).name}: labels wider than the estimate: {too_wide[:10]}"
+
+
+def test_box_plot_range_holds_the_whiskers():
+    """bokeh sizes the y range from glyphs only, and whiskers are annotations: a whisker reaching past
+    every box and outlier was cut at the plot's edge. Invisible glyphs at the whisker ends keep it in."""
+    from bokeh.models import GlyphRenderer
+
+    kls = {"attention": np.array([1.44, 1.45, 1.46, 1.47, 1.69]), "hidden": np.array([0.46, 0.47, 0.47, 0.48, 0.5])}
+    fig = plots._box_figure(kls, {"attention": "#d95f02", "hidden": "#1b9e77"}, title="t", y_label="KL", width=400)
+    stats = {k: plots.box_stats(v) for k, v in kls.items()}
+    ys = set()
+    for r in fig.select({"type": GlyphRenderer}):
+        field = getattr(r.glyph, "y", None) or getattr(r.glyph, "top", None)
+        ys.add(field if isinstance(field, str) else getattr(field, "field", None))
+    assert {"upper", "lower"} <= ys, f"no glyph at the whisker ends: y fields {ys}"
+    data = source(fig, "boxes").data
+    assert list(data["upper"]) == [stats[k]["upper"] for k in kls]
+    assert list(data["lower"]) == [stats[k]["lower"] for k in kls]
