@@ -79,11 +79,11 @@ def main() -> None:
             extract(text, loaded, max_tokens=max_tokens)
             _, traced_peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
-        result_mib = (ex.attentions.nbytes + ex.hidden_states.nbytes + ex.max_attention.nbytes) / 2**20
+        result_mib = ex.nbytes / 2**20  # what the extraction keeps: grid, per-layer q/k, hidden states
         print(
             f"extract {label} (n = {ex.n_tokens}, L x H = {ex.n_layers} x {ex.n_heads}): "
             f"median {median * 1e3:.1f} ms, best {best * 1e3:.1f} ms over {args.repeats}; "
-            f"result arrays {result_mib:.1f} MiB, tracemalloc peak {traced_peak / 2**20:.1f} MiB (numpy temporaries); "
+            f"kept {result_mib:.1f} MiB, tracemalloc peak {traced_peak / 2**20:.1f} MiB (numpy temporaries); "
             f"peak RSS {peak_rss_mib():.0f} MiB"
         )
     if loaded.device.type == "cuda":
