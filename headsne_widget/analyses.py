@@ -22,6 +22,8 @@ __all__ = [
     "OCCUPATIONS",
     "RobustnessResult",
     "WordEmbeddings",
+    "corpus_study",
+    "head_summary",
     "kl_by_layer",
     "robustness",
     "word_embeddings",
@@ -500,3 +502,6 @@ def word_embeddings(
         perplexity=float(perplexity),
         model_name=str(first.model_name),
     )
+
+
+from .studies import corpus_study, head_summary  # noqa: E402  (the corpus study lives in studies.py)
