@@ -14,11 +14,17 @@ The rows of every setting are checked to equal the in-process rows exactly (same
 
     .venv/bin/python benchmarks/corpus_speed.py [--texts 20] [--runs 3] [--n-iter 1000] [--repeats 2]
 
-Measured here (2 cores shared with other jobs, load average 9 to 13, so noisy: the settings run
-interleaved, round by round, and the table gives medians): in-process 103.8 texts/min, threads 88.7 (87.5
-for a call that starts its own cluster), 1 worker process 26.0, 2 worker processes 71.5 (21.2 cold, as
-each worker imports torch and loads the model first); other runs put in-process between 22 and 104 and
-threads between 87 and 95. Threads are ``corpus_study``'s local default.
+Measured here (2 cores shared with other jobs, so noisy: the settings run interleaved, round by round,
+and the table gives medians), two runs at load averages 9-13 and 6-8, texts per minute on a running
+client (and for a call that starts its own cluster):
+
+    in-process (client='sync')        103.8, 96.7   (43.1, 48.9)
+    threads (1 worker x 2 threads)     88.7, 100.0  (87.5, 84.7)
+    1 worker process                   26.0, 92.2   (27.9, 42.8)
+    2 worker processes                 71.5, 62.5   (21.2, 34.5)
+
+Threads are ``corpus_study``'s local default: as fast as any setting on a running client and much faster
+per call, since worker processes import torch and load the model before their first text.
 
 How it scales on a cluster: one task is one text (a forward pass and L x (H + 1) batched t-SNEs: about
 0.5 s for a 20-token text with MiniLM at 3 x 1000 iterations on one idle core). Tasks are independent and

@@ -26,16 +26,18 @@ The local default (``client=None``)
 -----------------------------------
 ``client=None`` uses the Dask client already made in this session (``distributed.default_client()``), if
 there is one; otherwise a local cluster of threads in this process (one worker, one thread per core) that
-the call starts (about 1.5 s) and closes. Measured on this project's 2-core machine, shared with other
-jobs (load average 9 to 13; ``benchmarks/corpus_speed.py``: 20 corpus texts, MiniLM, every head, 3 runs of
-1000 iterations, settings interleaved, medians), threads won: 88.7 texts per minute on a running client
-and 87.5 for a whole call that starts its own, against 71.5 and 21.2 for two worker processes and 26.0
-and 27.9 for one. Threads need no start-up and no second copy of the model: the worker processes each
-import torch and load the model before their first text (40 to 50 s here) and hold about 0.5 GB each,
-and on two busy cores they gained nothing back, since the compiled t-SNE holds the GIL either way and
-there is no idle core to run a second process on. On a machine with idle cores, or across machines, pass
-``client="processes"`` or a ``distributed.Client``: the rows are the same. ``client="sync"`` runs the
-texts one after another in this process, without Dask (for debugging and for the reference rows).
+the call starts (about 2 s) and closes. Measured on this project's 2-core machine, shared with other jobs
+(``benchmarks/corpus_speed.py``: 20 corpus texts, MiniLM, every head, 3 runs of 1000 iterations, settings
+interleaved round by round, medians; two runs, at load averages 9-13 and 6-8), threads beat processes twice:
+88.7 and 100.0 texts per minute on a running client, 87.5 and 84.7 for a whole call that starts its own
+cluster, against 71.5 and 62.5 (21.2 and 34.5 per call) for two worker processes, 26.0 and 92.2 (27.9 and
+42.8) for one, and 103.8 and 96.7 in-process without Dask. Threads need no start-up and no second copy of
+the model: worker processes each import torch and load the model before their first text (25 to 50 s
+here) and hold about 0.5 GB each, and on two busy cores they gained nothing back, since the compiled
+t-SNE holds the GIL either way and there was no idle core to run a second process on. On a machine with
+idle cores, or across machines, pass ``client="processes"`` or a ``distributed.Client``: the rows are the
+same. ``client="sync"`` runs the texts one after another in this process, without Dask (for debugging and
+for the reference rows).
 """
 
 from __future__ import annotations
@@ -375,7 +377,8 @@ def corpus_study(
     texts : any iterable of strings, or a pandas Series (its values, in order); e.g.
         :data:`headsne_widget.corpus.CORPUS`. Row ``text`` is the position in it.
     model : a hub id or model directory (sent to the workers as that string; each loads it once), a loaded
-        model that can be pickled (sent once to each worker), or None for the default model.
+        model that can be pickled (sent once to each worker), or None for the default model (each worker
+        resolves it as :func:`~headsne_widget.extraction.load_model` does: on a cluster, pass a path).
     heads, layers : the heads (applied in every selected layer) and layers to study; None for all.
     runs : t-SNE restarts per selection; a row holds the lowest final KL.
     n_iter : gradient steps per run (thesis: 1000).
@@ -434,15 +437,15 @@ def corpus_study(
             UserWarning,
             stacklevel=2,
         )
-    if jobs:  # the model's shape, to check the indices before any work
-        probe = extract_token_ids(next(iter(jobs.values())), loaded)
-        layer_list = _indices(layers, probe.n_layers, "layers", "layers")
-        head_list = _indices(heads, probe.n_heads, "heads", "heads per layer")
+    if not jobs:
+        return _frame([])
+    probe = extract_token_ids(next(iter(jobs.values())), loaded)  # the model's shape, to check the indices first
+    settings = dict(
+        layers=_indices(layers, probe.n_layers, "layers", "layers"),
+        heads=_indices(heads, probe.n_heads, "heads", "heads per layer"),
+        runs=runs, n_iter=n_iter, seed=seed, perplexity=perplexity, exclude_special=bool(exclude_special),
+    )  # fmt: skip
     with _session(client) as active, _progress(len(items), len(short), bool(progress)) as bar:
-        if not jobs:
-            return _frame([])
-        settings = dict(layers=layer_list, heads=head_list, runs=runs, n_iter=n_iter, seed=seed,
-                        perplexity=perplexity, exclude_special=bool(exclude_special))  # fmt: skip
         shipped = _model_for_workers(model, active)
         if active is None:
             results = _results_here(jobs, shipped, settings)
