@@ -1,20 +1,24 @@
 // Latency and redraw counters on the root's dataset, read by the browser tests and
 // benchmarks/widget_speed.py: data-frames-drawn (scatter redraws so far) and data-select-latency-ms
-// (grid click -> first drawn frame of the run it started).
+// (grid click -> first drawn frame of the run it started), data-paint-ms (the scatter's drawing time per
+// frame in the main thread, a running mean over the last 60 frames).
 
 /** @param {HTMLElement} root */
 export function createMetrics(root) {
   /** @type {{t0: number, runId: number} | null} */
   let pending = null;
+  let paintMs = 0;
   root.dataset.framesDrawn = "0";
   return {
     /** A head was clicked while run `runId` was the current one. */
     clicked(runId) {
       pending = { t0: performance.now(), runId };
     },
-    /** The scatter drew its `count`-th frame, showing a frame of run `shownRun`. */
-    drawn(count, shownRun) {
+    /** The scatter drew its `count`-th frame in `ms` milliseconds, showing a frame of run `shownRun`. */
+    drawn(count, shownRun, ms = 0) {
       root.dataset.framesDrawn = String(count);
+      paintMs += (ms - paintMs) / Math.min(count, 60);
+      root.dataset.paintMs = paintMs.toFixed(2);
       if (pending && shownRun != null && shownRun > pending.runId) {
         root.dataset.selectLatencyMs = String(Math.round(performance.now() - pending.t0));
         pending = null;

@@ -31,7 +31,7 @@ const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often 
 
 /**
  * @param {{wrap: HTMLElement, onHover: (token: number, event?: MouseEvent) => void,
- *   onDraw: (count: number) => void, onSelect: (tokens: number[], event: MouseEvent) => void}} options
+ *   onDraw: (count: number, ms: number) => void, onSelect: (tokens: number[], event: MouseEvent) => void}} options
  */
 export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   const canvas = document.createElement("canvas");
@@ -223,6 +223,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   /** Draw the whole plot into `c` at `scale` device px per CSS px (the screen, or a 2x export). */
   function paint(c, scale, exporting) {
     if (!theme || !width) return;
+    const t0 = performance.now();
     c.setTransform(scale, 0, 0, scale, 0, 0);
     c.fillStyle = theme.panel;
     c.fillRect(0, 0, width, height);
@@ -298,7 +299,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     writeBoxes(boxes);
     framesDrawn++;
     hasDrawnPoints = true;
-    onDraw(framesDrawn);
+    onDraw(framesDrawn, performance.now() - t0);
   }
 
   /** Publish the drawn label boxes as data-label-boxes (throttled; the last draw always lands). */

@@ -76,7 +76,7 @@ function render({ model, el }) {
   const scatter = createScatter({
     wrap: dom.scatterWrap,
     onHover: (token, event) => setHover(token, token >= 0 ? { source: "scatter" } : null, event),
-    onDraw: (count) => metrics.drawn(count, recorder.shownRun),
+    onDraw: (count, ms) => metrics.drawn(count, recorder.shownRun, ms),
     onSelect: (list, event) => userSelect(event.altKey ? [...selected, ...list] : list),
   });
   const strip = createTextStrip({

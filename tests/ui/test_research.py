@@ -6,6 +6,7 @@ head atlas. Every test reads what the browser shows and what the kernel received
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import time
@@ -21,6 +22,18 @@ from . import jupyter
 pytestmark = [pytest.mark.ui, pytest.mark.timeout(180)]
 
 RUN = {"n_iter": 400, "speed": 0.0}
+# HEADSNE_ESM=path/widget.js runs these tests against another front-end bundle (mutation testing)
+# without touching the package's built one, which other test runs on this machine share.
+ESM = os.environ.get("HEADSNE_ESM")
+
+
+def _cell(text: str, **params: Any) -> str:
+    cell = jupyter.widget_cell(text, **params)
+    if not ESM:
+        return cell
+    return f"from headsne_widget.widget import HeadSNEModel\nHeadSNEModel._esm = open({ESM!r}).read()\n{cell}"
+
+
 TEXT_479 = "' '.join([texts.TSNE_ABSTRACT] * 3)"
 
 
@@ -38,7 +51,7 @@ def server(browser: Any) -> Iterator[jupyter.JupyterServer]:
 @pytest.fixture(scope="module")
 def lab(server: jupyter.JupyterServer, browser: Any) -> Iterator[jupyter.OpenedWidget]:
     """The widget on the t-SNE abstract (271 tokens), run to the end, in JupyterLab."""
-    cell = jupyter.widget_cell("texts.TSNE_ABSTRACT", **RUN)
+    cell = _cell("texts.TSNE_ABSTRACT", **RUN)
     opened = jupyter.open_widget(server, browser, "research.ipynb", [cell], "lab")
     try:
         jupyter.wait_state(opened.root, ("done",))
@@ -165,7 +178,7 @@ def test_labels_never_overlap_and_follow_the_density(lab: jupyter.OpenedWidget) 
 
 def test_labels_never_overlap_at_479_tokens(browser: Any) -> None:
     server = jupyter.start_server()  # its own workspace: no restored tab of the module's notebook
-    cell = jupyter.widget_cell(TEXT_479, max_tokens=479, **RUN)
+    cell = _cell(TEXT_479, max_tokens=479, **RUN)
     try:
         opened = jupyter.open_widget(server, browser, "research_479.ipynb", [cell], "lab")
     except BaseException:
@@ -471,3 +484,42 @@ def test_atlas_thumbnails_and_click(lab: jupyter.OpenedWidget) -> None:
 def test_no_widget_errors(lab: jupyter.OpenedWidget) -> None:
     assert lab.log.widget_errors() == [], lab.log.widget_errors()
     assert lab.log.blocked == [], lab.log.blocked
+
+
+# ---------------------------------------------------------------------------------------------------
+# the theme: light and dark screenshots (for the README) and the canvases follow a theme switch
+
+
+def _panel_luminance(lab: jupyter.OpenedWidget) -> float:
+    """Relative luminance of the scatter's top-left pixel (its panel colour), read from the canvas."""
+    return _scatter(lab).evaluate(
+        "c => { const [r, g, b] = c.getContext('2d').getImageData(1, 1, 1, 1).data;"
+        " return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; }"
+    )
+
+
+def test_light_and_dark_themes(lab: jupyter.OpenedWidget, artifacts: Path) -> None:
+    _done(lab)
+    page, root = lab.page, lab.root
+    lab.ui.execute("w.selected = [5, 6, 7, 8]")
+    root.scroll_into_view_if_needed()
+    assert _panel_luminance(lab) > 0.7, "the light theme draws a light panel"
+    root.screenshot(path=str(artifacts / "widget-light.png"))
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-itemLabel").get_by_text("JupyterLab Dark", exact=True).click()
+    try:
+        deadline = time.monotonic() + 20
+        while _panel_luminance(lab) > 0.3:
+            assert time.monotonic() < deadline, "the canvases did not follow the switch to the dark theme"
+            page.wait_for_timeout(200)
+        page.wait_for_timeout(600)  # the widget reads the theme again once JupyterLab's stylesheet is in
+        root.scroll_into_view_if_needed()
+        root.screenshot(path=str(artifacts / "widget-dark.png"))
+        legend = root.locator(jupyter.testid("headsne-legend"))
+        assert legend.get_attribute("data-kind") == "sequential"
+    finally:
+        page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+        page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+        page.locator(".lm-Menu-itemLabel").get_by_text("JupyterLab Light", exact=True).click()
+        lab.ui.execute("w.selected = []")
