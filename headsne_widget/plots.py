@@ -35,7 +35,7 @@ from bokeh.palettes import Category10_10, Category20_20, Viridis256
 from bokeh.plotting import figure
 from bokeh.transform import factor_cmap, linear_cmap
 
-__all__ = ["max_attention", "embedding", "kl_by_layer", "robustness", "kl_curve", "box_stats"]
+__all__ = ["box_stats", "corpus_heads", "embedding", "kl_by_layer", "kl_curve", "max_attention", "robustness"]
 
 METHOD_COLORS = {"attention": "#d95f02", "hidden": "#1b9e77"}
 _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
