@@ -231,3 +231,18 @@ export function drawPoints(c, theme, { sx, sy, m, kept, tokenRow, colours, speci
     }
   }
 }
+
+/**
+ * A mark around each outlier pinned to the plot's edge: a square outline, so that a pinned point is not
+ * read as lying there.
+ * @param {CanvasRenderingContext2D} c
+ * @param {number[]} rows
+ */
+export function drawPinned(c, theme, rows, sx, sy) {
+  if (!rows.length) return;
+  c.strokeStyle = theme.fg;
+  c.lineWidth = 1.25;
+  c.setLineDash([2, 2]);
+  for (const r of rows) c.strokeRect(sx[r] - RADIUS - 2, sy[r] - RADIUS - 2, 2 * RADIUS + 4, 2 * RADIUS + 4);
+  c.setLineDash([]);
+}

@@ -6,7 +6,7 @@
 import { scaleLinear } from "d3-scale";
 import { select } from "d3-selection";
 import { zoom as d3zoom, zoomIdentity } from "d3-zoom";
-import { easeDomains, fitDomains, frameExtent } from "./viewport.js";
+import { easeDomains, fitDomains, robustExtent } from "./viewport.js";
 import { quantileRescaleFrame } from "./rescaling.js";
 import { nearestPoint, pointsInPolygon } from "./hittest.js";
 import { chooseLabels } from "./labels.js";
@@ -18,6 +18,7 @@ import {
   drawAxes,
   drawEdges,
   drawLasso,
+  drawPinned,
   drawPoints,
   haloFont,
   haloText,
@@ -86,6 +87,8 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   let framesDrawn = 0;
   let boxesPending = [];
   let lastBoxes = [];
+  let pinOutliers = false;
+  const pinned = []; // rows of the far outliers pinned to the edge in the last draw
   let boxesWritten = 0;
   let boxesTimer = 0;
 
@@ -151,7 +154,8 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     } else {
       knots = null;
       to.set(raw.subarray(0, 2 * m));
-      const extent = frameExtent(to, m);
+      const { extent, clipped } = robustExtent(to, m);
+      pinOutliers = clipped;
       const { w, h } = plotSize();
       if (extent) target = fitDomains(extent, w, h);
     }
@@ -245,9 +249,20 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     c.beginPath();
     c.rect(MARGIN.left, MARGIN.top, w, h);
     c.clip();
+    // far outliers (robustExtent) are pinned to the plot's edge while the view follows the data
+    const pin = pinOutliers && !userZoomed;
+    pinned.length = 0;
     for (let r = 0; r < m; r++) {
       sx[r] = x(cur[2 * r]);
       sy[r] = y(cur[2 * r + 1]);
+      if (!pin) continue;
+      const px = Math.min(MARGIN.left + w - 4, Math.max(MARGIN.left + 4, sx[r]));
+      const py = Math.min(MARGIN.top + h - 4, Math.max(MARGIN.top + 4, sy[r]));
+      if (px !== sx[r] || py !== sy[r]) {
+        sx[r] = px;
+        sy[r] = py;
+        pinned.push(r);
+      }
     }
     const hoverRow = hoverToken >= 0 && hoverToken < tokenRow.length ? tokenRow[hoverToken] : -1;
     const all = hoverRow >= 0 ? partnersFor(hoverToken) : { to: [], from: [], near: [], hidden: false };
@@ -264,6 +279,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
 
     const points = { sx, sy, m, kept, tokenRow, colours, special };
     drawPoints(c, theme, points, { selected, matches, dim: selected.size > 0 || hoverRow >= 0 });
+    drawPinned(c, theme, pinned, sx, sy);
 
     const boxes = layoutLabels(c, hoverRow, partners, w, h, scale);
     const emphasised = new Set([hoverToken, ...partners]);
@@ -296,6 +312,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     c.restore();
     if (exporting) return;
     lastBoxes = boxes;
+    canvas.dataset.pinned = String(pinned.length);
     writeBoxes(boxes);
     framesDrawn++;
     hasDrawnPoints = true;

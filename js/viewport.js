@@ -59,3 +59,41 @@ export function easeDomains(current, target, alpha = 0.25) {
   const settled = close(x, target.x) && close(y, target.y);
   return settled ? [target, true] : [{ x, y }, false];
 }
+
+/**
+ * The extent to autoscale to, robust to a few far outliers: when at most `share` of the points lie
+ * beyond the core box (the central 1 - 2 * tail quantiles, widened by half their span each side) and the
+ * full extent is over `ratio` times the core's on an axis, the extent of the points inside the core (the
+ * others are pinned to the plot's edge and marked); else the full extent. Returns {extent, clipped}.
+ */
+export function robustExtent(data, m, { tail = 0.02, ratio = 4, share = 0.05 } = {}) {
+  const full = frameExtent(data, m);
+  if (!full || m < 20) return { extent: full, clipped: false };
+  const xs = [];
+  const ys = [];
+  for (let r = 0; r < m; r++) {
+    if (Number.isFinite(data[2 * r]) && Number.isFinite(data[2 * r + 1])) {
+      xs.push(data[2 * r]);
+      ys.push(data[2 * r + 1]);
+    }
+  }
+  const sorted = (a) => Float64Array.from(a).sort();
+  const [sxs, sys] = [sorted(xs), sorted(ys)];
+  const at = (a, p) => a[Math.min(a.length - 1, Math.max(0, Math.round(p * (a.length - 1))))];
+  const [x0, x1, y0, y1] = [at(sxs, tail), at(sxs, 1 - tail), at(sys, tail), at(sys, 1 - tail)];
+  const [wx, wy] = [Math.max(x1 - x0, 1e-12), Math.max(y1 - y0, 1e-12)];
+  const core = [x0 - wx / 2, x1 + wx / 2, y0 - wy / 2, y1 + wy / 2];
+  const far = full[1] - full[0] > ratio * (core[1] - core[0]) || full[3] - full[2] > ratio * (core[3] - core[2]);
+  const inside = new Float32Array(2 * xs.length);
+  let k = 0;
+  for (let i = 0; i < xs.length; i++) {
+    if (xs[i] >= core[0] && xs[i] <= core[1] && ys[i] >= core[2] && ys[i] <= core[3]) {
+      inside[2 * k] = xs[i];
+      inside[2 * k + 1] = ys[i];
+      k++;
+    }
+  }
+  const outside = xs.length - k;
+  if (!far || outside === 0 || outside > share * xs.length) return { extent: full, clipped: false };
+  return { extent: frameExtent(inside, k), clipped: true };
+}

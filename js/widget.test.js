@@ -283,3 +283,20 @@ test("ctrl + wheel zooms the grid's token axis and double-click resets it", () =
   assert.equal(canvas.dataset.tokenEnd, String(n));
   big.cleanup();
 });
+
+test("a few far outliers are pinned to the plot's edge and counted", async () => {
+  const n = 40;
+  const xy = Float32Array.from({ length: 2 * n }, (_, i) => (i * 7919) % 13);
+  xy.set([700, 3, -690, 5], 0); // tokens 0 and 1 far out
+  const { root, cleanup } = mount({
+    tokens: Array.from({ length: n }, (_, i) => `t${i}`),
+    offsets: [],
+    special: new Array(n).fill(false),
+    max_attention: null,
+    frame: encodeArray(xy, [n, 2]),
+    kept: Array.from({ length: n }, (_, i) => i),
+  });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(root.querySelector("[data-testid=headsne-scatter]").dataset.pinned, "2");
+  cleanup();
+});
