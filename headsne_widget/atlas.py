@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .selection import selection_affinities
-from .t_sne import tsne
+from .t_sne import tsne, tsne_frames
 
 __all__ = [
     "ATLAS_N_ITER",
@@ -64,9 +64,13 @@ def head_atlas(
     return Atlas(layer, np.stack([s[1] for s in steps]), np.array([s[2] for s in steps]), steps[0][3])
 
 
-def best_of_restarts(P: np.ndarray, *, restarts: int = BEST_OF, n_iter: int = 1000, seed: int = 0) -> float:
-    """The lowest exact KL of ``restarts`` batched runs on P: what a good run of this P reaches."""
-    return float(np.min(tsne(P, n_iter=n_iter, restarts=restarts, seed=seed).kls))
+def _final_kls(P: np.ndarray, seeds: list[int], options: dict[str, Any]) -> Iterator[float | None]:
+    """Each seed's final exact KL, with a None every 50 iterations so a cancel never waits for a whole run."""
+    for seed in seeds:
+        last = None
+        for last in tsne_frames(P, seed=seed, every=50, **options):  # noqa: B007 (the last frame is kept)
+            yield None
+        yield None if last is None else float(last.kl)
 
 
 class BackgroundJob:
@@ -143,15 +147,16 @@ class SideJobs:
             return
         keys = ("n_iter", "learning_rate", "early_exaggeration", "exaggeration_iters")
         opts = {k: options[k] for k in keys}
-        steps = (tsne(P, seed=options["seed"] + 1 + r, **opts).kl for r in range(BEST_OF))
+        seeds = [options["seed"] + 1 + r for r in range(BEST_OF)]
         best = [kl]
 
-        def on_step(other: float) -> None:
-            best.append(other)
-            if self._current_run() == run_id:
-                self._publish(best_kl=min(best))
+        def on_step(other: float | None) -> None:  # None: a restart in progress (a point to cancel at)
+            if other is not None:
+                best.append(other)
+                if self._current_run() == run_id:
+                    self._publish(best_kl=min(best))
 
-        self._best.start(steps, on_step, lambda state: None)
+        self._best.start(_final_kls(P, seeds, opts), on_step, lambda state: None)
 
     def cancel_best(self) -> None:
         self._best.cancel(wait=False)

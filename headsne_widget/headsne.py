@@ -10,6 +10,7 @@ together start one run), run reports become trait updates, and browser writes ar
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from typing import Any
 
@@ -62,7 +63,7 @@ class HeadSNE(HeadSNEModel):
         **params: Any,
     ) -> None:
         self._ready = self._closed = self._pending = False
-        self._coalescer = Coalescer(self._flush)
+        self._coalescer, self._flush_lock = Coalescer(self._flush), threading.Lock()
         self._error: BaseException | None = None
         self._device, self._note, self._user_colors = device, "", None
         self._embedding: np.ndarray | None = None
@@ -77,10 +78,9 @@ class HeadSNE(HeadSNEModel):
         self._controller.speed = self.speed
         self._ready = True
         start_warmup()
+        self.status = f"idle - {ex.model_name}, {ex.n_tokens} tokens: click a head or press play"
         if autostart:
             self.run()
-        else:
-            self.status = f"idle - {ex.model_name}, {ex.n_tokens} tokens: click a head or press play"
 
     # ------------------------------------------------------------------------------------- public API
 
@@ -182,8 +182,6 @@ class HeadSNE(HeadSNEModel):
         super().close()
         self._extraction, self._embedding, self._user_colors = None, None, None
 
-    # ------------------------------------------------------------------------- browser writes
-
     def _browser_update(self, run_error: tuple[Exception, str] | None) -> None:
         if run_error is not None:  # an invalid run parameter stops the run and shows why
             self._cancel()
@@ -227,9 +225,10 @@ class HeadSNE(HeadSNEModel):
 
     def _flush(self) -> None:
         """Start the scheduled run, unless still inside a batch of trait notifications."""
-        if not self._pending or self._closed or self._depth() > 0:
-            return
-        self._pending = False
+        with self._flush_lock:  # the event loop, the coalescer's timer and a reader may all flush
+            if not self._pending or self._closed or self._depth() > 0:
+                return
+            self._pending = False
         self._cancel()
         try:
             sel = selection_affinities(
