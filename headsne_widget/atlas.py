@@ -23,7 +23,6 @@ __all__ = [
     "Atlas",
     "BackgroundJob",
     "SideJobs",
-    "best_of_restarts",
     "head_atlas",
     "head_atlas_steps",
 ]
