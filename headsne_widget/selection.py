@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -113,7 +113,7 @@ def selection_affinities(
     if mode == "attention":
         A = ex.attention(layer, head)
         P = attention_affinities(A, exclude=exclude)[0] if exclude.any() else attention_affinities(A)
-        return Selection(P, kept, label)
+        return Selection(cast(np.ndarray, P), kept, label)
     used, note = effective_perplexity(perplexity, len(kept))
     X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]
     return Selection(gaussian_affinities(X, perplexity=used), kept, label, used, note)
