@@ -70,6 +70,7 @@ class HeadSNE(HeadSNEModel):
         self._controller = RunController(self._on_frame, self._on_end)
         self._jobs = SideJobs(self._set, lambda: self.run_id)
         check_parameters(params)
+        start_warmup()  # loads (or compiles) the t-SNE kernels while the model loads and runs
         ex = as_extraction(text, model, tokenizer=tokenizer, device=device, max_tokens=max_tokens)
         if ex.n_tokens < MIN_TOKENS:
             raise ValueError(f"the text has {ex.n_tokens} tokens (special ones included); t-SNE needs at least 4")
@@ -77,7 +78,6 @@ class HeadSNE(HeadSNEModel):
         super().__init__(**data_traits(ex), layer=layer, head=head, mode=mode, **params)
         self._controller.speed = self.speed
         self._ready = True
-        start_warmup()
         self.status = f"idle - {ex.model_name}, {ex.n_tokens} tokens: click a head or press play"
         if autostart:
             self.run()
