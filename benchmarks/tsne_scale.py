@@ -21,6 +21,26 @@ iterations and the KL is the one reached after those iterations.
     python benchmarks/tsne_scale.py            # the table (about 15 min on 2 idle cores)
     python benchmarks/tsne_scale.py --quick    # n = 512 and 2048 (about 1 min)
     python benchmarks/tsne_scale.py --memory   # peak RSS of a run at 512, 8192 and 16384 (fresh processes)
+
+Measured on the 2-core machine while other jobs loaded it (load average 2 to 12, so seconds are noisy
+and both libraries suffered; ratios are from the same run):
+
+=====  =========  =========================  =========  ===============  ===============  ========
+n      P          iterations x seeds         ours s/1k  openTSNE s/1k    KL ours / theirs  speed-up
+=====  =========  =========================  =========  ===============  ===============  ========
+512    attention  1000 x 5 (median)          1.26       12.69 (n_jobs=1) 1.6320 / 1.6336  10.1x
+512    gaussian   1000 x 5 (median)          0.41       46.86 (n_jobs=1) 0.0251 / 0.0337  116x
+2048   attention  1000 x 3 (median)          6.61       158.9 (n_jobs=1) 1.8611 / 1.8605  24.0x
+2048   gaussian   1000 x 3 (median)          7.09       122.1 (n_jobs=1) 0.8209 / 0.8540  17.2x
+8192   attention  1000 x 1 (load ~3)         91.6       282.5 (n_jobs=2) 1.9722 / 1.9678  3.1x
+8192   attention  1000 x 1 (load ~10)        347.9      786.5 (n_jobs=2) 1.9722 / 1.9678  2.3x
+16384  attention  200 x 1 (load ~5)          330.4      1326 (n_jobs=2)  2.0280 / 2.0292  4.0x
+=====  =========  =========================  =========  ===============  ===============  ========
+
+Memory (``--memory``, peak RSS of a fresh process; "before" includes Python, torch, numba and P):
+n = 512: P 1 MiB, the run adds 3 MiB; n = 8192: P 256 MiB, the run adds 64 MiB; n = 16384: P 1 GiB,
+the run adds 256 MiB (the row-block checks of P; P itself is not copied when it is float32, symmetric
+and normalised).
 """
 
 from __future__ import annotations
