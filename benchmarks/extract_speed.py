@@ -74,7 +74,7 @@ def main() -> None:
     for label, text, max_tokens in cases:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the truncation warning, expected here
-            median, best, ex = timed(lambda: extract(text, loaded, max_tokens=max_tokens), args.repeats)
+            median, best, ex = timed(lambda t=text, m=max_tokens: extract(t, loaded, max_tokens=m), args.repeats)
             tracemalloc.start()
             extract(text, loaded, max_tokens=max_tokens)
             _, traced_peak = tracemalloc.get_traced_memory()

@@ -80,11 +80,22 @@ def run_sklearn(P: np.ndarray, seed: int, lr: float) -> np.ndarray:
     condensed = squareform(P, checks=False)
     common = dict(n_iter_check=50, n_iter_without_progress=10**9, learning_rate=lr, min_grad_norm=0.0, kwargs={})
     params, _, it = _gradient_descent(
-        _kl_divergence, initial(n, seed).ravel(), 0, EXAGGERATION_ITERS, momentum=0.5,
-        args=[condensed * EXAGGERATION, 1, n, 2], **common,
+        _kl_divergence,
+        initial(n, seed).ravel(),
+        0,
+        EXAGGERATION_ITERS,
+        momentum=0.5,
+        args=[condensed * EXAGGERATION, 1, n, 2],
+        **common,
     )
     params, _, _ = _gradient_descent(
-        _kl_divergence, params, it + 1, N_ITER, momentum=0.8, args=[condensed, 1, n, 2], **common,
+        _kl_divergence,
+        params,
+        it + 1,
+        N_ITER,
+        momentum=0.8,
+        args=[condensed, 1, n, 2],
+        **common,
     )
     return params.reshape(n, 2)
 
@@ -95,8 +106,9 @@ def run_opentsne(P: np.ndarray, seed: int, lr: float) -> np.ndarray:
     from openTSNE.affinity import PrecomputedAffinities
 
     affinities = PrecomputedAffinities(sp.csr_matrix(P), normalize=False)
-    emb = TSNEEmbedding(initial(P.shape[0], seed), affinities, negative_gradient_method="bh", n_jobs=2,
-                        random_state=seed, verbose=False)
+    emb = TSNEEmbedding(
+        initial(P.shape[0], seed), affinities, negative_gradient_method="bh", n_jobs=2, random_state=seed, verbose=False
+    )
     emb = emb.optimize(EXAGGERATION_ITERS, exaggeration=EXAGGERATION, momentum=0.5, learning_rate=4 * lr)
     emb = emb.optimize(N_ITER - EXAGGERATION_ITERS, exaggeration=1.0, momentum=0.8, learning_rate=4 * lr)
     return np.asarray(emb)
@@ -106,8 +118,7 @@ RUNNERS = {"ours": run_ours, "sklearn-exact": run_sklearn, "openTSNE-BH": run_op
 
 
 def speed(sizes: list[int], seeds: int, sklearn_max_seeds: dict[int, int], skip: set[str]) -> None:
-    from headsne_widget.t_sne import kl_divergence, warmup
-    from headsne_widget.t_sne import auto_learning_rate
+    from headsne_widget.t_sne import auto_learning_rate, kl_divergence, warmup
 
     warmup()
     for n in sizes:
@@ -127,8 +138,11 @@ def speed(sizes: list[int], seeds: int, sklearn_max_seeds: dict[int, int], skip:
                 times.append((time.perf_counter() - t0) * 1000 / N_ITER)
                 kls.append(kl_divergence(P, Y))
             medians[name] = (float(np.median(times)), float(np.median(kls)))
-            print(f"{name:<15} {k:>4} {np.median(times):>21.3f} {min(times):>7.3f} {np.median(kls):>10.4f} "
-                  + " ".join(f"{x:.4f}" for x in kls), flush=True)
+            print(
+                f"{name:<15} {k:>4} {np.median(times):>21.3f} {min(times):>7.3f} {np.median(kls):>10.4f} "
+                + " ".join(f"{x:.4f}" for x in kls),
+                flush=True,
+            )
         ours_t, ours_kl = medians["ours"]
         for name, (t, kl) in medians.items():
             if name != "ours":
@@ -187,8 +201,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[512, 2048])
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--sklearn-max-seeds", type=int, default=1,
-                    help="seeds for scikit-learn at n > 1024 (about 90 s each at 2048)")
+    ap.add_argument(
+        "--sklearn-max-seeds", type=int, default=1, help="seeds for scikit-learn at n > 1024 (about 90 s each at 2048)"
+    )
     ap.add_argument("--skip", nargs="*", default=[], choices=sorted(RUNNERS))
     ap.add_argument("--memory", action="store_true", help="run n = 4096 in a fresh process and print peak RSS")
     ap.add_argument("--learning-rates", action="store_true", help="compare learning-rate rules by median KL")

@@ -35,7 +35,9 @@ class TimingComm(BaseComm):
         self._lock = threading.Lock()
         super().__init__(*args, **kwargs)
 
-    def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:
+    def publish_msg(
+        self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+    ) -> None:
         now = time.perf_counter()
         if data and data.get("method") == "update":
             header = len(json.dumps(data).encode())
@@ -82,15 +84,21 @@ def main() -> None:
     w = HeadSNE(ex, n_iter=1000, speed=args.speed, restarts=args.restarts)
     c: TimingComm = w.comm
     w.wait()  # one full run first: everything imported and compiled
-    print(f"model {ex.model_name}: n = {ex.n_tokens} tokens, {ex.n_layers} layers x {ex.n_heads} heads; warm-up {warm_s:.2f} s")
+    print(
+        f"model {ex.model_name}: n = {ex.n_tokens} tokens, {ex.n_layers} layers x {ex.n_heads} heads; "
+        f"warm-up {warm_s:.2f} s"
+    )
 
-    pairs = [(l, h) for l in range(ex.n_layers) for h in range(ex.n_heads)]
+    pairs = [(layer, head) for layer in range(ex.n_layers) for head in range(ex.n_heads)]
     pairs = [pairs[(7 * i + 5) % len(pairs)] for i in range(args.selections)]
     browser, python, headers, payloads = [], [], [], []
     for i, (layer, head) in enumerate(pairs):
         if (layer, head) == (w.layer, w.head):
             head = (head + 1) % ex.n_heads
-        msg = {"content": {"data": {"method": "update", "state": {"layer": layer, "head": head}, "buffer_paths": []}}, "buffers": []}
+        msg = {
+            "content": {"data": {"method": "update", "state": {"layer": layer, "head": head}, "buffer_paths": []}},
+            "buffers": [],
+        }
         start = time.perf_counter()
         if i % 2 == 0:  # a click: one message from the browser setting both
             c.handle_msg(msg)
@@ -114,13 +122,20 @@ def main() -> None:
     w.close()
 
     def ms(values: list[float]) -> str:
-        return f"median {1e3 * statistics.median(values):.1f} ms (min {1e3 * min(values):.1f}, max {1e3 * max(values):.1f}, {len(values)} selections)"
+        median, low, high = (1e3 * f(values) for f in (statistics.median, min, max))
+        return f"median {median:.1f} ms (min {low:.1f}, max {high:.1f}, {len(values)} selections)"
 
     print(f"selection -> first frame message, browser click (layer+head in one update): {ms(browser)}")
     print(f"selection -> first frame message, Python `w.layer, w.head = ...`:            {ms(python)}")
-    print(f"frame message: {statistics.median(payloads):.0f} buffer bytes ({statistics.median(payloads) / ex.n_tokens:.1f} per token) "
-          f"+ {statistics.median(headers):.0f} bytes of JSON header")
-    print(f"speed=0 run of 1000 iterations: {full_s:.2f} s, {len(sent)} frames sent ({len(sent) / full_s:.0f} per second), final KL {kl:.4f}")
+    print(
+        f"frame message: {statistics.median(payloads):.0f} buffer bytes "
+        f"({statistics.median(payloads) / ex.n_tokens:.1f} per token) "
+        f"+ {statistics.median(headers):.0f} bytes of JSON header"
+    )
+    print(
+        f"speed=0 run of 1000 iterations: {full_s:.2f} s, {len(sent)} frames sent "
+        f"({len(sent) / full_s:.0f} per second), final KL {kl:.4f}"
+    )
 
 
 if __name__ == "__main__":

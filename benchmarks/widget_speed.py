@@ -66,7 +66,9 @@ def click_latencies(opened: jupyter.OpenedWidget, clicks: int) -> list[float]:
         run0 = int(jupyter.dataset(root)["runId"])
         jupyter.click_grid_cell(root, layer, head, token=1)
         data = jupyter.wait_dataset(
-            root, lambda d, run0=run0: int(d.get("runId", "0")) > run0 and "selectLatencyMs" in d, 60,
+            root,
+            lambda d, run0=run0: int(d.get("runId", "0")) > run0 and "selectLatencyMs" in d,
+            60,
             f"first frame after clicking layer {layer} head {head}",
         )
         latencies.append(float(data["selectLatencyMs"]))
@@ -86,8 +88,12 @@ def drawn_fps(opened: jupyter.OpenedWidget, n_iter: int) -> dict[str, float]:
     while time.monotonic() < deadline:
         m = opened.page.evaluate("() => window.__headsneMeasure")
         if m.get("done"):
-            return {"frames": m["frames"], "seconds": m["ms"] / 1000, "fps": 1000 * m["frames"] / m["ms"],
-                    "paint_ms": m.get("paintMs")}
+            return {
+                "frames": m["frames"],
+                "seconds": m["ms"] / 1000,
+                "fps": 1000 * m["frames"] / m["ms"],
+                "paint_ms": m.get("paintMs"),
+            }
         opened.page.wait_for_timeout(100)
     raise TimeoutError("the measured run did not finish within 300 s")
 
@@ -98,8 +104,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--n-iter", type=int, default=1000, help="iterations per run of the click latency")
     parser.add_argument("--fps-iter", type=int, default=10000, help="iterations of the run whose redraws are counted")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
-    parser.add_argument("--esm", type=Path, default=None,
-                        help="another front-end bundle to measure (e.g. an older build), instead of the package's")
+    parser.add_argument(
+        "--esm",
+        type=Path,
+        default=None,
+        help="another front-end bundle to measure (e.g. an older build), instead of the package's",
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.clicks <= len(HEADS):
         parser.error(f"--clicks must be between 1 and {len(HEADS)}")
@@ -109,8 +119,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     cell = jupyter.widget_cell(TEXT, max_tokens=N_TOKENS, n_iter=args.n_iter, speed=0.0)
     if args.esm is not None:  # an A/B comparison on the same machine at the same time
-        cell = (f"from headsne_widget.widget import HeadSNEModel\n"
-                f"HeadSNEModel._esm = open({str(args.esm.resolve())!r}).read()\n{cell}")
+        cell = (
+            f"from headsne_widget.widget import HeadSNEModel\n"
+            f"HeadSNEModel._esm = open({str(args.esm.resolve())!r}).read()\n{cell}"
+        )
     server = jupyter.start_server()
     try:
         with sync_playwright() as playwright:
@@ -123,8 +135,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 latencies = click_latencies(opened, args.clicks)
                 fps = drawn_fps(opened, args.fps_iter)
                 # what goes on the wire: the frame trait through its own serializer
-                wire = opened.ui.query("(lambda d: {'buffer': len(d['buffer']), 'shape': list(d['shape']), "
-                                       "'n': len(w.tokens)})(w.trait_metadata('frame', 'to_json')(w.frame, w))")
+                wire = opened.ui.query(
+                    "(lambda d: {'buffer': len(d['buffer']), 'shape': list(d['shape']), "
+                    "'n': len(w.tokens)})(w.trait_metadata('frame', 'to_json')(w.frame, w))"
+                )
                 errors = opened.log.widget_errors()
             finally:
                 opened.close()
@@ -144,13 +158,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "widget_console_errors": errors,
     }
     print(f"widget speed in JupyterLab + headless chromium, n = {N_TOKENS} tokens, {args.n_iter} iterations per run")
-    print(f"  head click -> first frame on screen: median {result['select_latency_ms']['median']:.0f} ms "
-          f"over {len(latencies)} clicks ({', '.join(f'{x:.0f}' for x in latencies)} ms)")
-    print(f"  frames drawn per second while streaming (speed=0): {fps['fps']:.1f} "
-          f"({fps['frames']} redraws in {fps['seconds']:.2f} s, a {args.fps_iter}-iteration run); "
-          f"the scatter's drawing takes {fps['paint_ms']:.2f} ms of main thread per frame (mean of the last 60)")
-    print(f"  bytes per frame per token: {result['bytes_per_frame_per_token']:.2f} "
-          f"({wire['buffer']} B buffer, shape {wire['shape']})")
+    print(
+        f"  head click -> first frame on screen: median {result['select_latency_ms']['median']:.0f} ms "
+        f"over {len(latencies)} clicks ({', '.join(f'{x:.0f}' for x in latencies)} ms)"
+    )
+    print(
+        f"  frames drawn per second while streaming (speed=0): {fps['fps']:.1f} "
+        f"({fps['frames']} redraws in {fps['seconds']:.2f} s, a {args.fps_iter}-iteration run); "
+        f"the scatter's drawing takes {fps['paint_ms']:.2f} ms of main thread per frame (mean of the last 60)"
+    )
+    print(
+        f"  bytes per frame per token: {result['bytes_per_frame_per_token']:.2f} "
+        f"({wire['buffer']} B buffer, shape {wire['shape']})"
+    )
     if errors:
         print(f"  widget console errors: {errors}")
     if args.json is not None:

@@ -11,7 +11,7 @@ def real_array(a: Any, name: str) -> np.ndarray:
     """``a`` as a numpy array of finite real numbers (dtype kept), else a TypeError or ValueError naming ``name``."""
     try:
         arr = np.asarray(a)
-    except Exception as err:  # noqa: BLE001 - anything numpy cannot read
+    except Exception as err:
         raise TypeError(f"{name} must be an array, got {type(a).__name__}") from err
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"{name} must be a real-valued numeric array (real numbers), got dtype {arr.dtype}")

@@ -46,7 +46,7 @@ _FTZ_DAZ = 0x8040  # MXCSR bits 15 (flush to zero) and 6 (denormals are zero)
 # safe for concurrent launches, which tsne.py serialises with a lock. Only if the user chose no
 # layer and numba has not started one yet.
 if "NUMBA_THREADING_LAYER" not in os.environ:
-    numba.config.THREADING_LAYER = "workqueue"
+    numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
 
 
 def _mxcsr_call(builder, name: str, slot) -> None:

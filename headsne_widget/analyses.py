@@ -374,7 +374,7 @@ def robustness(
     head = check_index(head, ex.n_heads, "head", "heads per layer")
     ids = np.asarray(ex.token_ids, dtype=np.int64)
     eligible = np.flatnonzero(~np.asarray(ex.special, dtype=bool))
-    n_replace = int(round(float(fraction) * len(eligible)))
+    n_replace = round(float(fraction) * len(eligible))
     if n_replace < 1:
         raise ValueError(f"fraction={fraction} replaces no token: the text has only {len(eligible)} non-special tokens")
     if len(np.unique(ids[eligible])) < 2:

@@ -15,7 +15,8 @@ the token labels of a token map are kept inside its plot frame by widening the a
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from bokeh.layouts import column, row
@@ -87,16 +88,26 @@ def max_attention(ex: Any, *, layers: Sequence[int] | None = None) -> LayoutDOM:
     figures = []
     for layer in layers:
         p = figure(
-            title=f"layer {layer}", height=60 + 18 * H + label_room, width=width,
-            x_range=(-0.5, n - 0.5), y_range=(H - 0.5, -0.5), tools=_TOOLS, toolbar_location="right",
-            x_axis_label=None, y_axis_label="head",
+            title=f"layer {layer}",
+            height=60 + 18 * H + label_room,
+            width=width,
+            x_range=(-0.5, n - 0.5),
+            y_range=(H - 0.5, -0.5),
+            tools=_TOOLS,
+            toolbar_location="right",
+            x_axis_label=None,
+            y_axis_label="head",
         )
         image = ColumnDataSource({"image": [M[layer]]}, name=f"max_attention_{layer}")
         p.image(image="image", x=-0.5, y=-0.5, dw=n, dh=H, color_mapper=mapper, source=image)
         cells = ColumnDataSource(
             {
-                "x": positions, "y": heads, "index": positions, "head": heads,
-                "token": [tokens[j] for j in positions], "value": M[layer].ravel(),
+                "x": positions,
+                "y": heads,
+                "index": positions,
+                "head": heads,
+                "token": [tokens[j] for j in positions],
+                "value": M[layer].ravel(),
             },
             name=f"max_attention_cells_{layer}",
         )
@@ -104,7 +115,12 @@ def max_attention(ex: Any, *, layers: Sequence[int] | None = None) -> LayoutDOM:
         p.add_tools(
             HoverTool(
                 renderers=[hit],
-                tooltips=[("token", "@token"), ("position", "@index"), ("head", "@head"), ("max attention", "@value{0.000}")],
+                tooltips=[
+                    ("token", "@token"),
+                    ("position", "@index"),
+                    ("head", "@head"),
+                    ("max attention", "@value{0.000}"),
+                ],
             )
         )
         p.xaxis.ticker = FixedTicker(ticks=xticks)
@@ -132,12 +148,15 @@ _LABEL_OFFSET_PX = (4, -4)  # token labels sit right of and above their point
 def _frame_size(width: int, height: int, axis_labels: bool, colour_bar: bool) -> tuple[float, float]:
     """A lower bound of a token map's plot frame (px): the figure less its y axis (ticks and, with
     ``axis_labels``, a label), toolbar and colour bar across, less its title and x axis down."""
-    return (width - (85 if axis_labels else 60) - 35 - (70 if colour_bar else 0),
-            height - 30 - (65 if axis_labels else 45))
+    return (
+        width - (85 if axis_labels else 60) - 35 - (70 if colour_bar else 0),
+        height - 30 - (65 if axis_labels else 45),
+    )
 
 
-def _padded_range(values: np.ndarray, before_px: np.ndarray | float, after_px: np.ndarray | float,
-                  frame_px: float) -> Range1d:
+def _padded_range(
+    values: np.ndarray, before_px: np.ndarray | float, after_px: np.ndarray | float, frame_px: float
+) -> Range1d:
     """A range over which every value keeps ``before_px`` / ``after_px`` of room (each value may need its
     own: the length of its label) in a frame of ``frame_px`` pixels."""
     before = np.broadcast_to(np.asarray(before_px, dtype=np.float64), values.shape)
@@ -206,7 +225,10 @@ def embedding(
     if not np.all(np.isfinite(Y)):
         raise ValueError("Y holds NaN or infinite coordinates")
     data: dict[str, Any] = {
-        "x_orig": Y[:, 0], "y_orig": Y[:, 1], "token": tokens, "index": np.arange(len(tokens)),
+        "x_orig": Y[:, 0],
+        "y_orig": Y[:, 1],
+        "token": tokens,
+        "index": np.arange(len(tokens)),
     }
     p = figure(title=title, width=int(width), height=int(height), tools=_TOOLS, toolbar_location="right")
     if quantile_k is not None:
@@ -227,8 +249,17 @@ def embedding(
     source = ColumnDataSource(data, name="embedding")
     kwargs = {"legend_field": extra} if isinstance(extra, str) else {}
     points = p.scatter("x", "y", source=source, size=7, fill_color=fill, line_color=None, fill_alpha=0.8, **kwargs)
-    p.text("x", "y", text="token", source=source, text_font_size="8pt", x_offset=_LABEL_OFFSET_PX[0],
-           y_offset=_LABEL_OFFSET_PX[1], text_alpha=0.75, text_baseline="bottom")
+    p.text(
+        "x",
+        "y",
+        text="token",
+        source=source,
+        text_font_size="8pt",
+        x_offset=_LABEL_OFFSET_PX[0],
+        y_offset=_LABEL_OFFSET_PX[1],
+        text_alpha=0.75,
+        text_baseline="bottom",
+    )
     if isinstance(extra, ColorBar):
         p.add_layout(extra, "right")
     frame_w, frame_h = _frame_size(width, height, quantile_k is not None, isinstance(extra, ColorBar))
@@ -260,8 +291,13 @@ def box_stats(values: Any) -> dict[str, Any]:
     iqr = q3 - q1
     inside = v[(v >= q1 - 1.5 * iqr) & (v <= q3 + 1.5 * iqr)]
     return {
-        "q1": float(q1), "q2": float(q2), "q3": float(q3), "lower": float(inside.min()), "upper": float(inside.max()),
-        "n": int(v.size), "outliers": v[(v < inside.min()) | (v > inside.max())],
+        "q1": float(q1),
+        "q2": float(q2),
+        "q3": float(q3),
+        "lower": float(inside.min()),
+        "upper": float(inside.max()),
+        "n": int(v.size),
+        "outliers": v[(v < inside.min()) | (v > inside.max())],
     }
 
 
@@ -280,7 +316,8 @@ def _box_figure(
     stats = [box_stats(groups[f]) for f in factors]
     boxes = ColumnDataSource(
         {
-            "x": factors, "color": [colors[f] for f in factors],
+            "x": factors,
+            "color": [colors[f] for f in factors],
             **{k: [s[k] for s in stats] for k in ("q1", "q2", "q3", "lower", "upper", "n")},
         },
         name="boxes",
@@ -336,8 +373,11 @@ def kl_by_layer(rows: Any) -> LayoutDOM:
         groups.setdefault((str(int(r["layer"])), str(r["method"])), []).append(float(r["kl"]))
     colors = {f: METHOD_COLORS.get(f[1], "#7570b3") for f in groups}
     p = _box_figure(
-        {f: np.asarray(v) for f, v in groups.items()}, colors, title="KL divergence per layer (layers 0-indexed)",
-        y_label="KL(P || Q)", width=int(min(OUTPUT_WIDTH, max(500, 70 * len(groups)))),
+        {f: np.asarray(v) for f, v in groups.items()},
+        colors,
+        title="KL divergence per layer (layers 0-indexed)",
+        y_label="KL(P || Q)",
+        width=int(min(OUTPUT_WIDTH, max(500, 70 * len(groups)))),
     )
     return column(p)
 
@@ -356,8 +396,14 @@ def robustness(result: Any) -> LayoutDOM:
     bars = ColumnDataSource(
         {"x": list(groups), "std": [std[c] for c in groups], "color": [colors[c] for c in groups]}, name="std"
     )
-    q = figure(x_range=FactorRange(*groups), title="standard deviation of the KL", width=340, height=420,
-               tools=_TOOLS, y_axis_label="std of KL")
+    q = figure(
+        x_range=FactorRange(*groups),
+        title="standard deviation of the KL",
+        width=340,
+        height=420,
+        tools=_TOOLS,
+        y_axis_label="std of KL",
+    )
     r = q.vbar("x", 0.7, "std", source=bars, fill_color="color", line_color="black", fill_alpha=0.7)
     q.add_tools(HoverTool(renderers=[r], tooltips=[("condition", "@x"), ("std", "@std{0.0000}")]))
     q.y_range.start = 0
@@ -379,7 +425,9 @@ def kl_curve(iterations: Any, kls: Any, *, title: str = "KL(P || Q) during the r
     source = ColumnDataSource({"iteration": it[keep], "kl": kl[keep]}, name="kl_curve")
     p = figure(title=title, width=700, height=260, tools=_TOOLS, x_axis_label="iteration", y_axis_label="KL")
     line = p.line("iteration", "kl", source=source, line_width=2)
-    p.add_tools(HoverTool(renderers=[line], tooltips=[("iteration", "@iteration"), ("KL", "@kl{0.0000}")], mode="vline"))
+    p.add_tools(
+        HoverTool(renderers=[line], tooltips=[("iteration", "@iteration"), ("KL", "@kl{0.0000}")], mode="vline")
+    )
     return column(p)
 
 
@@ -419,20 +467,35 @@ def corpus_heads(summary: Any, *, title: str | None = None) -> LayoutDOM:
         )
     cell = int(min(56, max(24, 660 // len(heads))))
     p = figure(
-        title=title, width=min(OUTPUT_WIDTH, 110 + cell * len(heads)), height=min(640, 110 + cell * len(layers)),
-        x_range=FactorRange(*[str(h) for h in heads]), y_range=FactorRange(*[str(layer) for layer in reversed(layers)]),
-        tools=_TOOLS, toolbar_location="right", x_axis_label="head", y_axis_label="layer",
+        title=title,
+        width=min(OUTPUT_WIDTH, 110 + cell * len(heads)),
+        height=min(640, 110 + cell * len(layers)),
+        x_range=FactorRange(*[str(h) for h in heads]),
+        y_range=FactorRange(*[str(layer) for layer in reversed(layers)]),
+        tools=_TOOLS,
+        toolbar_location="right",
+        x_axis_label="head",
+        y_axis_label="layer",
     )
-    cells = p.rect("x", "y", width=1, height=1, source=source, fill_color={"field": "median", "transform": mapper},
-                   line_color="white")
+    cells = p.rect(
+        "x",
+        "y",
+        width=1,
+        height=1,
+        source=source,
+        fill_color={"field": "median", "transform": mapper},
+        line_color="white",
+    )
     top = ColumnDataSource({"x": [str(int(best["head"]))], "y": [str(int(best["layer"]))]}, name="corpus_heads_best")
     p.rect("x", "y", width=0.92, height=0.92, source=top, fill_alpha=0.0, line_color="#d95f02", line_width=3)
     p.add_tools(
         HoverTool(
             renderers=[cells],
             tooltips=[
-                ("layer, head", "@layer, @head"), ("median KL", "@median{0.000}"),
-                ("IQR", "@iqr{0.000} (@q1{0.000} to @q3{0.000})"), ("rank", f"@rank of {len(records)}"),
+                ("layer, head", "@layer, @head"),
+                ("median KL", "@median{0.000}"),
+                ("IQR", "@iqr{0.000} (@q1{0.000} to @q3{0.000})"),
+                ("rank", f"@rank of {len(records)}"),
                 ("texts", "@texts"),
             ],
         )

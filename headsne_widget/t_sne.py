@@ -737,7 +737,9 @@ def _one_embedding(P64: np.ndarray, Y: np.ndarray, dt: np.dtype, exact_scale: bo
         Y = Y / c
     Y = Y - Y.mean(axis=0)  # translation invariant; the centred coordinates stay within [-2, 2] after scaling
     eng = _NumbaEngine(P64, np.ascontiguousarray(Y.T[None], dtype=dt), one=eps)
-    kl = float(eng.forces(1.0, True)[0])
+    kls = eng.forces(1.0, True)
+    assert kls is not None  # want_kl=True returns the KLs
+    kl = float(kls[0])
     if not np.isfinite(kl):
         raise ValueError("KL(P || Q(Y)) is not finite for this Y (coinciding points at an extreme scale?)")
     return kl, eng, c

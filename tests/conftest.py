@@ -11,11 +11,11 @@ from typing import Any
 import comm
 import pytest
 import torch
+from recording_comm import RecordingComm, run_threads
 
 from headsne_widget.extraction import Extraction, LoadedModel, extract, load_model
 from headsne_widget.headsne import HeadSNE
 from headsne_widget.texts import TSNE_ABSTRACT
-from recording_comm import RecordingComm, run_threads
 
 # Enough text for a tiny byte-level BPE to learn word pieces, and characters outside ASCII.
 BPE_CORPUS = [

@@ -32,8 +32,15 @@ def test_demo_is_committed_without_outputs():
     assert code, "the demo has no code cells"
     assert all(c.outputs == [] and c.execution_count is None for c in code)
     source = "\n".join(c.source for c in code)
-    for needed in ("HeadSNE(TSNE_ABSTRACT)", "plots.max_attention", "analyses.kl_by_layer", "analyses.robustness",
-                   "analyses.word_embeddings", "output_notebook", "ex.model_name"):
+    for needed in (
+        "HeadSNE(TSNE_ABSTRACT)",
+        "plots.max_attention",
+        "analyses.kl_by_layer",
+        "analyses.robustness",
+        "analyses.word_embeddings",
+        "output_notebook",
+        "ex.model_name",
+    ):
         assert needed in source, needed
 
 
@@ -43,7 +50,11 @@ def test_demo_executes_offline(monkeypatch, minilm_path):
     monkeypatch.setenv("BOKEH_RESOURCES", "inline")
     nb = nbformat.read(DEMO, as_version=4)
     client = nbclient.NotebookClient(
-        nb, timeout=400, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}, allow_errors=False,
+        nb,
+        timeout=400,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(REPO)}},
+        allow_errors=False,
     )
     start = time.perf_counter()
     client.execute()  # raises CellExecutionError, naming the cell, on any error
@@ -57,7 +68,10 @@ def test_demo_executes_offline(monkeypatch, minilm_path):
     assert "runs in" in text and "tokens replaced in each repeat" in text
     # every bokeh figure reached the notebook as a rendered document, with bokeh's JS inlined (no CDN)
     bokeh_outputs = [
-        out for c in nb.cells if c.cell_type == "code" for out in c.outputs
+        out
+        for c in nb.cells
+        if c.cell_type == "code"
+        for out in c.outputs
         if "application/vnd.bokehjs_exec.v0+json" in out.get("data", {})
     ]
     assert len(bokeh_outputs) >= 5

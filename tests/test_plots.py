@@ -140,8 +140,15 @@ def test_robustness_boxes_and_standard_deviations():
     rng = np.random.default_rng(3)
     kls = {c: rng.random(20) + i for i, c in enumerate(analyses.CONDITIONS)}
     result = analyses.RobustnessResult(
-        layer=1, head=2, fraction=0.05, model_name="m", tokens=[], token_ids=np.empty(0, np.int64),
-        positions=np.empty((0, 1), np.int64), disturbed_ids=np.empty((0, 0), np.int64), kls=kls,
+        layer=1,
+        head=2,
+        fraction=0.05,
+        model_name="m",
+        tokens=[],
+        token_ids=np.empty(0, np.int64),
+        positions=np.empty((0, 1), np.int64),
+        disturbed_ids=np.empty((0, 0), np.int64),
+        kls=kls,
     )
     layout = plots.robustness(result)
     boxes = source(layout, "boxes").data
@@ -152,8 +159,15 @@ def test_robustness_boxes_and_standard_deviations():
 
 
 def test_every_plot_saves_to_html(ex):
-    rows = [dict(layer=0, method="attention", head=0, run=0, kl=1.0), dict(layer=0, method="hidden", head=None, run=0, kl=0.5)]
-    for layout in (plots.max_attention(ex), plots.embedding(ex.tokens, np.zeros((ex.n_tokens, 2))), plots.kl_by_layer(rows)):
+    rows = [
+        dict(layer=0, method="attention", head=0, run=0, kl=1.0),
+        dict(layer=0, method="hidden", head=None, run=0, kl=0.5),
+    ]
+    for layout in (
+        plots.max_attention(ex),
+        plots.embedding(ex.tokens, np.zeros((ex.n_tokens, 2))),
+        plots.kl_by_layer(rows),
+    ):
         html = file_html(layout, INLINE, "t")
         assert "Bokeh" in html and '<script src="http' not in html
 
@@ -189,11 +203,20 @@ def test_every_figure_and_row_fits_the_output_area():
     tokens = list(analyses.OCCUPATIONS)
     Y = rng.normal(size=(len(tokens), 2))
     half = plots.OUTPUT_WIDTH // 2
-    rows = [dict(layer=layer, method=m, head=0, run=0, kl=float(rng.random()))
-            for layer in range(12) for m in ("attention", "hidden")]  # bert-base: 12 layers
+    rows = [
+        dict(layer=layer, method=m, head=0, run=0, kl=float(rng.random()))
+        for layer in range(12)
+        for m in ("attention", "hidden")
+    ]  # bert-base: 12 layers
     result = analyses.RobustnessResult(
-        layer=3, head=10, fraction=0.05, model_name="m", tokens=[], token_ids=np.empty(0, np.int64),
-        positions=np.empty((0, 1), np.int64), disturbed_ids=np.empty((0, 0), np.int64),
+        layer=3,
+        head=10,
+        fraction=0.05,
+        model_name="m",
+        tokens=[],
+        token_ids=np.empty(0, np.int64),
+        positions=np.empty((0, 1), np.int64),
+        disturbed_ids=np.empty((0, 0), np.int64),
         kls={c: rng.random(5) for c in analyses.CONDITIONS},
     )
     from bokeh.layouts import row
@@ -203,8 +226,10 @@ def test_every_figure_and_row_fits_the_output_area():
         "max_attention, 8 tokens": plots.max_attention(long_extraction(2, 4, 8)),
         "embedding": plots.embedding(tokens, Y, title="occupations"),
         "embedding, colour bar": plots.embedding(tokens, Y, color=rng.random(len(tokens))),
-        "two embeddings in a row (demo)": row(plots.embedding(tokens, Y, quantile_k=10, width=half, height=430),
-                                               plots.embedding(tokens, Y, quantile_k=10, width=half, height=430)),
+        "two embeddings in a row (demo)": row(
+            plots.embedding(tokens, Y, quantile_k=10, width=half, height=430),
+            plots.embedding(tokens, Y, quantile_k=10, width=half, height=430),
+        ),
         "kl_by_layer, 12 layers": plots.kl_by_layer(rows),
         "robustness": plots.robustness(result),
         "kl_curve": plots.kl_curve(np.arange(10), rng.random(10)),

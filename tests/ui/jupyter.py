@@ -167,7 +167,10 @@ def start_server(startup_timeout: float = 120.0) -> JupyterServer:
         path.write_text(json.dumps(settings))
     port, token = free_port(), secrets.token_hex(16)
     cmd = [
-        sys.executable, "-m", "jupyter", "lab",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
         "--no-browser",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
@@ -181,9 +184,8 @@ def start_server(startup_timeout: float = 120.0) -> JupyterServer:
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI runners often run as root
         cmd.append("--allow-root")
     log_path = home / "server.log"
-    log = open(log_path, "wb")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(cmd, cwd=root_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(cmd, cwd=root_dir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server = JupyterServer(proc=proc, port=port, token=token, root_dir=root_dir, home=home, log_path=log_path)
     deadline = time.monotonic() + startup_timeout
     while time.monotonic() < deadline:
@@ -324,12 +326,17 @@ class NotebookUI:
         status, kernel = None, None
         while time.monotonic() < deadline:
             status, kernel = self.kernel_status(), self.server_kernel()
-            if (status == "idle" and kernel and kernel.get("execution_state") == "idle"
-                    and kernel.get("connections", 0) >= 1):
+            if (
+                status == "idle"
+                and kernel
+                and kernel.get("execution_state") == "idle"
+                and kernel.get("connections", 0) >= 1
+            ):
                 return
             self.page.wait_for_timeout(200)
-        raise TimeoutError(f"kernel of {self.notebook} not ready after {timeout:.0f} s "
-                           f"(toolbar {status!r}, server {kernel!r})")
+        raise TimeoutError(
+            f"kernel of {self.notebook} not ready after {timeout:.0f} s (toolbar {status!r}, server {kernel!r})"
+        )
 
     def run_cell(self, index: int, timeout: float = 120.0) -> None:
         """Run cell ``index`` the way a user does: click into its editor, Shift+Enter."""
@@ -349,8 +356,10 @@ class NotebookUI:
             if re.search(r"\[\d+\]", text):
                 return
             self.page.wait_for_timeout(200)
-        raise TimeoutError(f"cell {index} of {self.notebook} did not finish within {timeout:.0f} s "
-                           f"(prompt {text!r}); outputs: {self.output_text(index)[:2000]!r}")
+        raise TimeoutError(
+            f"cell {index} of {self.notebook} did not finish within {timeout:.0f} s "
+            f"(prompt {text!r}); outputs: {self.output_text(index)[:2000]!r}"
+        )
 
     def output_text(self, index: int) -> str:
         return self.cells.nth(index).locator(".jp-OutputArea").inner_text()
@@ -446,11 +455,13 @@ def wait_dataset(root: Any, predicate: Any, timeout: float, what: str) -> dict[s
 
 def wait_state(root: Any, states: tuple[str, ...], timeout: float = 90.0) -> dict[str, str]:
     """Wait until the widget's data-state is one of ``states``; an error state fails at once."""
+
     def reached(d: dict[str, str]) -> bool:
         if d.get("state") == "error" and "error" not in states:
             status = root.locator(testid("headsne-status")).first.text_content()
             raise AssertionError(f"the widget is in the error state: {status!r}")
         return d.get("state") in states
+
     return wait_dataset(root, reached, timeout, f"state in {states}")
 
 
@@ -551,7 +562,6 @@ def hover_scatter_point(root: Any, step: float = 4.0) -> dict[str, Any]:
     Points are where t-SNE put them, which the page does not publish: the plot is probed with synthetic
     mouse moves to find one, then the real mouse moves there and the real tooltip is read.
     """
-    page = root.page
     canvas = canvas_of(root, "headsne-scatter")
     tooltip = root.locator(testid("headsne-tooltip")).first
     canvas.scroll_into_view_if_needed()
@@ -597,8 +607,9 @@ class OpenedWidget:
                     pass
 
 
-def open_widget(server: JupyterServer, browser: Any, name: str, cells: list[str], flavour: str = "lab",
-                timeout: float = 120.0) -> OpenedWidget:
+def open_widget(
+    server: JupyterServer, browser: Any, name: str, cells: list[str], flavour: str = "lab", timeout: float = 120.0
+) -> OpenedWidget:
     """Write notebook ``name`` (first cell shows the widget), open it, run the cells, wait for the widget."""
     write_notebook(server.root_dir / name, cells)
     context, page, log = new_page(browser)
@@ -617,8 +628,10 @@ def open_widget(server: JupyterServer, browser: Any, name: str, cells: list[str]
 # ---------------------------------------------------------------------------------------------------
 # checks shared by the JupyterLab and Notebook 7 tests (and the benchmark)
 
-KERNEL_STATE = "{'layer': w.layer, 'head': w.head, 'run_id': w.run_id, 'iteration': w.iteration, " \
-               "'state': w.state, 'n_iter': w.n_iter}"
+KERNEL_STATE = (
+    "{'layer': w.layer, 'head': w.head, 'run_id': w.run_id, 'iteration': w.iteration, "
+    "'state': w.state, 'n_iter': w.n_iter}"
+)
 
 
 def watch_run(root: Any, timeout: float = 90.0) -> list[tuple[int, int]]:
@@ -666,8 +679,10 @@ def assert_streams_and_draws(opened: OpenedWidget, screenshot: Path | None = Non
     assert grid["ink"] > 0.2 * grid_area and grid["colours"] >= 16, f"the grid looks blank: {grid}"
     if not (scatter["chromatic"] > 400 and scatter["colours"] >= 16):
         spread = ui.query("__import__('numpy').ptp(w.embedding, axis=0).tolist()")
-        raise AssertionError(f"the scatter shows no spread of coloured points: {scatter}; "
-                             f"spread of the kernel's embedding (x, y): {spread}")
+        raise AssertionError(
+            f"the scatter shows no spread of coloured points: {scatter}; "
+            f"spread of the kernel's embedding (x, y): {spread}"
+        )
     if screenshot is not None:
         root.scroll_into_view_if_needed()
         root.screenshot(path=str(screenshot))
@@ -682,8 +697,9 @@ def assert_grid_click_round_trip(opened: OpenedWidget, layer: int, head: int, ti
     assert (before["layer"], before["head"]) != (layer, head), f"pick another cell than the current {before}"
     run0 = int(dataset(root)["runId"])
     click_grid_cell(root, layer, head, token=1)
-    data = wait_dataset(root, lambda d: int(d.get("runId", "0")) > run0, timeout,
-                        f"a new run after clicking layer {layer} head {head}")
+    data = wait_dataset(
+        root, lambda d: int(d.get("runId", "0")) > run0, timeout, f"a new run after clicking layer {layer} head {head}"
+    )
     new_run = int(data["runId"])
     rising: list[int] = []
     deadline = time.monotonic() + timeout
@@ -700,8 +716,9 @@ def assert_grid_click_round_trip(opened: OpenedWidget, layer: int, head: int, ti
     assert after["run_id"] == new_run, f"kernel run {after['run_id']} != run {new_run} shown in the page"
     assert after["iteration"] > 0, after
     caption = root.text_content() or ""
-    assert re.search(rf"layer {layer}\b.{{0,5}}head {head}\b", caption), \
+    assert re.search(rf"layer {layer}\b.{{0,5}}head {head}\b", caption), (
         f"no caption names layer {layer} head {head}: {caption[:300]!r}"
+    )
     return {"before": before, "after": after, "rising": rising}
 
 
@@ -766,8 +783,10 @@ def wait_bokeh_drawn(page: Any, count: int, timeout: float = 60.0) -> list[dict[
             return canvases
         page.wait_for_timeout(250)
     outputs = page.locator(".jp-OutputArea").all_inner_texts()
-    raise AssertionError(f"expected {count} drawn bokeh figures within {timeout:.0f} s, found {canvases}; "
-                         f"outputs {[o[:200] for o in outputs]!r}")
+    raise AssertionError(
+        f"expected {count} drawn bokeh figures within {timeout:.0f} s, found {canvases}; "
+        f"outputs {[o[:200] for o in outputs]!r}"
+    )
 
 
 def save_notebook(ui: NotebookUI, timeout: float = 60.0) -> dict[str, Any]:
@@ -794,8 +813,10 @@ def save_notebook(ui: NotebookUI, timeout: float = 60.0) -> dict[str, Any]:
     saved = model.get("content", {}).get("cells", [])
     cells = [(c["cell_type"], c["source"][:30], len(c.get("outputs", []))) for c in saved]
     dialogs = ui.page.locator(".jp-Dialog").all_inner_texts()
-    raise TimeoutError(f"{ui.notebook} was not saved with its outputs within {timeout:.0f} s {problem}; saved cells "
-                       f"(type, source, outputs) {cells}; dialogs {dialogs}; server log {ui.server.log_tail(1500)}")
+    raise TimeoutError(
+        f"{ui.notebook} was not saved with its outputs within {timeout:.0f} s {problem}; saved cells "
+        f"(type, source, outputs) {cells}; dialogs {dialogs}; server log {ui.server.log_tail(1500)}"
+    )
 
 
 def stop_session(ui: NotebookUI) -> None:

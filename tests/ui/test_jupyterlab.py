@@ -5,8 +5,9 @@ kernel's state is read back through cells run in the UI too."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -93,10 +94,14 @@ def test_hostile_token_text_is_shown_as_text(jupyter_server: jupyter.JupyterServ
         page.wait_for_timeout(300)  # an onerror handler would have fired by now
         assert opened.log.dialogs == [], f"a dialog fired: {opened.log.dialogs}"
         assert root.locator(ACTIVE_ELEMENTS).count() == 0, "hovering the text strip created HTML from token text"
-        assert "<img" in (tooltip.text_content() or ""), f"the tooltip should show the tag's characters: {tooltip.text_content()!r}"
+        assert "<img" in (tooltip.text_content() or ""), (
+            f"the tooltip should show the tag's characters: {tooltip.text_content()!r}"
+        )
         hit = jupyter.hover_scatter_point(root)
         page.wait_for_timeout(300)
-        assert root.locator(ACTIVE_ELEMENTS).count() == 0, f"hovering a point ({hit['text']!r}) created HTML from token text"
+        assert root.locator(ACTIVE_ELEMENTS).count() == 0, (
+            f"hovering a point ({hit['text']!r}) created HTML from token text"
+        )
         assert page.locator("img[src='x']").count() == 0, "an <img src=x> element was created in the page"
         assert opened.log.dialogs == [], f"a dialog fired: {opened.log.dialogs}"
         assert opened.log.widget_errors() == [], opened.log.widget_errors()

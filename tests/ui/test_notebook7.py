@@ -3,8 +3,9 @@ renders, streams, and a grid click reaches the kernel."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
