@@ -59,6 +59,7 @@ def test_bokeh_figures_draw_again_after_save_and_reload(
 ) -> None:
     name = f"reload_{flavour}.ipynb"
     jupyter.write_notebook(jupyter_server.root_dir / name, CELLS)
+    assert jupyter_server.api(f"/api/contents/{name}?content=0")["type"] == "notebook"  # the server sees it
     context, page, log = jupyter.new_page(browser, VIEWPORT)
     ui = jupyter.NotebookUI(page, jupyter_server, name, flavour)
     try:
@@ -96,6 +97,11 @@ def test_bokeh_figures_draw_again_after_save_and_reload(
             )
             assert v["frameWidth"] >= least_w and v["frameHeight"] >= least_h, v
     except BaseException:
+        full_log = jupyter_server.log_path.read_text(errors="replace").splitlines()
+        print("server root holds:", sorted(p.name for p in jupyter_server.root_dir.iterdir()))
+        print(
+            "server log on", name, ":", "\n".join(line for line in full_log if name in line and "404 GET" not in line)
+        )
         print("server log:", jupyter_server.log_tail(6000))
         raise
     finally:
