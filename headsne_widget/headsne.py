@@ -174,7 +174,7 @@ class HeadSNE(HeadSNEModel):
 
     def close(self) -> None:
         """Stop all work, close the comm and drop the arrays, so that nothing keeps the widget's memory."""
-        if getattr(self, "_controller", None) is not None and not self._closed:
+        if getattr(self, "_sync_lock", None) is not None and not self._closed:  # else nothing was started
             self._closed, self._pending = True, False
             self._coalescer.cancel()
             self._cancel()
