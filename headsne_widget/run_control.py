@@ -126,10 +126,6 @@ class RunController:
         """The latest run (running, paused or ended), or None."""
         return self._run
 
-    @property
-    def last_id(self) -> int:
-        return self._next_id
-
     def is_current(self, run_id: int) -> bool:
         """Whether ``run_id`` is the latest run and was not cancelled."""
         run = self._run
