@@ -119,3 +119,28 @@ def test_gemma2_query_pre_attn_scalar_sets_the_scaling(bert_tokenizer, tmp_path)
     assert ex.attention_source.layers[0].scaling == 64**-0.5 != 16**-0.5
     A, _ = eager_reference(path, ex.token_ids)
     np.testing.assert_allclose(ex.attentions, A, atol=1e-5, rtol=0)
+
+
+def test_device_map_with_an_offloaded_layer_is_captured_exactly(tiny_model_dir, tmp_path):
+    """A model loaded with ``device_map`` (accelerate's hooks), one layer offloaded to disk: its weights sit on
+    the meta device until its hook brings them in for the forward; the capture still equals the eager forward."""
+    pytest.importorskip("accelerate")
+    from transformers import AutoModel
+
+    from headsne_widget.extraction import extract_token_ids, load_model
+
+    path = tiny_model_dir("llama")
+    device_map = {"embed_tokens": "cpu", "layers.0": "cpu", "layers.1": "disk", "norm": "cpu", "rotary_emb": "cpu"}
+    model = AutoModel.from_pretrained(
+        path, attn_implementation="eager", device_map=device_map, offload_folder=tmp_path
+    ).eval()
+    assert model.layers[1].self_attn.q_proj.weight.device.type == "meta"  # really offloaded
+    loaded = load_model(model, tokenizer=path, device=None)
+    ids = extract_n(path, n=96).token_ids
+    ex = extract_token_ids(ids, loaded)
+    with torch.no_grad():
+        out = model(input_ids=torch.as_tensor(ids)[None], output_attentions=True)
+    A = torch.cat(out.attentions).float().numpy()
+    np.testing.assert_allclose(ex.max_attention, A.max(axis=2), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(ex.attention(1, 3), A[1, 3], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(ex.attention(0, 0), A[0, 0], atol=1e-5, rtol=0)
