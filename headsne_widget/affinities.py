@@ -10,7 +10,7 @@ them, the binary search over the precisions ``beta_i = 1 / (2 sigma_i^2)`` run f
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, DTypeLike
 
 from ._checks import real_array
 from .errors import DegenerateAffinitiesError
@@ -25,7 +25,7 @@ EPSILON_DBL = 1e-8
 
 
 def attention_affinities(
-    A: ArrayLike, *, exclude: ArrayLike | None = None
+    A: ArrayLike, *, exclude: ArrayLike | None = None, dtype: DTypeLike = np.float64
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """P of one attention head: ``p_ij = (A_ij + A_ji) / sum_{m != n} (A_mn + A_nm)``, ``p_ii = 0``.
 
@@ -33,8 +33,16 @@ def attention_affinities(
     a boolean mask of shape (n,), those tokens (typically the special ones, which soak up attention) are
     dropped before symmetrising, and ``(P, kept)`` is returned with ``kept`` the int64 indices of the tokens
     P covers. Raises DegenerateAffinitiesError when no attention mass is left off the diagonal.
+
+    ``dtype`` is P's: float64, or float32 as t-SNE runs it (half the memory, and a P that
+    :func:`~headsne_widget.t_sne.check_affinities` takes as is). Either way every entry is computed in
+    float64 and rounded once, P is exactly symmetric and its diagonal exactly 0. A is read in square
+    blocks and P is the only n x n array made (A is not copied: at n = 8192 a float64 copy is 512 MiB).
     """
     A = _check_attention(A)
+    out_dtype = np.dtype(dtype)
+    if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be float32 or float64, got {out_dtype}")
     kept = np.arange(A.shape[0], dtype=np.int64)
     if exclude is not None:
         kept = np.flatnonzero(~_check_mask(exclude, A.shape[0])).astype(np.int64)
@@ -43,17 +51,49 @@ def attention_affinities(
         raise DegenerateAffinitiesError(
             f"P needs at least 2 tokens, but only {A.shape[0]} remain after excluding tokens"
         )
-    A = _power_of_two_scaled(A)  # P does not depend on A's scale; A * 1e308 would overflow A + A^T
-    P = A + A.T
-    np.fill_diagonal(P, 0.0)
-    total = P.sum()
+    largest = float(A.max())
+    if not (largest == 0.0 or 2.0**-500 <= largest <= 2.0**500):
+        # P does not depend on A's scale, but A * 1e308 would overflow A + A^T: a power of two, exact
+        A = _power_of_two_scaled(A.astype(np.float64))
+    total = 2.0 * _off_diagonal_sum(A)
     if not total > 0.0:
         raise DegenerateAffinitiesError(
             "this attention head puts no attention off the diagonal among the kept tokens "
             "(every token attends only to itself), so P = (A + A^T) / sum is undefined; pick another head"
         )
-    P /= total
+    n = A.shape[0]
+    P = np.empty((n, n), dtype=out_dtype)
+    for i in range(0, n, _SYMMETRIC_BLOCK):
+        rows = slice(i, min(i + _SYMMETRIC_BLOCK, n))
+        for j in range(i, n, _SYMMETRIC_BLOCK):
+            cols = slice(j, min(j + _SYMMETRIC_BLOCK, n))
+            block = A[rows, cols].astype(np.float64)
+            block += A[cols, rows].T
+            block /= total
+            P[rows, cols] = block
+            P[cols, rows] = P[rows, cols].T  # the mirror block is a copy: P is exactly symmetric
+    np.fill_diagonal(P, 0.0)
     return (P, kept) if exclude is not None else P
+
+
+# rows and columns of the square blocks attention_affinities works in: two float64 blocks fit in L2
+_SYMMETRIC_BLOCK = 256
+
+
+def _off_diagonal_sum(A: np.ndarray) -> float:
+    """sum_{i != j} A_ij in float64, the diagonal left out rather than subtracted (sum - trace cancels
+    to noise on a head that attends almost only to itself), one row block at a time."""
+    n, total = A.shape[0], 0.0
+    for i in range(0, n, _SYMMETRIC_BLOCK):
+        stop = min(i + _SYMMETRIC_BLOCK, n)
+        square = A[i:stop, i:stop].astype(np.float64)
+        np.fill_diagonal(square, 0.0)
+        total += (
+            float(A[i:stop, :i].sum(dtype=np.float64))
+            + float(square.sum())
+            + float(A[i:stop, stop:].sum(dtype=np.float64))
+        )
+    return total
 
 
 def gaussian_affinities(X: ArrayLike, perplexity: float = 20.0) -> np.ndarray:
@@ -169,9 +209,12 @@ def _check_attention(A: ArrayLike) -> np.ndarray:
     A = np.asarray(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a 2-D square attention matrix (n, n), got shape {A.shape}")
-    A = real_array(A, "A").astype(np.float64)
-    if (A < 0).any():
-        raise ValueError(f"A has negative entries (min {A.min():.3g}); attention weights are non-negative")
+    A = real_array(A, "A")
+    if not np.issubdtype(A.dtype, np.floating):
+        A = A.astype(np.float64)
+    smallest = A.min()
+    if smallest < 0:
+        raise ValueError(f"A has negative entries (min {smallest:.3g}); attention weights are non-negative")
     return A
 
 

@@ -35,7 +35,7 @@ class Selection:
 
     Attributes
     ----------
-    P : float64 (m, m), symmetric, zero diagonal, sums to 1.
+    P : float64 or float32 (m, m) (the ``dtype`` asked for), symmetric, zero diagonal, sums to 1.
     kept : int64 (m,), the token index of each row of P.
     label : "layer 2 head 5" or "hidden states of layer 2".
     perplexity : the perplexity used (hidden mode), else None.
@@ -84,6 +84,7 @@ def selection_affinities(
     *,
     perplexity: float = 20.0,
     exclude_special: bool = False,
+    dtype: Any = np.float64,
 ) -> Selection:
     """P for one selection of an :class:`~headsne_widget.extraction.Extraction`.
 
@@ -95,6 +96,8 @@ def selection_affinities(
         hidden states (``ex.layer_output(layer)``); ``head`` is ignored.
     perplexity : hidden mode only; lowered to ``(m - 1) / 3`` when too large (see the module doc).
     exclude_special : drop special tokens ([CLS], [SEP], ...) from P.
+    dtype : P's dtype, float64 or float32 (what t-SNE runs on: the widget asks for it, which saves an
+        n x n copy and half the memory; at n = 8192 P is 256 MiB in float32).
 
     Raises
     ------
@@ -112,8 +115,12 @@ def selection_affinities(
     label = selection_label(mode, layer, head)
     if mode == "attention":
         A = ex.attention(layer, head)
-        P = attention_affinities(A, exclude=exclude)[0] if exclude.any() else attention_affinities(A)
+        if exclude.any():
+            P = attention_affinities(A, exclude=exclude, dtype=dtype)[0]
+        else:
+            P = attention_affinities(A, dtype=dtype)
         return Selection(cast(np.ndarray, P), kept, label)
     used, note = effective_perplexity(perplexity, len(kept))
     X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]
-    return Selection(gaussian_affinities(X, perplexity=used), kept, label, used, note)
+    P = gaussian_affinities(X, perplexity=used).astype(dtype, copy=False)
+    return Selection(P, kept, label, used, note)

@@ -200,3 +200,42 @@ def test_attention_affinities_do_not_depend_on_the_scale_of_A(scale):
     P_scaled = attention_affinities(A * scale)
     assert P_scaled.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(P_scaled, P, rtol=1e-12, atol=0)
+
+
+def test_blocked_P_equals_the_formula_across_block_edges():
+    """n = 600 spans three blocks of 256, the last one ragged."""
+    A = np.random.default_rng(7).random((600, 600))
+    A /= A.sum(axis=1, keepdims=True)
+    expected = A + A.T
+    np.fill_diagonal(expected, 0.0)
+    expected /= expected.sum()
+    P = attention_affinities(A)
+    np.testing.assert_allclose(P, expected, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(P, P.T)
+
+
+def test_float32_P_is_the_float64_P_rounded_once_and_taken_as_is_by_tsne():
+    from headsne_widget.t_sne import check_affinities
+
+    A = np.random.default_rng(8).random((300, 300), dtype=np.float32)
+    A /= A.sum(axis=1, keepdims=True)
+    P32 = attention_affinities(A, dtype=np.float32)
+    assert P32.dtype == np.float32
+    np.testing.assert_array_equal(P32, attention_affinities(A).astype(np.float32))
+    np.testing.assert_array_equal(P32, P32.T)
+    assert np.all(np.diag(P32) == 0.0) and abs(P32.sum(dtype=np.float64) - 1.0) < 1e-6
+    assert check_affinities(P32, np.float32) is P32  # no n x n copy before the run
+    P, kept = attention_affinities(A, exclude=np.arange(300) % 7 == 0, dtype=np.float32)
+    assert P.dtype == np.float32 and P.shape == (len(kept),) * 2
+    with pytest.raises(TypeError, match="float32 or float64"):
+        attention_affinities(A, dtype=np.int32)
+
+
+def test_a_head_attending_almost_only_to_itself_still_sums_to_one():
+    """The normaliser leaves the diagonal out: sum(A) - trace(A) cancelled to noise here."""
+    n, eps = 300, 1e-12
+    A = np.full((n, n), eps / (n - 1))
+    np.fill_diagonal(A, 1.0 - eps)
+    P = attention_affinities(A)
+    assert abs(P.sum() - 1.0) < 1e-9
+    np.testing.assert_allclose(P[0, 1], 1.0 / (n * (n - 1)), rtol=1e-9)
