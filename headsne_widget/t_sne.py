@@ -91,8 +91,9 @@ _KERNEL_LOCK = threading.Lock()  # numba's workqueue layer must not run two para
 class Frame:
     """One reported step of :func:`tsne_frames`.
 
-    ``embedding`` is the run with the lowest KL at this step (index ``run``), a float32 (n, 2)
-    C-contiguous copy that is safe to hand to another thread; ``kls`` holds every run's KL.
+    ``embedding`` is the run with the lowest KL (index ``run``), a float32 (n, 2) C-contiguous copy
+    that is safe to hand to another thread; ``kls`` holds every run's exact KL after ``kl_iteration``
+    steps: this step when ``fresh``, else the latest step whose KL was computed (``kl_every``).
     """
 
     iteration: int
@@ -100,6 +101,12 @@ class Frame:
     kl: float
     kls: np.ndarray
     run: int
+    kl_iteration: int = -1
+
+    @property
+    def fresh(self) -> bool:
+        """Whether ``kl`` is the KL of this very step."""
+        return self.kl_iteration == self.iteration
 
 
 @dataclass(frozen=True)
@@ -502,15 +509,20 @@ def _optimize(
     every: int,
     dtype,
     engine: str | None = None,
-) -> Iterator[tuple[int, np.ndarray, np.ndarray, float]]:
-    """Yield (iteration, embeddings (runs, 2, n) live view, exact KL per run, learning rate) at reported steps.
+    kl_every: int | None = None,
+) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, float]]:
+    """Yield (iteration, embeddings (runs, 2, n) live view, exact KL per run or None, learning rate) at reported steps.
 
     Reported steps are every ``every``-th iteration and the last. The KL of the embedding after
-    step t is computed in the same pass as the gradient of step t + 1, so reporting costs one
-    logarithm per pair and nothing else.
+    step t is computed in the same pass as the gradient of step t + 1, so reporting it costs one
+    logarithm per pair and nothing else; it is computed at the first report, at the first one at least
+    ``kl_every`` steps (default ``every``) after the previous KL, and at the last; other reports yield None.
+    The logarithm does not vectorise (about 10 times the pass without it), so a display that wants
+    positions 60 times a second asks for the KL less often.
     """
     dt = _resolve_dtype(dtype)
     n_iter, every = int_at_least(n_iter, "n_iter", 1), int_at_least(every, "every", 1)
+    kl_every = every if kl_every is None else int_at_least(kl_every, "kl_every", 1)
     exaggeration_iters = int_at_least(exaggeration_iters, "exaggeration_iters", 0)
     early_exaggeration = _positive(early_exaggeration, "early_exaggeration")
     mom = _check_momentum(momentum)
@@ -528,14 +540,16 @@ def _optimize(
     def check(t: int, exaggeration: float) -> None:
         _check_divergence(eng, t, n, lr, exaggeration, early_exaggeration)
 
-    t = 1
+    t, last_kl = 1, -kl_every  # the first report has a KL
     while t <= n_iter:
         exaggerating = t <= exaggeration_iters
         if t == exaggeration_iters + 1 and t > 1:
             eng.restart_optimizer()
         ex, m = (early_exaggeration, mom[0]) if exaggerating else (1.0, mom[1])
         if t > 1 and (t - 1) % every == 0:  # the KL of iteration t - 1 comes with the forces of t
-            kls = eng.forces(ex, True)
+            want_kl = t - 1 - last_kl >= kl_every
+            kls = eng.forces(ex, want_kl)
+            last_kl = t - 1 if want_kl else last_kl
             check(t - 1, ex)
             yield t - 1, eng.embeddings(), kls, lr
             eng.update(m, lr)
@@ -587,10 +601,10 @@ def _check_divergence(eng, t: int, n: int, lr: float, exaggeration: float, early
     raise TSNEDivergedError(f"t-SNE diverged by iteration {t}: {what}; {hint}")
 
 
-def _frame(iteration: int, Y: np.ndarray, kls: np.ndarray) -> Frame:
+def _frame(iteration: int, Y: np.ndarray, kls: np.ndarray, kl_iteration: int) -> Frame:
     best = int(np.argmin(kls))
     embedding = np.ascontiguousarray(Y[best].T, dtype=np.float32).copy()
-    return Frame(iteration, embedding, float(kls[best]), np.array(kls, dtype=np.float64), best)
+    return Frame(iteration, embedding, float(kls[best]), np.array(kls, dtype=np.float64), best, kl_iteration)
 
 
 def tsne_frames(
@@ -607,13 +621,17 @@ def tsne_frames(
     device: str | torch.device | None = None,
     every: int = 1,
     dtype="float32",
+    kl_every: int | None = None,
 ) -> Iterator[Frame]:
     """Stream the optimisation: a :class:`Frame` after every ``every``-th iteration and after the last.
 
-    Takes the keyword arguments of :func:`tsne`. With ``restarts > 1`` each frame shows the run
-    with the lowest KL at that step. The work happens inside ``next()``: closing the generator (or
+    Takes the keyword arguments of :func:`tsne`. The exact KL is computed at the first frame at least
+    ``kl_every`` iterations (default ``every``) after the previous one and at the last; frames in
+    between carry that latest KL (``Frame.fresh`` is False). With ``restarts > 1`` each frame shows
+    the run with the lowest latest KL. The work happens inside ``next()``: closing the generator (or
     dropping it) stops the optimisation at once, and no thread is left behind.
     """
+    latest, latest_t = None, -1
     for t, Y, kls, _ in _optimize(
         P,
         n_iter=n_iter,
@@ -627,8 +645,12 @@ def tsne_frames(
         device=device,
         every=every,
         dtype=dtype,
+        kl_every=kl_every,
     ):
-        yield _frame(t, Y, kls)
+        if kls is not None:
+            latest, latest_t = kls, t
+        assert latest is not None  # the first report and the last have a KL
+        yield _frame(t, Y, latest, latest_t)
 
 
 def tsne(

@@ -165,6 +165,24 @@ def test_frames_report_steps_with_exact_kl():
     np.testing.assert_array_equal(frames[-1].embedding, last.embedding)
 
 
+def test_kl_every_computes_the_kl_less_often_without_changing_the_steps():
+    """Frames every step, KL every 5: the same positions as with a KL at every step; fresh frames carry
+    that step's exact KL, the others the latest one (and say so)."""
+    P = random_P(24, seed=6)
+    every_step = list(tsne_frames(P, seed=2, n_iter=20, every=1))
+    sparse = list(tsne_frames(P, seed=2, n_iter=20, every=1, kl_every=5))
+    assert [f.iteration for f in sparse] == list(range(1, 21))
+    assert [f.iteration for f in sparse if f.fresh] == [1, 6, 11, 16, 20]
+    assert all(f.fresh for f in every_step)
+    for a, b in zip(every_step, sparse, strict=True):
+        np.testing.assert_array_equal(b.embedding, a.embedding)
+        assert b.kl == every_step[b.kl_iteration - 1].kl
+    assert sparse[-1].kl == pytest.approx(kl_divergence(P, sparse[-1].embedding), rel=1e-4)
+    # with restarts, the run shown is the best by the latest KL
+    for f in tsne_frames(P, seed=2, n_iter=12, every=1, restarts=3, kl_every=4):
+        assert f.run == int(np.argmin(f.kls)) and f.kl == f.kls.min()
+
+
 def test_frames_show_the_best_run_at_each_step():
     P = random_P(16, seed=4)
     for f in tsne_frames(P, seed=0, n_iter=60, every=20, restarts=3):
