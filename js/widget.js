@@ -28,8 +28,32 @@ import { createAtlas } from "./atlas.js";
 const HOVER_WRITE_MS = 50; // `hovered` reaches Python at most 20 times a second
 const KL_HINT_RATIO = 1.2; // the run's KL this far above the best of restarts shows a hint
 
+/**
+ * The host's model with `on`/`off` that also take several space-separated events ("change:a change:b",
+ * what `changes()` makes). Backbone (JupyterLab, Notebook 7) splits such a string itself; the anywidget
+ * front-end module spec does not, and marimo's model keys its listeners by the whole string, so no
+ * "change:x" it emits would ever reach them: nothing Python sets after the first render would show.
+ * Registering each event on its own is what Backbone does, so both hosts behave the same.
+ * @param {import("./model.js").Model} host
+ * @returns {import("./model.js").Model}
+ */
+function oneEventAtATime(host) {
+  const each = (/** @type {string} */ events, /** @type {(name: string) => void} */ fn) => {
+    for (const name of events.split(/\s+/)) if (name) fn(name);
+  };
+  return {
+    get: (name) => host.get(name),
+    set: (name, value) => host.set(name, value),
+    save_changes: () => host.save_changes(),
+    send: (message) => host.send(message),
+    on: (events, fn) => each(events, (name) => host.on(name, fn)),
+    off: (events, fn) => each(events, (name) => host.off(name, fn)),
+  };
+}
+
 /** @param {{model: import("./model.js").Model, el: HTMLElement}} props */
-function render({ model, el }) {
+function render({ model: host, el }) {
+  const model = oneEventAtATime(host);
   /** @type {(() => void)[]} */
   const cleanups = [];
   const listen = (name, fn) => {

@@ -1,6 +1,12 @@
 """The widget in marimo: ``mo.ui.anywidget(w)`` served by a real ``marimo run`` on 127.0.0.1 and opened in
-headless chromium. It renders (grid and scatter draw, frames stream), and a grid click reaches Python: an
-observer in the app writes every (layer, head) it sees to a file the test reads."""
+headless chromium. It renders, a grid click reaches Python (an observer in the app writes every (layer,
+head) it sees to a file the test reads), and what Python sets reaches the page: the frames of the run's
+background thread, the run started by the click, and a head and selection set by a cell that a marimo
+button re-runs.
+
+marimo's front-end model keeps its listeners under the exact event string: ``model.on("change:a change:b")``
+(Backbone's several-events form) never fires there, which is why js/widget.js registers each event on its
+own (``oneEventAtATime``)."""
 
 from __future__ import annotations
 
@@ -47,12 +53,27 @@ def _():
 
     w.observe(record, names=["layer", "head"])
     widget = mo.ui.anywidget(w)
-    return (widget,)
+    return mo, w, widget
 
 
 @app.cell
 def _(widget):
     widget
+    return
+
+
+@app.cell
+def _(mo):
+    go = mo.ui.button(label="head 7 from Python", value=0, on_click=lambda n: n + 1)
+    go
+    return (go,)
+
+
+@app.cell
+def _(go, w):
+    if go.value:
+        w.head = 7
+        w.selected = [3, 4, 5]
     return
 
 
@@ -139,23 +160,38 @@ def test_widget_renders_and_a_grid_click_reaches_python(marimo_app: dict[str, An
             assert time.monotonic() < deadline, f"Python never saw layer 2 head 5: {_seen(marimo_app['out'])}"
             page.wait_for_timeout(200)
         assert "layer 2 · head 5" in (root.text_content() or "")
-        assert int(jupyter.dataset(root)["runId"]) >= run0
+        # the run id Python sets while handling the click reaches the page
+        jupyter.wait_dataset(root, lambda d: int(d["runId"]) > run0, 30, "the click's new run in the page")
         assert log.widget_errors() == [], log.widget_errors()
     finally:
         context.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="trait changes made in Python after the first render (the run's frames from its background "
-    "threading.Thread, and the run id set while handling a click) do not reach the page in marimo 0.25; "
-    "remove this mark once the Python side sends them (e.g. the run thread as a marimo.Thread)",
-)
 def test_python_changes_reach_the_page_in_marimo(marimo_app: dict[str, Any], browser: Any) -> None:
     context, page, log, root = _open(marimo_app, browser)
     try:
-        jupyter.wait_dataset(root, lambda d: int(d.get("framesDrawn", "0")) >= 4, 15, "frames drawn in marimo")
+        # the run started in the app's cell streams from its background thread to the end
+        run0 = int(jupyter.wait_state(root, ("done",), 120)["runId"])
+        assert jupyter.iteration_shown(root) == 400, "the counter must end at n_iter"
+        assert int(jupyter.dataset(root)["framesDrawn"]) >= 4
         scatter = jupyter.canvas_ink(root, "headsne-scatter")
         assert scatter["chromatic"] > 400 and scatter["colours"] >= 16, scatter
+        assert "done layer 0 head 0" in (root.locator(jupyter.testid("headsne-status")).first.text_content() or "")
+
+        # a cell re-run by a marimo button sets the head and the selection in Python
+        page.get_by_role("button", name="head 7 from Python").click()
+        data = jupyter.wait_dataset(
+            root,
+            lambda d: int(d["runId"]) > run0 and d.get("selectedCount") == "3",
+            30,
+            "the new run and the selection set from Python",
+        )
+        assert "layer 0 · head 7" in (root.text_content() or "")
+        assert "3 selected" in (root.text_content() or "")
+        assert (0, 7) in {(s["layer"], s["head"]) for s in _seen(marimo_app["out"])}
+        jupyter.wait_state(root, ("done",), 120)
+        assert int(jupyter.dataset(root)["runId"]) == int(data["runId"])
+        assert jupyter.iteration_shown(root) == 400
+        assert log.widget_errors() == [], log.widget_errors()
     finally:
         context.close()
