@@ -2,8 +2,9 @@
 
 :class:`RunController` starts, cancels, pauses, resumes and waits for runs of
 :func:`~headsne_widget.t_sne.tsne_frames`. It paces frames to a playback ``speed`` (iterations per
-second), reports at most ``MAX_FPS`` frames per second (always the last one), aligns each reported
-frame to the previous one for display, and tells its owner what happened through two callbacks:
+second), reports frames at about the display rate ``MAX_FPS`` (see :func:`frame_due`; always the last
+one), aligns each reported frame to the previous one for display, and tells its owner what happened
+through two callbacks:
 
 - ``on_frame(report)`` for each reported :class:`FrameReport`, the last one with ``done=True`` (called in
   the run's thread; it returns False when the owner dropped it, e.g. because a newer run started);
@@ -30,32 +31,49 @@ from .alignment import align_rows
 from .t_sne import tsne_frames, warmup
 
 __all__ = [
+    "FRAME_MARGIN",
+    "KL_EVERY",
     "MAX_EVERY",
     "MAX_FPS",
     "Coalescer",
     "FrameReport",
     "Run",
     "RunController",
+    "frame_due",
     "report_every",
     "run_options",
     "start_warmup",
     "status_line",
 ]  # fmt: skip
 
-#: frames reported per second, at most
+#: the display rate frames are paced to: one report at most every 1 / MAX_FPS - FRAME_MARGIN seconds
 MAX_FPS = 60.0
+#: how much sooner than 1 / MAX_FPS after the last sent frame the next one may go. Frames can only be sent
+#: at reports (every few iterations), so a strict 1/60 s gap plus the wait for the next report gave about
+#: 53 frames a second and left vsyncs of a 60 Hz display without a new frame; with the margin the gaps are
+#: 13.7 to 16.7 ms (at most 73 frames a second, about 66 at n = 512), so each vsync has a new frame to draw
+FRAME_MARGIN = 0.003
 #: most iterations between two reported frames (bounds the KL history's resolution and cancel latency)
 MAX_EVERY = 10
 #: cost of one t-SNE iteration per pair of tokens, a cautious bound: 1.2e-9 s measured on an idle
 #: 2-core machine at n = 512 (0.3 ms per iteration), rounded up for loaded or slower machines
 SECONDS_PER_PAIR = 4e-9
+#: fewest iterations between two exact KLs of a run (``tsne_frames(kl_every=)``): the KL pass takes a
+#: logarithm per pair, about 10 force passes (it does not vectorise), so a KL every 10 iterations (the
+#: former rule: one per report) doubled the compute and, at n = 8192 where a report comes every
+#: iteration, held the frame rate to about 4 a second; every 50 it costs about a sixth of the run
+KL_EVERY = 50
 #: name prefix of the run threads (tests count them)
 THREAD_PREFIX = "headsne-run"
 
 
 @dataclass(frozen=True, eq=False)
 class FrameReport:
-    """One reported step of a run: the raw embedding and its display (aligned) version."""
+    """One reported step of a run: the raw embedding and its display (aligned) version.
+
+    ``kl`` is the latest exact KL of the run, computed after ``kl_iteration`` steps (see ``KL_EVERY``):
+    this step's own when ``kl_fresh``.
+    """
 
     run_id: int
     iteration: int
@@ -64,6 +82,12 @@ class FrameReport:
     display: np.ndarray  # float32 (m, 2), Procrustes-aligned to the previously reported frame
     kept: np.ndarray
     done: bool
+    kl_iteration: int = -1
+
+    @property
+    def kl_fresh(self) -> bool:
+        """Whether ``kl`` is the KL of this very step."""
+        return self.kl_iteration == self.iteration
 
 
 @dataclass(eq=False)
@@ -79,7 +103,7 @@ class Run:
     thread: threading.Thread | None = None
     state: str = "running"  # running, paused, done, error, cancelled
     error: BaseException | None = None
-    kl_history: list[float] = field(default_factory=list)
+    kl_history: list[float] = field(default_factory=list)  # every exact KL computed (see KL_EVERY)
     kl_iterations: list[int] = field(default_factory=list)
     embedding: np.ndarray | None = None  # raw latest frame
 
@@ -90,6 +114,11 @@ class Run:
     @property
     def alive(self) -> bool:
         return self.thread is not None and self.thread.is_alive()
+
+
+def frame_due(since_last: float) -> bool:
+    """Whether a frame may be sent ``since_last`` seconds after the last one (see ``FRAME_MARGIN``)."""
+    return since_last >= 1.0 / MAX_FPS - FRAME_MARGIN
 
 
 def report_every(n: int, restarts: int, speed: float) -> int:
@@ -231,8 +260,9 @@ class RunController:
                 )
                 return
             last = frame
-            run.kl_history.append(float(frame.kl))
-            run.kl_iterations.append(int(frame.iteration))
+            if _kl_iteration(frame) == frame.iteration:  # a frame between two KLs repeats the last one
+                run.kl_history.append(float(frame.kl))
+                run.kl_iterations.append(int(frame.iteration))
             run.embedding = frame.embedding
             speed = self.speed
             if speed > 0:  # playback: iteration i is due at anchor + i / speed
@@ -243,7 +273,7 @@ class RunController:
                 if delay > 0 and run.cancel.wait(delay):
                     return
             now = time.perf_counter()
-            if now - sent_at >= 1.0 / MAX_FPS:
+            if frame_due(now - sent_at):
                 if not self._report(run, frame, done=False):
                     return
                 sent_at = now
@@ -260,7 +290,14 @@ class RunController:
         if self._reference is not None:
             display = align_rows(display, run.kept, *self._reference)
         report = FrameReport(
-            run.run_id, int(frame.iteration), float(frame.kl), frame.embedding, display, run.kept, done
+            run.run_id,
+            int(frame.iteration),
+            float(frame.kl),
+            frame.embedding,
+            display,
+            run.kept,
+            done,
+            _kl_iteration(frame),
         )
         if run.cancel.is_set():
             return False
@@ -276,6 +313,12 @@ class RunController:
         self._on_end(run.run_id, state, message, error)
 
 
+def _kl_iteration(frame: Any) -> int:
+    """The step a frame's KL belongs to (frames of ``tsne_frames`` without ``kl_iteration``: their own)."""
+    kl_iteration = getattr(frame, "kl_iteration", -1)
+    return int(frame.iteration) if kl_iteration < 0 else int(kl_iteration)
+
+
 def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | None = None, note: str = "") -> str:
     """The widget's one human line for a run: "running layer 2 head 5 - iteration 300/1000", ..."""
     text = {
@@ -289,11 +332,12 @@ def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | 
 
 
 def run_options(params: Any, device: Any, every: int) -> dict[str, Any]:
-    """``tsne_frames`` keywords from an object holding the run parameters (the widget's traits)."""
+    """``tsne_frames`` keywords from an object holding the run parameters (the widget's traits); the exact
+    KL at most every ``KL_EVERY`` iterations (and at the first and last reports)."""
     return dict(
         n_iter=params.n_iter, learning_rate="auto" if params.learning_rate is None else params.learning_rate,
         early_exaggeration=params.early_exaggeration, exaggeration_iters=params.exaggeration_iters,
-        seed=params.seed, restarts=params.restarts, device=device, every=every,
+        seed=params.seed, restarts=params.restarts, device=device, every=every, kl_every=max(every, KL_EVERY),
     )  # fmt: skip
 
 

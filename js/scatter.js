@@ -31,6 +31,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
 const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often (and after the last draw)
 
 /**
+ * `onDraw(count, ms)` is called at the first paint that shows a newly received frame (`count` such paints so
+ * far, `ms` that paint's main-thread time); repaints of frames already shown are not reported.
  * @param {{wrap: HTMLElement, onHover: (token: number, event?: MouseEvent) => void,
  *   onDraw: (count: number, ms: number) => void, onSelect: (tokens: number[], event: MouseEvent) => void}} options
  */
@@ -84,7 +86,8 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   let hoverToken = -1;
   let rafId = 0;
   let atlas = null; // token labels pre-rendered once: drawImage per label is far cheaper than fillText
-  let framesDrawn = 0;
+  let framesDrawn = 0; // paints that showed a frame not shown before (tweens and repaints not counted)
+  let freshFrame = false; // a frame arrived since the last paint
   let boxesPending = [];
   let lastBoxes = [];
   let pinOutliers = false;
@@ -314,8 +317,12 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     lastBoxes = boxes;
     canvas.dataset.pinned = String(pinned.length);
     writeBoxes(boxes);
-    framesDrawn++;
     hasDrawnPoints = true;
+    if (!freshFrame) return;
+    // a frame counts once, at the first paint that shows it: frames that arrive between two paints are
+    // drawn as one, and the tween's in-between paints and hover or zoom repaints are not counted
+    freshFrame = false;
+    framesDrawn++;
     onDraw(framesDrawn, performance.now() - t0);
   }
 
@@ -409,6 +416,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
         if (!userZoomed && !hasDrawnPoints) domains = target;
       }
       lastFrameAt = now;
+      freshFrame = true;
       request();
     },
     clear() {

