@@ -230,8 +230,9 @@ def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, mi
 def _serial(kernel, name: str, **swap):
     """The same kernel compiled without threads, under its own name (numba's disk cache is keyed by
     the function's qualified name, so a twin of the same name would load the parallel build);
-    ``swap`` replaces globals it calls (a serial pass for a parallel one)."""
-    fn = kernel.py_func
+    ``swap`` replaces globals it calls (a serial pass for a parallel one). ``kernel`` may also be a
+    plain Python function (a template that is only compiled through its twins)."""
+    fn = getattr(kernel, "py_func", kernel)
     twin = types_module.FunctionType(fn.__code__, {**fn.__globals__, **swap}, name, fn.__defaults__, fn.__closure__)
     twin.__qualname__ = name
     return njit(fastmath=_FASTMATH, error_model="numpy", cache=True)(twin)
@@ -251,10 +252,16 @@ kl_rows_serial = _serial(kl_rows, "kl_rows_serial")
 # per pair, serial, n = 2048).
 
 
-@njit(fastmath=_FASTMATH, error_model="numpy", cache=True)
-def steps(
+# Only the serial twin of ``steps`` is compiled. A cached compiled function that calls the parallel
+# ``forces`` is broken when it is compiled in a process that loaded ``forces`` from numba's cache and is
+# then loaded from the cache by a later process: that process crashes (segmentation fault) in its first
+# call (numba 0.68; reproduced by: process 1 calls ``forces`` only, process 2 compiles and runs such a
+# ``steps``, process 3 loads it and crashes). A killed first start leaves exactly that half-filled cache.
+# Above PARALLEL_MIN_PAIRS an iteration costs 0.3 ms or more, so the engine loops over the parallel
+# passes in Python instead, for about 10 us of dispatch per iteration.
+def _steps(
     P, Y, exaggeration, one, attraction, repulsion, z, Z, gains, step, momentum, learning_rate, min_gain, count
-):  # pragma: no cover - compiled
+):  # pragma: no cover - compiled through its serial twin
     """``count`` plain iterations (forces without KL, then update) without returning to Python between them."""
     for _ in range(count):
         forces(P, Y, exaggeration, one, attraction, repulsion, z)
@@ -272,4 +279,4 @@ def _sum_rows(z, Z):  # pragma: no cover - compiled
         Z[r] = total
 
 
-steps_serial = _serial(steps, "steps_serial", forces=forces_serial)
+steps_serial = _serial(_steps, "steps_serial", forces=forces_serial)

@@ -320,7 +320,7 @@ class _NumbaEngine:
         self._forces = kernels.forces if parallel else kernels.forces_serial
         self._update = kernels.update
         self._sum_rows = kernels._sum_rows
-        self._steps = kernels.steps if parallel else kernels.steps_serial
+        self._steps = None if parallel else kernels.steps_serial  # see kernels._steps: no parallel twin
         self._kl_rows = kernels.kl_rows if parallel else kernels.kl_rows_serial
         dtype = Y0.dtype
         self.P = np.ascontiguousarray(P, dtype=dtype)
@@ -365,7 +365,13 @@ class _NumbaEngine:
         )
 
     def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
-        """``count`` iterations of forces + update in one compiled call (no KL)."""
+        """``count`` iterations of forces + update (no KL): one compiled call when serial, else a loop
+        over the parallel passes (see ``_tsne_kernels._steps`` for why there is no compiled parallel loop)."""
+        if self._steps is None:
+            for _ in range(count):
+                self.forces(exaggeration, False)
+                self.update(momentum, learning_rate)
+            return
         with _KERNEL_LOCK:
             self._steps(
                 self.P,
@@ -811,6 +817,5 @@ def warmup() -> None:
                 fn(P, Y, one, one, att, rep, z)
             for fn in (kernels.kl_rows, kernels.kl_rows_serial):
                 fn(P, Y, one, np.ones(1, dtype), dtype(_KL_BIG_RATIO), kl)
-            for fn in (kernels.steps, kernels.steps_serial):
-                fn(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
+            kernels.steps_serial(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
         kernels.update(Y, att, rep, z.sum(axis=1, dtype=np.float64), gains + 1, step, 0.5, 1.0, MIN_GAIN)
