@@ -165,10 +165,18 @@ def _key_span(allowed: torch.Tensor | None, n: int) -> slice:
     """The keys from the first to the last that some query of the chunk may attend to: outside them every weight
     is exactly 0 (exp of the dtype's minimum), so a causal or sliding-window chunk computes only its span. A row
     with no key allowed (eager then spreads it uniformly over all n keys) keeps the full width."""
-    if allowed is None or not bool(allowed.any(dim=-1).all()):
+    if allowed is None:
         return slice(0, n)
-    columns = allowed.any(dim=(0, 1)).nonzero()
-    return slice(int(columns[0]), int(columns[-1]) + 1)
+    if allowed.device.type == "cpu":  # numpy's boolean reductions: 0.05 ms a chunk where torch's took 1 to 8 ms
+        rows = allowed.numpy().reshape(-1, allowed.shape[-1])
+        if not rows.any(axis=1).all():
+            return slice(0, n)
+        columns = np.flatnonzero(rows.any(axis=0))
+        return slice(int(columns[0]), int(columns[-1]) + 1)
+    if not bool(allowed.any(dim=-1).all()):
+        return slice(0, n)
+    found = allowed.any(dim=(0, 1)).nonzero()
+    return slice(int(found[0]), int(found[-1]) + 1)
 
 
 # ------------------------------------------------------------------------------------------------ one layer
@@ -230,7 +238,8 @@ class LayerAttention:
         allowed = _allowed_rows(mask, rows, query.device)[0] if isinstance(mask, MaskRows) else None
         keys = _key_span(allowed, self.n_tokens)
         key = key[:, keys]
-        logits = torch.matmul(query.reshape(key.shape[0], -1, d), key.transpose(1, 2)).view(h, r, -1) * self.scaling
+        logits = torch.matmul(query.reshape(key.shape[0], -1, d), key.transpose(1, 2)).view(h, r, -1)
+        logits = logits.mul_(self.scaling)  # in place: the scores are this chunk's own (no second r x n array)
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         if isinstance(mask, MaskRows) and allowed is not None:  # x + min rounds to min: eager's sum, no float mask

@@ -29,6 +29,7 @@ import {
 const QUANTILE_DOMAIN = [-0.04, 1.06];
 const LABEL_H = 14; // CSS px of a plain label's box
 const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often (and after the last draw)
+const TWEEN_MIN_GAP_MS = 50; // frames closer than this (more than 20 a second) are drawn as they come
 
 /**
  * `onDraw(count, ms)` is called at the first paint that shows a newly received frame (`count` such paints so
@@ -402,7 +403,9 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     setFrame(data, count, { animate = true } = {}) {
       const now = performance.now();
       ensureCapacity(count);
-      const canTween = animate && hasDrawnPoints && count === m;
+      // a tween between frames that stream faster than TWEEN_MIN_GAP_MS apart would only add paints of
+      // in-between positions (8 ms each at 8192 points) and never show a frame's own positions
+      const canTween = animate && hasDrawnPoints && count === m && now - lastFrameAt >= TWEEN_MIN_GAP_MS;
       if (canTween) from.set(cur.subarray(0, 2 * count));
       m = count;
       raw = data;
