@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -608,3 +609,37 @@ def test_a_ready_float32_P_is_not_copied():
     Q[0, 1] = np.nextafter(Q[0, 1], np.float32(1))  # asymmetric by one ulp (accepted): symmetrised into a new array
     out = check_affinities(Q, np.float32)
     assert out is not Q and out[0, 1] == out[1, 0]
+
+
+def test_a_half_filled_kernel_cache_does_not_crash_later_processes(tmp_path):
+    """numba's disk cache filled in three processes: the first compiles only the force passes (as a first
+    start killed early leaves it), the second and third run a parallel-size t-SNE from that cache. Before
+    the fix the third crashed with a segmentation fault (a cached compiled loop around the parallel pass)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    first = (
+        "import numpy as np\n"
+        "from headsne_widget._tsne_kernels import forces, forces_serial\n"
+        "n = 64\n"
+        "P = np.full((n, n), 1 / n**2, np.float32); Y = np.random.rand(1, 2, n).astype(np.float32)\n"
+        "for f in (forces_serial, forces):\n"
+        "    f(P, Y, np.float32(1), np.float32(1), np.zeros_like(Y), np.zeros_like(Y), np.zeros((1, n), np.float32))\n"
+    )
+    run = (
+        "import numpy as np\n"
+        "from headsne_widget.t_sne import tsne\n"
+        "rng = np.random.default_rng(0)\n"
+        "P = rng.random((2048, 2048)).astype(np.float32); P = P + P.T; np.fill_diagonal(P, 0); P /= P.sum()\n"
+        "print(tsne(P, n_iter=300, seed=0, every=300, device='cpu').kl)\n"
+    )
+    # as script files: with ``python -c`` the crash did not reproduce
+    (tmp_path / "first.py").write_text(first)
+    (tmp_path / "run.py").write_text(run)
+    subprocess.run([sys.executable, str(tmp_path / "first.py")], env=env, check=True, timeout=600)
+    kls = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, str(tmp_path / "run.py")], env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+        kls.append(float(done.stdout.split()[-1]))
+    assert kls[0] == kls[1] and np.isfinite(kls[0])
