@@ -65,7 +65,34 @@ def long_text(n_tokens: int) -> str:
     return " ".join(words[i % len(words)] for i in range(n_tokens))  # more than n_tokens tokens: cut later
 
 
-def child(path: str, n: int, repeats: int, device: str) -> dict:
+def run_widget(ex, n_iter: int) -> dict:
+    """A ``HeadSNE`` on the extraction: its first run, then a click on another head (set from Python as the
+    browser's click does), each waited to the end; seconds to the first frame and to the end of each run."""
+    from headsne_widget import HeadSNE
+
+    frames: list[float] = []
+    start = time.perf_counter()
+    w = HeadSNE(ex, layer=0, head=0, n_iter=n_iter, speed=0.0, autostart=False)
+    w.observe(lambda change: frames.append(time.perf_counter()), "frame")
+    out = {}
+    try:
+        for name, select in (("first run", lambda: w.run()), ("click (layer 1, head 2)", None)):
+            frames.clear()
+            start = time.perf_counter()
+            if select is None:
+                w.layer, w.head = 1, 2
+            else:
+                select()
+            w.wait(timeout=3600)
+            if w.state != "done":
+                raise RuntimeError(f"{name}: the run ended in state {w.state!r}: {w.status}")
+            out[name] = {"first_frame_s": frames[0] - start, "done_s": time.perf_counter() - start, "kl": float(w.kl)}
+    finally:
+        w.close()
+    return {"widget": out, "widget_iter": n_iter, "peak_with_widget_mib": peak_rss_mib()}
+
+
+def child(path: str, n: int, repeats: int, device: str, widget_iter: int = 0) -> dict:
     """One length in this (fresh) process: timings, peak RSS above the loaded baseline, bytes kept."""
     from headsne_widget.extraction import extract, load_model
 
@@ -85,7 +112,9 @@ def child(path: str, n: int, repeats: int, device: str) -> dict:
     ex.attention(1, 2)
     head_s = time.perf_counter() - start
     layers = ex.attention_source.layers
+    widget = run_widget(ex, widget_iter) if widget_iter else {}
     return {
+        **widget,
         "n": ex.n_tokens,
         "extract_s": statistics.median(times[1:]),
         "first_extract_s": times[0],
@@ -124,10 +153,13 @@ def main() -> None:
     parser.add_argument("--lengths", type=int, nargs="+", default=[2048, 4096, 8192, 16384])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--widget-iter", type=int, default=1000, help="iterations of the HeadSNE runs at each length (0: no widget)"
+    )
     parser.add_argument("--child", nargs=2, metavar=("PATH", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]), args.repeats, args.device)))
+        print(json.dumps(child(args.child[0], int(args.child[1]), args.repeats, args.device, args.widget_iter)))
         return
 
     with tempfile.TemporaryDirectory() as directory:
@@ -137,8 +169,10 @@ def main() -> None:
             f"{'n':>6} {'extract':>9} {'cpu':>8} {'1st head':>9} {'peak RSS':>9} {'above load':>10} {'+ head':>9} "
             f"{'grid':>9} {'q/k':>9} {'hidden':>9} {'kept':>9} {'dense L*H*n*n':>14}"
         )
+        widgets: list[dict] = []
         for n in args.lengths:
             command = [sys.executable, __file__, "--child", path, str(n), "--repeats", str(args.repeats)]
+            command += ["--widget-iter", str(args.widget_iter)]
             out = subprocess.run([*command, "--device", args.device], capture_output=True, text=True, check=True)
             r = json.loads(out.stdout.strip().splitlines()[-1])
             print(
@@ -148,6 +182,14 @@ def main() -> None:
                 f"{fmt(r['grid_bytes']):>9} {fmt(r['qk_bytes']):>9} "
                 f"{fmt(r['hidden_bytes']):>9} {fmt(r['kept_bytes']):>9} {fmt(r['dense_bytes']):>14}"
             )
+            widgets.append(r)
+        for r in widgets:
+            for name, run in r.get("widget", {}).items():
+                print(
+                    f"  n = {r['n']}: HeadSNE {name}, {r['widget_iter']} iterations: first frame "
+                    f"{run['first_frame_s']:.2f} s, done {run['done_s']:.1f} s, KL {run['kl']:.3f}; "
+                    f"peak RSS with the widget {r['peak_with_widget_mib']:.0f} MiB"
+                )
     print("\nLlama-3-8B shapes in bf16 (32 layers, 32/8 heads of 128, d 4096), bytes per structure:")
     print(f"{'n':>6} {'grid f32':>10} {'q/k bf16':>10} {'hidden bf16':>12} {'chunk scores':>13} {'dense f32':>10}")
     for n in (512, 8192, 16384):

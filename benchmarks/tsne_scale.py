@@ -130,8 +130,9 @@ def run_opentsne(P: np.ndarray, n_iter: int, seed: int, n_jobs: int) -> np.ndarr
     return np.asarray(emb)
 
 
-def table(sizes: list[int], kinds: list[str], big_iters: int) -> None:
-    """Median seconds and median exact KL over the seeds (5 at n <= 512, 3 at 2048, 1 above)."""
+def table(sizes: list[int], kinds: list[str], big_iters: int, seeds_override: int | None = None) -> None:
+    """Median seconds and median exact KL over the seeds (5 at n <= 512, 3 at 2048, 1 above, or ``--seeds``),
+    and the paired KL difference (same P, same start, seed by seed)."""
     from headsne_widget.t_sne import kl_divergence, warmup
 
     warmup()
@@ -143,14 +144,14 @@ def table(sizes: list[int], kinds: list[str], big_iters: int) -> None:
     )
     for n in sizes:
         n_iter = 1000 if n < 16384 else big_iters
-        seeds = 5 if n <= 512 else 3 if n <= 2048 else 1
+        seeds = seeds_override or (5 if n <= 512 else 3 if n <= 2048 else 1)
         for kind in kinds:
             if kind == "gaussian" and n > 8192:
                 continue
             P = makers[kind](n)
             nnz = np.count_nonzero(P) / P.size
             n_jobs = opentsne_jobs(P)
-            rows = {}
+            rows, per_seed = {}, {}
             runners = (("ours (exact)", run_ours, ()), (f"openTSNE fft n_jobs={n_jobs}", run_opentsne, (n_jobs,)))
             for name, runner, extra in runners:
                 times, kls = [], []
@@ -160,7 +161,10 @@ def table(sizes: list[int], kinds: list[str], big_iters: int) -> None:
                     times.append((time.perf_counter() - t0) * 1000 / n_iter)
                     kls.append(kl_divergence(P, Y))
                 rows[name] = (float(np.median(times)), float(np.median(kls)))
+                per_seed[name] = kls
             (ours_t, _), (theirs_t, _) = rows.values()
+            ours_kl, theirs_kl = (np.asarray(k) for k in per_seed.values())
+            diff = ours_kl - theirs_kl
             for name, (seconds, kl) in rows.items():
                 ratio = f"{theirs_t / ours_t:.1f}x" if name.startswith("ours") else ""
                 print(
@@ -168,6 +172,11 @@ def table(sizes: list[int], kinds: list[str], big_iters: int) -> None:
                     f"{ratio:>8}",
                     flush=True,
                 )
+            print(
+                f"{'':>6} {'':<10} {'':>5} paired KL ours - theirs over {seeds} seeds: median {np.median(diff):+.4f} "
+                f"(min {diff.min():+.4f}, max {diff.max():+.4f}); ours lower in {(diff < 0).sum()} of {seeds}",
+                flush=True,
+            )
 
 
 def memory(sizes: list[int]) -> None:
@@ -197,12 +206,14 @@ def main() -> None:
     ap.add_argument("--kinds", nargs="+", default=["attention", "gaussian"], choices=["attention", "gaussian"])
     ap.add_argument("--big-iters", type=int, default=500, help="iterations at n >= 16384 (both libraries)")
     ap.add_argument("--quick", action="store_true", help="n = 512 and 2048 only (about a minute)")
+    ap.add_argument("--seeds", type=int, default=None, help="seeds at every size (default 5 / 3 / 1 by size)")
     ap.add_argument("--memory", action="store_true", help="peak RSS of a run at 512, 8192 and 16384")
     args = ap.parse_args()
     if args.memory:
         memory(args.sizes or [512, 8192, 16384])
         return
-    table([512, 2048] if args.quick else args.sizes or [512, 2048, 8192, 16384], args.kinds, args.big_iters)
+    sizes = [512, 2048] if args.quick else args.sizes or [512, 2048, 8192, 16384]
+    table(sizes, args.kinds, args.big_iters, args.seeds)
 
 
 if __name__ == "__main__":
