@@ -91,16 +91,44 @@ else:  # other CPUs handle subnormals at full speed or flush them already
         return None
 
 
+#: pairs summed in the working precision before a block's sums are added up in float64
+BLOCK = 1024
+
+
 @njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
 def _pair_sums(p, x, y, i, one):  # pragma: no cover - compiled
-    """The sums of :func:`forces` for point ``i`` over all j != i (one vectorised loop).
+    """The sums of :func:`forces` for point ``i`` over all j != i, in float64 across blocks of ``BLOCK``.
 
-    j = i is masked (w_ii = 0) inside the one loop over [0, n) rather than split into the loops
-    [0, i) and (i, n): LLVM vectorised the split loops 5-6 times slower (1.45 against 0.24 ns per
-    pair, serial, n = 2048, AVX-512), and subtracting the w_ii = 1 term afterwards loses precision.
+    Near convergence the attraction and the repulsion / Z of a point nearly cancel, and each is a sum
+    of n terms: accumulated in float32 over all n, that rounding noise limited the reachable KL at
+    large n (n = 16384, 500 iterations: exact KL 2.061 against 2.026 with float64 everywhere and
+    2.027 for openTSNE). Each block is summed in the working precision by the vectorised loop of
+    :func:`_block_sums`, and the blocks in float64: KL 2.026 at the float32 speed.
     """
     xi = x[i]
     yi = y[i]
+    n = x.shape[0]
+    ax = ay = rx = ry = zi = 0.0
+    for lo in range(0, n, BLOCK):
+        hi = min(lo + BLOCK, n)
+        bx, by, sx, sy, bz = _block_sums(p[lo:hi], x[lo:hi], y[lo:hi], xi, yi, i - lo, one)
+        ax += bx
+        ay += by
+        rx += sx
+        ry += sy
+        zi += bz
+    return ax, ay, rx, ry, zi
+
+
+@njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
+def _block_sums(p, x, y, xi, yi, i, one):  # pragma: no cover - compiled
+    """Sums over the pairs (point at ``xi, yi``, j) of one block, skipping j = ``i`` (one vectorised loop).
+
+    j = i is masked (w_ii = 0) inside the one loop from 0 rather than split into the loops [0, i) and
+    (i, n): LLVM vectorised loops that do not start at 0 5-6 times slower (1.45 against 0.24 ns per
+    pair, serial, n = 2048, AVX-512), hence also the slices; subtracting the w_ii = 1 term afterwards
+    would lose precision.
+    """
     zero = xi - xi
     ax = ay = rx = ry = zi = zero
     for j in range(x.shape[0]):
