@@ -63,7 +63,7 @@ class HeadSNE(HeadSNEModel):
         **params: Any,
     ) -> None:
         self._ready = self._closed = self._pending = False
-        self._coalescer, self._flush_lock = Coalescer(self._flush), threading.Lock()
+        self._coalescer, self._flush_lock = Coalescer(self._flush), threading.RLock()
         self._error: BaseException | None = None
         self._device, self._note, self._user_colors = device, "", None
         self._embedding: np.ndarray | None = None
@@ -225,15 +225,23 @@ class HeadSNE(HeadSNEModel):
 
     def _flush(self) -> None:
         """Start the scheduled run, unless still inside a batch of trait notifications."""
-        with self._flush_lock:  # the event loop, the coalescer's timer and a reader may all flush
-            if not self._pending or self._closed or self._depth() > 0:
+        if self._depth() > 0:  # (thread-local) never wait for the lock while holding the trait lock
+            return
+        # The event loop, the coalescer's timer and a reader (wait, embedding) may all flush: the lock is
+        # held until the run has started, so that a reader that finds nothing pending knows the run it
+        # waits for exists (wait() once returned the previous run's KL while the timer was starting it).
+        with self._flush_lock:
+            if not self._pending or self._closed:
                 return
             self._pending = False
+            self._start_run()
+
+    def _start_run(self) -> None:
         self._cancel()
         try:
             sel = selection_affinities(
                 self.extraction, self.mode, self.layer, self.head,
-                perplexity=self.perplexity, exclude_special=self.exclude_special,
+                perplexity=self.perplexity, exclude_special=self.exclude_special, dtype=np.float32,
             )  # fmt: skip
         except (HeadSNEError, ValueError, TypeError) as err:
             self._fail(err, f"{selection_label(self.mode, self.layer, self.head)}: {err}")

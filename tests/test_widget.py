@@ -329,6 +329,32 @@ def test_perplexity_changes_restart_only_in_hidden_mode(make, ex):
     assert w.wait(10) == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
 
 
+def test_wait_waits_for_a_run_the_coalescer_is_still_starting(make, ex, monkeypatch):
+    """A change from a script is flushed by the coalescer's timer; ``wait()`` called while that timer is
+    still building P must wait for the new run, not return the previous run's KL at once."""
+    import headsne_widget.headsne as module
+
+    w, c = make(ex, n_iter=30, speed=0.0)
+    w.wait(10)
+    before = w.embedding
+    slow_started = threading.Event()
+    original = module.selection_affinities
+
+    def slow(*args, **kwargs):
+        slow_started.set()
+        time.sleep(0.3)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, "selection_affinities", slow)
+    w.seed = 7  # restarts the finished run, through the coalescer's timer (no event loop here)
+    assert slow_started.wait(5)  # the timer is inside the flush now
+    kl = w.wait(10)
+    assert w.state == "done" and w.iteration == 30
+    assert not np.array_equal(w.embedding, before)  # the new seed's run, not the old one
+    P = attention_affinities(ex.attentions[0, 0])
+    assert kl == w.kl == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
+
+
 def test_exclude_special_reduces_kept(make, ex):
     w, c = make(ex, n_iter=40, speed=0.0)
     w.wait(10)
