@@ -28,6 +28,10 @@ from .widget import RUN_PARAMETERS, HeadSNEModel, check_parameters, data_traits
 
 __all__ = ["HeadSNE"]
 
+#: up to this many kept tokens the hover partners are computed with the run's start; above, in a thread
+#: after its first frame (at 8192 tokens they took 4 s of the kernel's thread under load)
+PARTNERS_AT_ONCE_MAX = 2048
+
 
 class HeadSNE(HeadSNEModel):
     """Layer-wise maximum attention and a live attention-head t-SNE of a text, as a Jupyter widget.
@@ -256,8 +260,18 @@ class HeadSNE(HeadSNEModel):
             self.kept = sel.kept.tolist()
             self.iteration, self.kl = 0, None
             self.status = self._status("starting")
-            self._controller.start(sel.P, sel.kept, options, run_id=self.run_id)
-        self._publish_partners(sel.kept)
+            run = self._controller.start(sel.P, sel.kept, options, run_id=self.run_id)
+        if len(sel.kept) <= PARTNERS_AT_ONCE_MAX:
+            self._publish_partners(sel.kept)
+        else:  # long texts: the old head's partners go now, the new ones once the first frame is shown
+            update: dict[str, Any] = dict(edges=None, attends_to=None, attended_by=None)
+            if self.color_mode == "max_attention":
+                update.update(max_attention_colors(self.extraction, self.mode, self.layer, self.head))
+            self._set(**update)
+            threading.Thread(
+                target=self._partners_after_first_frame, args=(run.run_id, sel.kept), name="headsne-partners",
+                daemon=True,
+            ).start()  # fmt: skip
 
     def _cancel(self) -> None:
         # never join while this thread handles a trait notification: the run may be waiting for the lock
@@ -285,6 +299,21 @@ class HeadSNE(HeadSNEModel):
             if self._controller.is_current(run_id):
                 label = selection_label(self.mode, self.layer, self.head)
                 self._fail(error or RuntimeError(message), f"{label}: {message}", warn=False)
+
+    def _partners_after_first_frame(self, run_id: int, kept: np.ndarray) -> None:
+        """Publish the partners of run ``run_id`` once its first frame is out (or it ended), unless a newer
+        run replaced it: at 8192 tokens they take seconds (three top-k passes over n x n), which delayed
+        the first frame of a click and held the kernel's thread."""
+        while not self._closed and self._controller.is_current(run_id) and self.iteration == 0:
+            if self.state in ("done", "error"):
+                break
+            threading.Event().wait(0.01)
+        if self._closed or not self._controller.is_current(run_id):
+            return
+        update = selection_partners(self.extraction, self.mode, self.layer, self.head, self.edge_k, kept)
+        with self._sync_lock:
+            if not self._closed and self._controller.is_current(run_id):
+                self._set(**update)
 
     def _publish_partners(self, kept: np.ndarray) -> None:
         """Hover partners and per-token colours for the current selection."""

@@ -329,6 +329,38 @@ def test_perplexity_changes_restart_only_in_hidden_mode(make, ex):
     assert w.wait(10) == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
 
 
+def test_long_texts_publish_partners_after_the_first_frame(make, ex, monkeypatch):
+    """Above PARTNERS_AT_ONCE_MAX tokens a click clears the old head's partners at once and publishes the
+    new head's after the run's first frame (computed in a thread): the same values as at once."""
+    import headsne_widget.headsne as module
+
+    monkeypatch.setattr(module, "PARTNERS_AT_ONCE_MAX", 8)
+    shown_at_call: list[int] = []  # the iteration on show when the partners are computed
+    original = module.selection_partners
+
+    def recording(*args, **kwargs):
+        shown_at_call.append(w.iteration)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, "selection_partners", recording)
+    w, c = make(ex, n_iter=30, speed=0.0, edge_k=3, layer=1, head=2)
+    w.wait(10)
+    wait_until(lambda: w.edges is not None, 10, "the partners of the first run")
+    w.head = 3
+    w.wait(10)
+    wait_until(lambda: w.edges is not None and w.attends_to is not None, 10, "the partners of head 3")
+    states = c.states()
+    cleared = max(i for i, s in enumerate(states) if "edges" in s and s["edges"] is None)
+    published = max(i for i, s in enumerate(states) if s.get("edges") is not None)
+    first_frame = min(i for i, s in enumerate(states) if i > cleared and s.get("frame") is not None)
+    assert cleared < first_frame < published  # cleared at the click, new ones after the first frame
+    assert len(shown_at_call) == 2 and min(shown_at_call) > 0
+    expected = original(ex, "attention", 1, 3, 3, np.asarray(w.kept))
+    for name in ("edges", "attends_to", "attended_by"):
+        for part in ("indices", "weights"):
+            np.testing.assert_array_equal(getattr(w, name)[part], expected[name][part])
+
+
 def test_wait_waits_for_a_run_the_coalescer_is_still_starting(make, ex, monkeypatch):
     """A change from a script is flushed by the coalescer's timer; ``wait()`` called while that timer is
     still building P must wait for the new run, not return the previous run's KL at once."""
