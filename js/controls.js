@@ -2,10 +2,9 @@
 // parameter inputs. Every input writes its trait with model.set + save_changes and follows the trait when
 // Python changes it; invalid entries are marked and not sent.
 
-import { scaleLinear } from "d3-scale";
-import { extent } from "d3-array";
 import { button, el } from "./dom.js";
 import { T, changes, control, write as writeTraits } from "./model.js";
+import { setText } from "./schedule.js";
 
 const int = (min) => (s) => {
   const v = Number(s);
@@ -54,6 +53,72 @@ const SPEEDS = [
   [1000, "1000 it/s"],
   [0, "max"],
 ];
+
+const SPARK_W = 110;
+const SPARK_H = 24; // CSS px of the KL sparkline
+
+/**
+ * The KL sparkline of `frames` in a `w` x `h` box: vertices (x, y interleaved) and the marker at frame
+ * `shown`, or null with fewer than two finite KLs. A long run is thinned to the first, lowest, highest
+ * and last point of each pixel column (what the line looks like at that width), so drawing it costs the
+ * same at 100 frames and at 30000.
+ * @param {{iteration: number, kl: number | null}[]} frames
+ * @param {number} shown
+ * @param {number} w
+ * @param {number} h
+ * @returns {{xy: number[], marker: [number, number] | null} | null}
+ */
+export function sparkLine(frames, shown, w, h) {
+  let i0 = Infinity,
+    i1 = -Infinity,
+    k0 = Infinity,
+    k1 = -Infinity,
+    n = 0;
+  for (const f of frames) {
+    if (f.kl == null || !Number.isFinite(f.kl)) continue;
+    n++;
+    if (f.iteration < i0) i0 = f.iteration;
+    if (f.iteration > i1) i1 = f.iteration;
+    if (f.kl < k0) k0 = f.kl;
+    if (f.kl > k1) k1 = f.kl;
+  }
+  if (n < 2) return null;
+  // the scales of d3's scaleLinear(extent, range): a flat extent maps to the range's middle
+  const lin = (a, b, r0, r1) => (v) => (b > a ? r0 + ((v - a) / (b - a)) * (r1 - r0) : (r0 + r1) / 2);
+  const x = lin(i0, i1, 2, w - 2);
+  const y = lin(k0, k1, h - 3, 3);
+  /** @type {number[]} */
+  const xy = [];
+  let col = NaN,
+    px = 0,
+    first = 0,
+    top = 0,
+    bottom = 0,
+    last = 0;
+  const close = () => {
+    for (const v of [first, top, bottom, last]) if (xy[xy.length - 1] !== v || xy[xy.length - 2] !== px) xy.push(px, v);
+  };
+  for (const f of frames) {
+    if (f.kl == null || !Number.isFinite(f.kl)) continue;
+    const fx = x(f.iteration);
+    const fy = y(f.kl);
+    if (Math.floor(fx) !== col) {
+      if (!Number.isNaN(col)) close();
+      col = Math.floor(fx);
+      px = fx;
+      first = top = bottom = last = fy;
+    } else {
+      top = Math.min(top, fy);
+      bottom = Math.max(bottom, fy);
+      last = fy;
+    }
+  }
+  close();
+  const f = frames[shown];
+  const marker =
+    f && f.kl != null && Number.isFinite(f.kl) ? /** @type {[number, number]} */ ([x(f.iteration), y(f.kl)]) : null;
+  return { xy, marker };
+}
 
 export function createControls({ model, runRow, paramRow, onScrub, onExport, onRecord, onResetView }) {
   const listeners = [];
@@ -212,49 +277,43 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
   syncSpeed();
 
   return {
-    /** Iteration and KL of the shown frame. */
+    /** Iteration and KL of the shown frame (the DOM is only touched where the text changes). */
     showFrame(iteration, klValue) {
-      counter.textContent = String(iteration ?? 0);
-      kl.textContent = klValue == null || !Number.isFinite(klValue) ? "KL –" : `KL ${klValue.toFixed(3)}`;
+      setText(counter, String(iteration ?? 0));
+      setText(kl, klValue == null || !Number.isFinite(klValue) ? "KL –" : `KL ${klValue.toFixed(3)}`);
     },
     /** Timeline over `count` recorded frames with `index` shown. */
     setTimeline(count, index) {
-      timeline.max = String(Math.max(0, count - 1));
-      timeline.value = String(Math.max(0, index));
-      timeline.disabled = count < 2;
+      const max = String(Math.max(0, count - 1));
+      const value = String(Math.max(0, index));
+      if (timeline.max !== max) timeline.max = max;
+      if (timeline.value !== value) timeline.value = value;
+      if (timeline.disabled !== count < 2) timeline.disabled = count < 2;
     },
     /** KL sparkline of the recorded frames with a marker at the shown one. */
     drawSpark(frames, shown, theme) {
       const dpr = window.devicePixelRatio || 1;
-      const w = 110,
-        h = 24;
-      if (spark.width !== w * dpr) {
-        spark.width = w * dpr;
-        spark.height = h * dpr;
+      if (spark.width !== SPARK_W * dpr) {
+        spark.width = SPARK_W * dpr;
+        spark.height = SPARK_H * dpr;
       }
       const c = spark.getContext("2d");
       c.setTransform(dpr, 0, 0, dpr, 0, 0);
-      c.clearRect(0, 0, w, h);
-      const points = frames.filter((f) => f.kl != null && Number.isFinite(f.kl));
-      if (points.length < 2 || !theme) return;
-      const x = scaleLinear(
-        extent(points, (f) => f.iteration),
-        [2, w - 2],
-      );
-      const y = scaleLinear(
-        extent(points, (f) => f.kl),
-        [h - 3, 3],
-      );
+      c.clearRect(0, 0, SPARK_W, SPARK_H);
+      const line = sparkLine(frames, shown, SPARK_W, SPARK_H);
+      if (!line || !theme) return;
       c.strokeStyle = theme.accent;
       c.lineWidth = 1.25;
       c.beginPath();
-      points.forEach((f, i) => (i ? c.lineTo(x(f.iteration), y(f.kl)) : c.moveTo(x(f.iteration), y(f.kl))));
+      for (let i = 0; i < line.xy.length; i += 2) {
+        if (i) c.lineTo(line.xy[i], line.xy[i + 1]);
+        else c.moveTo(line.xy[i], line.xy[i + 1]);
+      }
       c.stroke();
-      const f = frames[shown];
-      if (f && f.kl != null && Number.isFinite(f.kl)) {
+      if (line.marker) {
         c.fillStyle = theme.highlight;
         c.beginPath();
-        c.arc(x(f.iteration), y(f.kl), 2.5, 0, 2 * Math.PI);
+        c.arc(line.marker[0], line.marker[1], 2.5, 0, 2 * Math.PI);
         c.fill();
       }
     },

@@ -1,7 +1,9 @@
 // Latency and redraw counters on the root's dataset, read by the browser tests and
-// benchmarks/widget_speed.py: data-frames-drawn (scatter redraws so far) and data-select-latency-ms
-// (grid click -> first drawn frame of the run it started), data-paint-ms (the scatter's drawing time per
-// frame in the main thread, a running mean over the last 60 frames).
+// benchmarks/widget_speed.py: data-frames-drawn (first paints of newly received frames so far: each frame
+// from Python counts once, at the scatter's first paint that shows it; frames that arrive between two
+// paints count as one, and tween paints and repaints for hover, zoom or selection do not count),
+// data-select-latency-ms (grid click -> first drawn frame of the run it started) and data-paint-ms (the
+// scatter's drawing time per drawn frame in the main thread, a running mean over the last 60 frames).
 
 /** @param {HTMLElement} root */
 export function createMetrics(root) {

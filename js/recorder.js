@@ -67,23 +67,36 @@ export class FrameRecorder {
 
 /**
  * Feed the model's frames to the views: record each received frame (a new run starts a new recording)
- * and show it unless scrubbing; keep the counter, KL, timeline and sparkline in step. Returns
- * {ingest, show(animate), drawSpark()}.
+ * and hand it to the scatter at once (it draws in its next animation frame); the counter, KL, timeline
+ * and sparkline follow through `render()`, which the caller runs when it likes (`onPanel` asks for it
+ * after every change: js/widget.js throttles it to ~15 a second while a run streams). Returns
+ * {ingest, show(animate), render(), drawSpark()}.
  * @param {{model: import("./model.js").Model, recorder: FrameRecorder, scatter: any, controls: any,
- *   theme: () => any, onError: (message: string) => void}} parts
+ *   theme: () => any, onError: (message: string) => void, onPanel?: () => void}} parts
  */
-export function createFrameFeed({ model, recorder, scatter, controls, theme, onError }) {
+export function createFrameFeed({ model, recorder, scatter, controls, theme, onError, onPanel }) {
   let lastFrameObj = null;
+  // what the counter, KL and timeline are to show at the next render()
+  const panel = { iteration: 0, kl: /** @type {number | null} */ (null), count: 0, index: 0 };
   const spark = () => controls.drawSpark(recorder.frames, recorder.shown, theme());
+  const changed = () => (onPanel ? onPanel() : render());
 
+  function render() {
+    controls.showFrame(panel.iteration, panel.kl);
+    controls.setTimeline(panel.count, panel.index);
+    spark();
+  }
+
+  /** Put the frame to show (the newest, or the scrubbed one) on the scatter; the panel follows it. */
   function show(animate) {
     const f = recorder.take();
     if (!f) return;
     const rows = Math.min(f.m, (model.get(T.kept) || []).length);
     scatter.setFrame(f.data, rows, { animate });
-    controls.showFrame(f.iteration, f.kl);
-    controls.setTimeline(recorder.frames.length, recorder.shown);
-    spark();
+    panel.iteration = f.iteration;
+    panel.kl = f.kl;
+    panel.count = recorder.frames.length;
+    panel.index = recorder.shown;
   }
 
   function ingest() {
@@ -111,27 +124,28 @@ export function createFrameFeed({ model, recorder, scatter, controls, theme, onE
         run: runId,
       });
       if (recorder.scrub == null) show(true);
-      else controls.setTimeline(recorder.frames.length, recorder.scrub);
+      else Object.assign(panel, { count: recorder.frames.length, index: recorder.scrub });
     } else if (!obj && lastFrameObj) {
       lastFrameObj = null;
       recorder.clear();
       scatter.clear();
-      controls.showFrame(model.get(T.iteration), model.get(T.kl));
-      controls.setTimeline(0, 0);
+      Object.assign(panel, { iteration: model.get(T.iteration), kl: model.get(T.kl), count: 0, index: 0 });
     } else if (!recorder.last) {
       // nothing recorded yet (no frame, or a new run still showing the last run's frame): a new run
       // counts from 0 even before Python resets the iteration
-      controls.showFrame(fresh ? 0 : model.get(T.iteration), fresh ? null : model.get(T.kl));
-      controls.setTimeline(0, 0);
+      panel.iteration = fresh ? 0 : model.get(T.iteration);
+      panel.kl = fresh ? null : model.get(T.kl);
+      panel.count = panel.index = 0;
     } else if (recorder.scrub == null) {
       // iteration / kl updated without a new frame
       const last = recorder.last;
       last.iteration = model.get(T.iteration) ?? last.iteration;
       last.kl = model.get(T.kl);
-      controls.showFrame(last.iteration, last.kl);
+      panel.iteration = last.iteration;
+      panel.kl = last.kl;
     }
-    spark();
+    changed();
   }
 
-  return { ingest, show, drawSpark: spark };
+  return { ingest, show, render, drawSpark: spark };
 }

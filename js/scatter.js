@@ -316,7 +316,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     c.restore();
     if (exporting) return;
     lastBoxes = boxes;
-    canvas.dataset.pinned = String(pinned.length);
+    if (canvas.dataset.pinned !== String(pinned.length)) canvas.dataset.pinned = String(pinned.length);
     writeBoxes(boxes);
     hasDrawnPoints = true;
     if (!freshFrame) return;

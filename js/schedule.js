@@ -1,4 +1,5 @@
-// When to run things: once per batch of trait changes, and at most so often.
+// When to run things: once per batch of trait changes, and at most so often; and DOM writes that cost
+// nothing when nothing changed (an equal write still invalidates style, and a text write lays out again).
 
 /** `fn` wrapped to run once, a microtask later, however often it is called meanwhile. */
 export function coalesce(fn) {
@@ -14,27 +15,63 @@ export function coalesce(fn) {
 }
 
 /**
- * `fn` run at most once every `ms` milliseconds: a request inside the window runs it once at the
- * window's end (so the last state always goes out). Returns {request(), cancel()}.
+ * A clock for `throttle`: the time in ms and a timer. Tests pass a fake one.
+ * @typedef {{now: () => number, later: (fn: () => void, ms: number) => any, cancel: (id: any) => void}} Clock
  */
-export function throttle(fn, ms) {
-  let timer = 0;
+
+/** @type {Clock} */
+export const realClock = {
+  now: () => performance.now(),
+  later: (fn, ms) => setTimeout(fn, ms),
+  cancel: (id) => clearTimeout(id),
+};
+
+/**
+ * `fn` run at most once every `ms` milliseconds: a request after a quiet window runs it at once, a request
+ * inside the window runs it once at the window's end (so the last state always goes out, at most `ms`
+ * late). `flush()` runs it now (a pending run is dropped: it would show the same state). Returns
+ * {request(), flush(), cancel(), pending}.
+ * @param {() => void} fn
+ * @param {number} ms
+ * @param {Clock} [clock]
+ */
+export function throttle(fn, ms, clock = realClock) {
+  let timer = null;
   let last = -Infinity;
   const run = () => {
-    timer = 0;
-    last = performance.now();
+    timer = null;
+    last = clock.now();
     fn();
+  };
+  const cancel = () => {
+    if (timer !== null) clock.cancel(timer);
+    timer = null;
   };
   return {
     request() {
-      if (timer) return;
-      const wait = ms - (performance.now() - last);
+      if (timer !== null) return;
+      const wait = ms - (clock.now() - last);
       if (wait <= 0) run();
-      else timer = setTimeout(run, wait);
+      else timer = clock.later(run, wait);
     },
-    cancel() {
-      clearTimeout(timer);
-      timer = 0;
+    flush() {
+      cancel();
+      run();
+    },
+    cancel,
+    /** a run is waiting for the window's end */
+    get pending() {
+      return timer !== null;
     },
   };
+}
+
+/** Set `node`'s text only when it differs. */
+export function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+/** Set a data-* attribute (dataset `key`) only when it differs. */
+export function setData(node, key, value) {
+  if (node.dataset[key] !== value) node.dataset[key] = value;
 }

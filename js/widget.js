@@ -12,7 +12,7 @@ import { createTooltip } from "./tooltip.js";
 import { createMetrics } from "./metrics.js";
 import { createExports } from "./export.js";
 import { keepKeys } from "./dom.js";
-import { coalesce, throttle } from "./schedule.js";
+import { coalesce, setData, setText, throttle } from "./schedule.js";
 import { readTheme, watchTheme } from "./theme.js";
 import { colourTokens, tokenKinds, KIND_PIECE } from "./colors.js";
 import { parseQuery, searchTokens } from "./search.js";
@@ -27,6 +27,10 @@ import { createAtlas } from "./atlas.js";
 
 const HOVER_WRITE_MS = 50; // `hovered` reaches Python at most 20 times a second
 const KL_HINT_RATIO = 1.2; // the run's KL this far above the best of restarts shows a hint
+// While a run streams (60+ frames a second) the status line, counter, KL, timeline and sparkline change
+// at most this often: each change costs a style, layout and paint of page elements that, done for every
+// frame, left too little of a 16.7 ms display frame for the scatter. Any other state shows at once.
+const PANEL_MS = 66;
 
 /**
  * The host's model with `on`/`off` that also take several space-separated events ("change:a change:b",
@@ -124,6 +128,7 @@ function render({ model: host, el }) {
     onScrub: (index) => {
       recorder.scrub = index;
       feed.show(true);
+      panel.flush(); // the user's own scrub shows at once
     },
     onExport: (kind) => (kind === "svg" ? exports.svg() : exports.png()),
     onRecord: () => exports.toggleVideo(),
@@ -137,7 +142,38 @@ function render({ model: host, el }) {
       write(model, { [T.head]: head });
     },
   });
-  const feed = createFrameFeed({ model, recorder, scatter, controls, theme: () => theme, onError: showError });
+  const feed = createFrameFeed({
+    model,
+    recorder,
+    scatter,
+    controls,
+    theme: () => theme,
+    onError: showError,
+    onPanel: () => refreshPanel(),
+  });
+  // the status line, counter, KL, timeline and sparkline, written together (never more than PANEL_MS stale)
+  const panel = throttle(() => {
+    setText(status, model.get(T.status) || "");
+    onHint();
+    feed.render();
+  }, PANEL_MS);
+  let panelFrame = 0;
+  /**
+   * Show the panel's new state: at once in any state but running; while running in the next animation
+   * frame (after every trait of the message is in, next to the scatter's paint), throttled to PANEL_MS.
+   */
+  function refreshPanel() {
+    if (model.get(T.state) !== "running") {
+      cancelAnimationFrame(panelFrame);
+      panelFrame = 0;
+      panel.flush();
+    } else if (!panelFrame && !panel.pending) {
+      panelFrame = requestAnimationFrame(() => {
+        panelFrame = 0;
+        panel.request();
+      });
+    }
+  }
   cleanups.push(
     () => grid.destroy(),
     () => scatter.destroy(),
@@ -145,6 +181,8 @@ function render({ model: host, el }) {
     () => controls.destroy(),
     () => viewBar.destroy(),
     () => atlas.destroy(),
+    () => panel.cancel(),
+    () => cancelAnimationFrame(panelFrame),
   );
 
   // ---- partners of a token (attends to / attended by, or neighbours in hidden-state mode)
@@ -325,10 +363,9 @@ function render({ model: host, el }) {
   }
 
   function onState() {
-    root.dataset.state = model.get(T.state) || "idle";
-    root.dataset.runId = String(model.get(T.run_id) ?? 0);
-    status.textContent = model.get(T.status) || "";
-    onHint();
+    setData(root, "state", model.get(T.state) || "idle");
+    setData(root, "runId", String(model.get(T.run_id) ?? 0));
+    refreshPanel(); // the status line and the hint
   }
 
   /** A visible hint when this run's KL is far above the best of several restarts. */
@@ -336,13 +373,19 @@ function render({ model: host, el }) {
     const best = model.get(T.best_kl);
     const kl = model.get(T.kl);
     const far = model.get(T.state) === "done" && best != null && kl != null && kl > KL_HINT_RATIO * best;
-    dom.hint.hidden = !far;
-    dom.hint.textContent = far
-      ? `KL ${kl.toFixed(3)} is ${(kl / best).toFixed(1)}× the best of restarts (${best.toFixed(3)}): try restarts = 10`
-      : "";
+    if (dom.hint.hidden !== !far) dom.hint.hidden = !far;
+    setText(
+      dom.hint,
+      far
+        ? `KL ${kl.toFixed(3)} is ${(kl / best).toFixed(1)}× the best of restarts (${best.toFixed(3)}): try restarts = 10`
+        : "",
+    );
   }
 
   function showError(message) {
+    panel.cancel(); // a pending panel write would cover the message with the run's status
+    cancelAnimationFrame(panelFrame);
+    panelFrame = 0;
     root.dataset.state = "error";
     status.textContent = message;
   }
