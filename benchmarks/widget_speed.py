@@ -36,14 +36,16 @@ n       click -> first frame on screen, median (all, ms)         drawn / s    se
 512     140 (162 125 156 140 137 144 73)                         34.6         61.5   0.90      3.8 - 4.2
 512     285 (285 285 294)                                        35.5         65.6   1.32      2.4 - 2.4
 512     152 (152 240 139)                                        37.1         61.2   1.06      2.7 - 3.3
+512     182 (227 150 182)                                        38.1         64.3   1.91      3.0 - 3.1
 8192    6841 (6626 6841 7266 7422 6088)                          6.4          9.8    5.45      4.7 - 6.1
 8192    8281 (4024 6656 8576 8312 8281)                          5.5          9.4    6.10      3.2 - 5.2
 ======  =======================================================  ===========  =====  ========  ===========
 
 (512: the bundled MiniLM, a 30000-iteration run for the rate; 8192: the tiny random Llama with
-``--p-float32``, a 300-iteration run, 5 clicks. The last two 512 rows, 3 clicks each: before and after the
-page's run panel, that is the status line, counter, KL, timeline and sparkline, was written at most 15
-times a second while a run streams instead of on every frame.) The figures last reported before this round, 106 ms
+``--p-float32``, a 300-iteration run, 5 clicks. The last three 512 rows, 3 clicks each: before; with the
+page's run panel (status line, counter, KL, timeline, sparkline) written at most 15 times a second
+while a run streams instead of on every frame; and with the scatter's points also rasterised in script
+(paint ms then includes the points' raster, which chromium otherwise does at the commit).) The figures last reported before this round, 106 ms
 and 53.4 per second, counted every paint (tween paints included) and came from a strict 1/60 s gap.
 
 Kernel side the pacing now meets the display rate (62-69 frames sent a second at 512). The page draws
@@ -56,7 +58,9 @@ script 3.1 ms, the scatter's own drawing 1.4 ms, layout and layer updates 2 ms. 
 about one DOM paint per drawn frame instead of three and the renderer's main thread busy 63% of the time:
 a main frame takes 12 ms, 5.4 ms of it the commit, mostly the software raster of the scatter canvas (its
 512 antialiased points alone take 2 ms to raster in this chromium, measured apart; pre-rendered point
-sprites are no faster). The rest of the gap to 60 a second is the two shared cores: the kernel computing
+sprites are no faster). With the points rasterised in script (js/scatter-paint.js, createPointRaster:
+0.7 ms for the same 512) the commit takes 3.2 ms and a main frame 9.4 ms (trace at load 4.5), the main
+thread busy 57% of the time. The rest of the gap to 60 a second is the two shared cores: the kernel computing
 the frames, the server and chromium's compositor and display threads take turns with the page. At 8192 the kernel's
 click (benchmarks/widget_latency.py --llama --split, load 1.8): recomputing the head 0.17 s, P 0.47 s
 in float32 (1.14 s in float64), t-SNE's check of P 0.75 s, the first frame's iteration and KL 0.4 s,

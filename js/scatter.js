@@ -15,6 +15,7 @@ import { createLasso } from "./lasso.js";
 import {
   MARGIN,
   RADIUS,
+  createPointRaster,
   drawAxes,
   drawEdges,
   drawLasso,
@@ -44,6 +45,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   canvas.setAttribute("aria-label", "t-SNE map of the tokens");
   wrap.appendChild(canvas);
   const ctx = canvas.getContext("2d");
+  const pointRaster = createPointRaster();
 
   let theme = null;
   let width = 0;
@@ -282,7 +284,12 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     }
 
     const points = { sx, sy, m, kept, tokenRow, colours, special };
-    drawPoints(c, theme, points, { selected, matches, dim: selected.size > 0 || hoverRow >= 0 });
+    const dim = selected.size > 0 || hoverRow >= 0;
+    // on screen the filled points are rasterised in script (js/scatter-paint.js); an export draws them all
+    const box = { x0: MARGIN.left, y0: MARGIN.top, x1: MARGIN.left + w, y1: MARGIN.top + h };
+    const rastered =
+      !exporting && pointRaster.draw(c, theme, scale, box, points, (tok) => (!dim || selected.has(tok) ? 1 : 0.3));
+    drawPoints(c, theme, points, { selected, matches, dim, filled: !rastered });
     drawPinned(c, theme, pinned, sx, sy);
 
     const boxes = layoutLabels(c, hoverRow, partners, w, h, scale);
