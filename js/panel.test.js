@@ -134,3 +134,26 @@ test("sparkLine keeps every point of a short run and thins a long one to four pe
   assert.equal(Math.max(...ys), 21);
   assert.equal(sparkLine([{ iteration: 0, kl: 1 }], 0, 110, 24), null);
 });
+
+test("frames that arrive within one display frame are each shown, one animation frame apart", async () => {
+  const { model, cleanup, root } = mount();
+  model.emit({ frame: frame(1), iteration: 1, kl: 2 });
+  await sleep(60);
+  const drawn0 = Number(root.dataset.framesDrawn);
+  // three frames in one go (network jitter), then a fourth and fifth: at most three wait, the oldest drops
+  for (let i = 2; i <= 6; i++) {
+    model.emit({ frame: frame(i), iteration: i, kl: 2 - i / 100 });
+    await Promise.resolve();
+  }
+  await sleep(150);
+  assert.equal(Number(root.dataset.framesDrawn) - drawn0, 3, "the three newest of five shown, one per paint");
+  // a new run's first frame does not wait behind the old run's
+  model.emit({ frame: frame(7), iteration: 7, kl: 1.9 });
+  await Promise.resolve();
+  model.emit({ frame: frame(8), iteration: 8, kl: 1.8 });
+  await Promise.resolve();
+  model.emit({ run_id: 2, frame: frame(9), iteration: 0, kl: null });
+  await sleep(150);
+  assert.equal(Number(root.dataset.framesDrawn) - drawn0, 4, "the new run's frame replaced the waiting ones");
+  cleanup();
+});

@@ -92,7 +92,7 @@ export function createFrameFeed({ model, recorder, scatter, controls, theme, onE
     const f = recorder.take();
     if (!f) return;
     const rows = Math.min(f.m, (model.get(T.kept) || []).length);
-    scatter.setFrame(f.data, rows, { animate });
+    scatter.setFrame(f.data, rows, { animate, tag: f.run });
     panel.iteration = f.iteration;
     panel.kl = f.kl;
     panel.count = recorder.frames.length;

@@ -31,12 +31,17 @@ const QUANTILE_DOMAIN = [-0.04, 1.06];
 const LABEL_H = 14; // CSS px of a plain label's box
 const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often (and after the last draw)
 const TWEEN_MIN_GAP_MS = 50; // frames closer than this (more than 20 a second) are drawn as they come
+// Frames received but not yet shown: one is shown per animation frame, so two that arrive within one
+// display frame (network jitter) are both shown, one display frame apart, instead of the first never.
+// At most this many wait (a frame is shown at most this many display frames late); older ones are dropped.
+const MAX_WAITING = 3;
 
 /**
- * `onDraw(count, ms)` is called at the first paint that shows a newly received frame (`count` such paints so
- * far, `ms` that paint's main-thread time); repaints of frames already shown are not reported.
+ * `onDraw(count, ms, tag)` is called at the first paint that shows a newly received frame (`count` such
+ * paints so far, `ms` that paint's main-thread time, `tag` the frame's setFrame tag); repaints of frames
+ * already shown are not reported.
  * @param {{wrap: HTMLElement, onHover: (token: number, event?: MouseEvent) => void,
- *   onDraw: (count: number, ms: number) => void, onSelect: (tokens: number[], event: MouseEvent) => void}} options
+ *   onDraw: (count: number, ms: number, tag: any) => void, onSelect: (tokens: number[], event: MouseEvent) => void}} options
  */
 export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   const canvas = document.createElement("canvas");
@@ -91,6 +96,9 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   let atlas = null; // token labels pre-rendered once: drawImage per label is far cheaper than fillText
   let framesDrawn = 0; // paints that showed a frame not shown before (tweens and repaints not counted)
   let freshFrame = false; // a frame arrived since the last paint
+  /** @type {{data: Float32Array, count: number, animate: boolean, tag: any}[]} */
+  const waiting = []; // received frames not shown yet, oldest first
+  let shownTag = null; // tag of the frame on screen
   let boxesPending = [];
   let lastBoxes = [];
   let pinOutliers = false;
@@ -189,6 +197,10 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   function tick(now) {
     rafId = 0;
     let busy = false;
+    if (waiting.length) {
+      applyFrame(/** @type {any} */ (waiting.shift()));
+      if (waiting.length) busy = true;
+    }
     if (tweenDuration > 0) {
       const t = Math.min(1, (now - tweenStart) / tweenDuration);
       const e = t * (2 - t); // ease-out
@@ -331,7 +343,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     // drawn as one, and the tween's in-between paints and hover or zoom repaints are not counted
     freshFrame = false;
     framesDrawn++;
-    onDraw(framesDrawn, performance.now() - t0);
+    onDraw(framesDrawn, performance.now() - t0, shownTag);
   }
 
   /** Publish the drawn label boxes as data-label-boxes (throttled; the last draw always lands). */
@@ -346,6 +358,30 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     };
     if (performance.now() - boxesWritten >= BOXES_EVERY_MS) flush();
     else if (!boxesTimer) boxesTimer = setTimeout(flush, BOXES_EVERY_MS);
+  }
+
+  /** Make a received frame the shown one (positions, targets, tween). */
+  function applyFrame({ data, count, animate, tag }) {
+    const now = performance.now();
+    ensureCapacity(count);
+    // a tween between frames that stream faster than TWEEN_MIN_GAP_MS apart would only add paints of
+    // in-between positions (8 ms each at 8192 points) and never show a frame's own positions
+    const canTween = animate && hasDrawnPoints && count === m && now - lastFrameAt >= TWEEN_MIN_GAP_MS;
+    if (canTween) from.set(cur.subarray(0, 2 * count));
+    m = count;
+    raw = data;
+    project();
+    if (canTween) {
+      tweenStart = now;
+      tweenDuration = Math.min(140, Math.max(0, now - lastFrameAt));
+    } else {
+      cur.set(to.subarray(0, 2 * m));
+      tweenDuration = 0;
+      if (!userZoomed && !hasDrawnPoints) domains = target;
+    }
+    lastFrameAt = now;
+    shownTag = tag;
+    freshFrame = true;
   }
 
   function pointAt(event) {
@@ -406,30 +442,19 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
       boxMode = Boolean(on);
       canvas.classList.toggle("hs-box-mode", boxMode);
     },
-    /** Show a frame (interleaved (m, 2) Float32Array in original units); animate from the last one. */
-    setFrame(data, count, { animate = true } = {}) {
-      const now = performance.now();
-      ensureCapacity(count);
-      // a tween between frames that stream faster than TWEEN_MIN_GAP_MS apart would only add paints of
-      // in-between positions (8 ms each at 8192 points) and never show a frame's own positions
-      const canTween = animate && hasDrawnPoints && count === m && now - lastFrameAt >= TWEEN_MIN_GAP_MS;
-      if (canTween) from.set(cur.subarray(0, 2 * count));
-      m = count;
-      raw = data;
-      project();
-      if (canTween) {
-        tweenStart = now;
-        tweenDuration = Math.min(140, Math.max(0, now - lastFrameAt));
-      } else {
-        cur.set(to.subarray(0, 2 * m));
-        tweenDuration = 0;
-        if (!userZoomed && !hasDrawnPoints) domains = target;
-      }
-      lastFrameAt = now;
-      freshFrame = true;
+    /**
+     * Show a frame (interleaved (m, 2) Float32Array in original units) at the next animation frame, after
+     * the frames still waiting; animate from the last one. A frame with another `tag` (a new run) drops
+     * the waiting ones.
+     */
+    setFrame(data, count, { animate = true, tag = null } = {}) {
+      if (waiting.length && waiting[waiting.length - 1].tag !== tag) waiting.length = 0;
+      if (waiting.length >= MAX_WAITING) waiting.shift();
+      waiting.push({ data, count, animate, tag });
       request();
     },
     clear() {
+      waiting.length = 0;
       m = 0;
       raw = null;
       hasDrawnPoints = false;

@@ -104,7 +104,7 @@ function render({ model: host, el }) {
   const scatter = createScatter({
     wrap: dom.scatterWrap,
     onHover: (token, event) => setHover(token, token >= 0 ? { source: "scatter" } : null, event),
-    onDraw: (count, ms) => metrics.drawn(count, recorder.shownRun, ms),
+    onDraw: (count, ms, run) => metrics.drawn(count, run, ms),
     onSelect: (list, event) => userSelect(event.altKey ? [...selected, ...list] : list),
   });
   const strip = createTextStrip({
