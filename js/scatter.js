@@ -35,6 +35,7 @@ const TWEEN_MIN_GAP_MS = 50; // frames closer than this (more than 20 a second) 
 // display frame (network jitter) are both shown, one display frame apart, instead of the first never.
 // At most this many wait (a frame is shown at most this many display frames late); older ones are dropped.
 const MAX_WAITING = 3;
+const RASTER_MAX = 2048; // the filled points are rasterised in script up to this many points, else canvas arcs
 
 /**
  * `onDraw(count, ms, tag)` is called at the first paint that shows a newly received frame (`count` such
@@ -299,8 +300,12 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     const dim = selected.size > 0 || hoverRow >= 0;
     // on screen the filled points are rasterised in script (js/scatter-paint.js); an export draws them all
     const box = { x0: MARGIN.left, y0: MARGIN.top, x1: MARGIN.left + w, y1: MARGIN.top + h };
+    // above RASTER_MAX points the script's per-pixel blending costs more than canvas arcs (8192 points:
+    // 16 ms a paint against 6 ms), so it is used for the small maps only
     const rastered =
-      !exporting && pointRaster.draw(c, theme, scale, box, points, (tok) => (!dim || selected.has(tok) ? 1 : 0.3));
+      !exporting &&
+      m <= RASTER_MAX &&
+      pointRaster.draw(c, theme, scale, box, points, (tok) => (!dim || selected.has(tok) ? 1 : 0.3));
     drawPoints(c, theme, points, { selected, matches, dim, filled: !rastered });
     drawPinned(c, theme, pinned, sx, sy);
 
