@@ -42,20 +42,24 @@ n       click -> first frame on screen, median (all, ms)         drawn / s    se
 512     104 (194 104 79)                                         56.5         66.2   2.50      2.6 - 2.9
 8192    6841 (6626 6841 7266 7422 6088)                          6.4          9.8    5.45      4.7 - 6.1
 8192    8281 (4024 6656 8576 8312 8281)                          5.5          9.4    6.10      3.2 - 5.2
+8192    2851 (4184 2965 2761 2832 2851)                          4.6          13.0   16.39     2.3 - 3.3
 8192    8189 (8189)                                              3.8          5.9    9.08      4.0 - 7.2
 8192    7167 (7167)                                              3.6          6.6    11.22     6.0 - 7.3
 ======  =======================================================  ===========  =====  ========  ===========
 
 (512: the bundled MiniLM, a 30000-iteration run for the rate; 8192: the tiny random Llama with
-``--p-float32``, a 300-iteration run, 5 clicks. The last six 512 rows, 3 clicks each: before; with the
-page's run panel (status line, counter, KL, timeline, sparkline) written at most 15 times a second
-while a run streams instead of on every frame; with the scatter's points also rasterised in script
-(paint ms then includes the points' raster, which chromium otherwise does at the commit); and with
-received frames waiting to be shown one per animation frame, at most 2 and (now, twice) 3 waiting: frames
-arrive with network jitter, and two within one display frame used to be drawn as one. The last 8192 row, 1
-click: the script raster used up to 2048 points only, canvas arcs above (with it at 8192: 4.6 drawn of 13
-sent a second, paint 16.4 ms); other benchmarks shared the cores, the kernel sent only 5.9 a second; then also label priority
-with typed-array marks instead of Sets, 2.9 -> 1.7 ms for chooseLabels at 8192 points in node, under a higher load.) The figures last reported before this round, 106 ms
+``--p-float32``, a 300-iteration run, 5 clicks; from the 2851 ms row on, the click builds P in float32
+itself, checks its symmetry in square blocks and computes the hover partners after the first frame.
+The last six 512 rows, 3 clicks each: before; with the page's run panel (status line, counter, KL,
+timeline, sparkline) written at most 15 times a second while a run streams instead of on every frame;
+with the scatter's points also rasterised in script (paint ms then includes the points' raster, which
+chromium otherwise does at the commit); and with received frames waiting to be shown one per animation
+frame, at most 2 and (now, twice) 3 waiting: frames arrive with network jitter, and two within one
+display frame used to be drawn as one. The 2851 ms row had the script raster at 8192 points too (paint
+16.4 ms). The last two 8192 rows, 1 click each: the script raster only up to 2048 points, canvas arcs
+above; then also label priority with typed-array marks instead of Sets (2.9 -> 1.7 ms for chooseLabels
+at 8192 points in node); other benchmarks shared the cores, the kernel sent only 5.9-6.6 frames a second,
+so these two rows bound nothing but the paint time. The figures last reported before this round, 106 ms
 and 53.4 per second, counted every paint (tween paints included) and came from a strict 1/60 s gap.
 
 Kernel side the pacing now meets the display rate (62-69 frames sent a second at 512). The page draws
@@ -75,9 +79,10 @@ a second through the server with jitter, two often came within one 16.7 ms displ
 second was ever drawn. The scatter now shows waiting frames one per animation frame (js/scatter.js,
 MAX_WAITING = 3: a frame is shown at most three display frames late; a new run's first frame does not
 wait), which drew 53.6 of 57.1 sent a second at load 4.1 - 4.6 and 56.5 of 66.2 at load 2.6 - 2.9 (at
-most 60 can be shown on a 60 Hz display). The rest of the gap to 60 a second is the two shared cores: the kernel computing
-the frames, the server and chromium's compositor and display threads take turns with the page. At 8192 the kernel's
-click (benchmarks/widget_latency.py --llama --split, load 1.8): recomputing the head 0.17 s, P 0.47 s
+most 60 can be shown on a 60 Hz display). The rest of the gap to 60 a second is the two shared cores:
+the kernel computing the frames, the server and chromium's compositor and display threads take turns
+with the page. At 8192 the kernel's click (benchmarks/widget_latency.py --llama --split, load 1.8):
+recomputing the head 0.17 s, P 0.47 s
 in float32 (1.14 s in float64), t-SNE's check of P 0.75 s, the first frame's iteration and KL 0.4 s,
 and the hover partners 4.1 s, which the same click computes while the run starts (both need the
 GIL); a later frame costs 20 ms in the kernel alone. The grid at 8192 is an overview marked "max over
