@@ -33,6 +33,10 @@ page: widget, grid drawn                             12.82         10.86
 page: first scatter frame                            12.96         10.92
 ==================================================  ============  ============
 
+Two more kernels at load 2.1 (this benchmark alone on the machine): torch in 1.80 / 1.94 s, transformers
+2.72 / 2.85, the model 5.48 / 6.11, the constructor 6.10 / 6.96, the grid on screen 6.23 / 7.16 and the
+first frame 6.45 / 7.50 s.
+
 The grid is on screen 0.1-0.2 s after the constructor returns and the first frame 0.1 s later (the
 t-SNE kernels load in a thread while the model loads). What remains is importing torch and transformers
 and loading transformers' modeling code (at load 2): ``import torch`` 1.3 s, ``import transformers`` 0.8 s,

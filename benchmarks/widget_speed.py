@@ -40,11 +40,13 @@ n       click -> first frame on screen, median (all, ms)         drawn / s    se
 512     152 (296 152 124)                                        48.5         60.3   1.66      3.6 - 3.6
 512     213 (196 251 213)                                        53.6         57.1   1.97      4.1 - 4.6
 512     104 (194 104 79)                                         56.5         66.2   2.50      2.6 - 2.9
+512     127 (186 101 124 134 127)                                57.4         66.6   1.92      2.1 - 2.2
 8192    6841 (6626 6841 7266 7422 6088)                          6.4          9.8    5.45      4.7 - 6.1
 8192    8281 (4024 6656 8576 8312 8281)                          5.5          9.4    6.10      3.2 - 5.2
 8192    2851 (4184 2965 2761 2832 2851)                          4.6          13.0   16.39     2.3 - 3.3
 8192    8189 (8189)                                              3.8          5.9    9.08      4.0 - 7.2
 8192    7167 (7167)                                              3.6          6.6    11.22     6.0 - 7.3
+8192    2528 (3008 2183 2528)                                    5.8          14.3   5.86      1.3 - 2.6
 ======  =======================================================  ===========  =====  ========  ===========
 
 (512: the bundled MiniLM, a 30000-iteration run for the rate; 8192: the tiny random Llama with
@@ -59,7 +61,8 @@ display frame used to be drawn as one. The 2851 ms row had the script raster at 
 16.4 ms). The last two 8192 rows, 1 click each: the script raster only up to 2048 points, canvas arcs
 above; then also label priority with typed-array marks instead of Sets (2.9 -> 1.7 ms for chooseLabels
 at 8192 points in node); other benchmarks shared the cores, the kernel sent only 5.9-6.6 frames a second,
-so these two rows bound nothing but the paint time. The figures last reported before this round, 106 ms
+so these two rows bound nothing but the paint time. The last rows of each size: the final build of this
+round on a nearly idle machine (this benchmark alone). The figures last reported before this round, 106 ms
 and 53.4 per second, counted every paint (tween paints included) and came from a strict 1/60 s gap.
 
 Kernel side the pacing now meets the display rate (62-69 frames sent a second at 512). The page draws
