@@ -82,7 +82,7 @@ class FrameReport:
     display: np.ndarray  # float32 (m, 2), Procrustes-aligned to the previously reported frame
     kept: np.ndarray
     done: bool
-    kl_iteration: int = -1
+    kl_iteration: int
 
     @property
     def kl_fresh(self) -> bool:
@@ -260,7 +260,7 @@ class RunController:
                 )
                 return
             last = frame
-            if _kl_iteration(frame) == frame.iteration:  # a frame between two KLs repeats the last one
+            if frame.fresh:  # a frame between two KLs repeats the last one
                 run.kl_history.append(float(frame.kl))
                 run.kl_iterations.append(int(frame.iteration))
             run.embedding = frame.embedding
@@ -297,7 +297,7 @@ class RunController:
             display,
             run.kept,
             done,
-            _kl_iteration(frame),
+            int(frame.kl_iteration),
         )
         if run.cancel.is_set():
             return False
@@ -311,12 +311,6 @@ class RunController:
             return
         run.state, run.error = state, error
         self._on_end(run.run_id, state, message, error)
-
-
-def _kl_iteration(frame: Any) -> int:
-    """The step a frame's KL belongs to (frames of ``tsne_frames`` without ``kl_iteration``: their own)."""
-    kl_iteration = getattr(frame, "kl_iteration", -1)
-    return int(frame.iteration) if kl_iteration < 0 else int(kl_iteration)
 
 
 def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | None = None, note: str = "") -> str:

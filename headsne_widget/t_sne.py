@@ -101,7 +101,7 @@ class Frame:
     kl: float
     kls: np.ndarray
     run: int
-    kl_iteration: int = -1
+    kl_iteration: int
 
     @property
     def fresh(self) -> bool:
