@@ -71,6 +71,7 @@ class HeadSNE(HeadSNEModel):
         self._error: BaseException | None = None
         self._device, self._note, self._user_colors = device, "", None
         self._embedding: np.ndarray | None = None
+        self._partners_for: tuple[int, np.ndarray] | None = None  # run whose first frame starts its partners
         self._controller = RunController(self._on_frame, self._on_end)
         self._jobs = SideJobs(self._set, lambda: self.run_id)
         check_parameters(params)
@@ -260,18 +261,11 @@ class HeadSNE(HeadSNEModel):
             self.kept = sel.kept.tolist()
             self.iteration, self.kl = 0, None
             self.status = self._status("starting")
-            run = self._controller.start(sel.P, sel.kept, options, run_id=self.run_id)
-        if len(sel.kept) <= PARTNERS_AT_ONCE_MAX:
-            self._publish_partners(sel.kept)
-        else:  # long texts: the old head's partners go now, the new ones once the first frame is shown
-            update: dict[str, Any] = dict(edges=None, attends_to=None, attended_by=None)
-            if self.color_mode == "max_attention":
-                update.update(max_attention_colors(self.extraction, self.mode, self.layer, self.head))
-            self._set(**update)
-            threading.Thread(
-                target=self._partners_after_first_frame, args=(run.run_id, sel.kept), name="headsne-partners",
-                daemon=True,
-            ).start()  # fmt: skip
+            at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX
+            # long texts: the old head's partners go now, the new ones once the first frame is out (_on_frame)
+            self._partners_for = None if at_once else (self.run_id, sel.kept)
+            self._controller.start(sel.P, sel.kept, options, run_id=self.run_id)
+        self._publish_partners(sel.kept, with_partners=at_once)
 
     def _cancel(self) -> None:
         # never join while this thread handles a trait notification: the run may be waiting for the lock
@@ -290,6 +284,12 @@ class HeadSNE(HeadSNEModel):
             if not (done and report.iteration == self.iteration and self.frame is not None):
                 update["frame"] = report.display  # the final report repeats the last sent frame: not resent
             self._set(**update, **({"state": "done"} if done else {}))
+            if self._partners_for is not None and self._partners_for[0] == report.run_id:
+                threading.Thread(
+                    target=self._partners_after_first_frame, args=self._partners_for, name="headsne-partners",
+                    daemon=True,
+                ).start()  # fmt: skip
+                self._partners_for = None
             if done and self._controller.run is not None:
                 self._jobs.best(self._controller.run.P, self._controller.run.options, report.kl, report.run_id)
             return True
@@ -301,23 +301,21 @@ class HeadSNE(HeadSNEModel):
                 self._fail(error or RuntimeError(message), f"{label}: {message}", warn=False)
 
     def _partners_after_first_frame(self, run_id: int, kept: np.ndarray) -> None:
-        """Publish the partners of run ``run_id`` once its first frame is out (or it ended), unless a newer
-        run replaced it: at 8192 tokens they take seconds (three top-k passes over n x n), which delayed
-        the first frame of a click and held the kernel's thread."""
-        while not self._closed and self._controller.is_current(run_id) and self.iteration == 0:
-            if self.state in ("done", "error"):
-                break
-            threading.Event().wait(0.01)
-        if self._closed or not self._controller.is_current(run_id):
-            return
+        """Publish the partners of run ``run_id`` (started by its first frame) unless a newer run replaced it:
+        at 8192 tokens they take seconds (three top-k passes over n x n), which delayed the first frame of a
+        click and held the kernel's thread."""
         update = selection_partners(self.extraction, self.mode, self.layer, self.head, self.edge_k, kept)
         with self._sync_lock:
             if not self._closed and self._controller.is_current(run_id):
                 self._set(**update)
 
-    def _publish_partners(self, kept: np.ndarray) -> None:
-        """Hover partners and per-token colours for the current selection."""
-        update = selection_partners(self.extraction, self.mode, self.layer, self.head, self.edge_k, kept)
+    def _publish_partners(self, kept: np.ndarray, *, with_partners: bool = True) -> None:
+        """Hover partners (or none, until :meth:`_partners_after_first_frame`) and per-token colours for the
+        current selection."""
+        if with_partners:
+            update = selection_partners(self.extraction, self.mode, self.layer, self.head, self.edge_k, kept)
+        else:
+            update = dict(edges=None, attends_to=None, attended_by=None)
         if self.color_mode == "max_attention":
             update.update(max_attention_colors(self.extraction, self.mode, self.layer, self.head))
         self._set(**update)
