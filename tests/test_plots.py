@@ -136,12 +136,11 @@ def test_kl_by_layer_boxes_summarise_each_layer_and_method():
         plots.kl_by_layer([])
 
 
-def test_robustness_boxes_and_standard_deviations():
-    rng = np.random.default_rng(3)
-    kls = {c: rng.random(20) + i for i, c in enumerate(analyses.CONDITIONS)}
-    result = analyses.RobustnessResult(
-        layer=1,
-        head=2,
+def robustness_result(layer: int, head: int, kls: dict) -> analyses.RobustnessResult:
+    """A RobustnessResult holding only the KLs per condition (what plots.robustness draws)."""
+    return analyses.RobustnessResult(
+        layer=layer,
+        head=head,
         fraction=0.05,
         model_name="m",
         tokens=[],
@@ -150,6 +149,12 @@ def test_robustness_boxes_and_standard_deviations():
         disturbed_ids=np.empty((0, 0), np.int64),
         kls=kls,
     )
+
+
+def test_robustness_boxes_and_standard_deviations():
+    rng = np.random.default_rng(3)
+    kls = {c: rng.random(20) + i for i, c in enumerate(analyses.CONDITIONS)}
+    result = robustness_result(1, 2, kls)
     layout = plots.robustness(result)
     boxes = source(layout, "boxes").data
     assert list(boxes["x"]) == list(analyses.CONDITIONS)
@@ -208,17 +213,7 @@ def test_every_figure_and_row_fits_the_output_area():
         for layer in range(12)
         for m in ("attention", "hidden")
     ]  # bert-base: 12 layers
-    result = analyses.RobustnessResult(
-        layer=3,
-        head=10,
-        fraction=0.05,
-        model_name="m",
-        tokens=[],
-        token_ids=np.empty(0, np.int64),
-        positions=np.empty((0, 1), np.int64),
-        disturbed_ids=np.empty((0, 0), np.int64),
-        kls={c: rng.random(5) for c in analyses.CONDITIONS},
-    )
+    result = robustness_result(3, 10, {c: rng.random(5) for c in analyses.CONDITIONS})
     from bokeh.layouts import row
 
     layouts = {
