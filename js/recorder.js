@@ -26,8 +26,6 @@ export class FrameRecorder {
     this.scrub = null;
     /** index of the frame on screen (-1: none) */
     this.shown = -1;
-    /** @type {number | null} run of the frame on screen */
-    this.shownRun = null;
   }
 
   /** Start a new recording when `runId` differs from the recorded run; true if it did. */
@@ -60,7 +58,6 @@ export class FrameRecorder {
     const index = shownFrameIndex(this.frames.length, this.scrub, this.scrub == null);
     if (index < 0) return null;
     this.shown = index;
-    this.shownRun = this.frames[index].run;
     return this.frames[index];
   }
 }
