@@ -793,7 +793,7 @@ def wait_bokeh_drawn(page: Any, count: int, timeout: float = 60.0) -> list[dict[
 
 def save_notebook(ui: NotebookUI, timeout: float = 60.0) -> dict[str, Any]:
     """Save with Ctrl+S, as a user does, and wait until the file on the server holds every code cell's
-    outputs; returns the saved notebook (the contents API's model)."""
+    outputs; returns the saved notebook as ``{"content": notebook}`` (the contents API's shape)."""
     deadline = time.monotonic() + timeout
     model: dict[str, Any] = {}
     problem = ""
@@ -803,14 +803,22 @@ def save_notebook(ui: NotebookUI, timeout: float = 60.0) -> dict[str, Any]:
             ui.cells.first.locator(".jp-InputPrompt").click()  # the notebook has the focus, in command mode
             ui.page.keyboard.press("ControlOrMeta+s")
             pressed = time.monotonic()
-        try:
-            model = ui.server.api(f"/api/contents/{ui.notebook}?content=1")
-        except urllib.error.HTTPError as err:  # e.g. read while being written
-            problem = f"{err}: {err.read()[:500]!r}"
-        else:
-            code = [c for c in model["content"]["cells"] if c["cell_type"] == "code" and c["source"].strip()]
-            if code and all(c["outputs"] for c in code):
-                return model
+        # Read the file from disk, not through the contents API: a GET during the server's save (which writes
+        # in place after backing the file up as .~name) finds a half-written notebook, and the server then
+        # "repairs" it by moving it to name.invalid, so the save's end leaves no notebook at all (seen as
+        # "File Save Error ... No such file or directory" in notebook7 runs, root holding name.invalid).
+        path = ui.server.root_dir / ui.notebook
+        if not (path.parent / f".~{path.name}").exists():  # no save under way
+            try:
+                model = {"content": json.loads(path.read_text(encoding="utf-8"))}
+            except (OSError, ValueError) as err:  # e.g. between the backup's removal and our read: retry
+                problem = f"{type(err).__name__}: {err}"
+            else:
+                code = [
+                    c for c in model["content"]["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()
+                ]
+                if code and all(c["outputs"] for c in code):
+                    return model
         ui.page.wait_for_timeout(250)
     saved = model.get("content", {}).get("cells", [])
     cells = [(c["cell_type"], c["source"][:30], len(c.get("outputs", []))) for c in saved]
