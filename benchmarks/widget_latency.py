@@ -123,7 +123,9 @@ def click_split(ex: Any, layer: int, head: int) -> dict[str, float]:
     check_affinities(P, np.float32)
     split["check P"] = clock() - start
     every = report_every(ex.n_tokens, 1, 0.0)
-    frames = tsne_frames(P, n_iter=1000, seed=0, every=every, kl_every=max(every, KL_EVERY))  # as the widget
+    frames = tsne_frames(
+        P, n_iter=1000, seed=0, every=every, kl_every=max(every, KL_EVERY), first_kl=False
+    )  # as the widget
     start = clock()
     first = next(frames)
     split[f"first frame (check P again, iteration {first.iteration}, KL)"] = clock() - start

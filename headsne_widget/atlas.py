@@ -69,7 +69,11 @@ def _final_kls(P: np.ndarray, seeds: list[int], options: dict[str, Any]) -> Iter
         last = None
         for last in tsne_frames(P, seed=seed, every=50, **options):  # noqa: B007 (the last frame is kept)
             yield None
-        yield None if last is None else float(last.kl)
+        if last is None:
+            yield None
+            continue
+        assert last.kl is not None  # the last frame always has its KL
+        yield float(last.kl)
 
 
 class BackgroundJob:

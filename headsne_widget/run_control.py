@@ -72,17 +72,18 @@ class FrameReport:
     """One reported step of a run: the raw embedding and its display (aligned) version.
 
     ``kl`` is the latest exact KL of the run, computed after ``kl_iteration`` steps (see ``KL_EVERY``):
-    this step's own when ``kl_fresh``.
+    this step's own when ``kl_fresh``; both None before the run's first KL (its first frames go out
+    without one, see ``run_options``).
     """
 
     run_id: int
     iteration: int
-    kl: float
+    kl: float | None
     embedding: np.ndarray  # float32 (m, 2), raw: the same for the same seed and settings
     display: np.ndarray  # float32 (m, 2), Procrustes-aligned to the previously reported frame
     kept: np.ndarray
     done: bool
-    kl_iteration: int
+    kl_iteration: int | None
 
     @property
     def kl_fresh(self) -> bool:
@@ -250,7 +251,7 @@ class RunController:
                 clock = None  # re-anchor the playback clock after a pause
             if run.cancel.is_set():
                 return
-            if not (math.isfinite(frame.kl) and np.isfinite(frame.embedding).all()):
+            if not ((frame.kl is None or math.isfinite(frame.kl)) and np.isfinite(frame.embedding).all()):
                 self._end(
                     run,
                     "error",
@@ -292,12 +293,12 @@ class RunController:
         report = FrameReport(
             run.run_id,
             int(frame.iteration),
-            float(frame.kl),
+            None if frame.kl is None else float(frame.kl),
             frame.embedding,
             display,
             run.kept,
             done,
-            int(frame.kl_iteration),
+            frame.kl_iteration,
         )
         if run.cancel.is_set():
             return False
@@ -327,11 +328,13 @@ def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | 
 
 def run_options(params: Any, device: Any, every: int) -> dict[str, Any]:
     """``tsne_frames`` keywords from an object holding the run parameters (the widget's traits); the exact
-    KL at most every ``KL_EVERY`` iterations (and at the first and last reports)."""
+    KL at most every ``KL_EVERY`` iterations and at the last report, but not at the first: a head click
+    waits for its first frame, and at n = 8192 the KL pass (a logarithm per pair) took 0.35 s of it."""
     return dict(
         n_iter=params.n_iter, learning_rate="auto" if params.learning_rate is None else params.learning_rate,
         early_exaggeration=params.early_exaggeration, exaggeration_iters=params.exaggeration_iters,
         seed=params.seed, restarts=params.restarts, device=device, every=every, kl_every=max(every, KL_EVERY),
+        first_kl=False,
     )  # fmt: skip
 
 

@@ -93,15 +93,17 @@ class Frame:
 
     ``embedding`` is the run with the lowest KL (index ``run``), a float32 (n, 2) C-contiguous copy
     that is safe to hand to another thread; ``kls`` holds every run's exact KL after ``kl_iteration``
-    steps: this step when ``fresh``, else the latest step whose KL was computed (``kl_every``).
+    steps: this step when ``fresh``, else the latest step whose KL was computed (``kl_every``). Before
+    the first KL (only with ``first_kl=False``) ``kl``, ``kls`` and ``kl_iteration`` are None and the
+    frame shows run 0.
     """
 
     iteration: int
     embedding: np.ndarray
-    kl: float
-    kls: np.ndarray
+    kl: float | None
+    kls: np.ndarray | None
     run: int
-    kl_iteration: int
+    kl_iteration: int | None
 
     @property
     def fresh(self) -> bool:
@@ -171,8 +173,12 @@ def check_affinities(P, dtype=np.float64) -> np.ndarray:
 
     Works in row blocks: beyond the result, memory stays O(n * 256) (n = 4096 runs in under 1 GB).
     A P that already is all that (in ``dtype``, C-contiguous, exactly symmetric, zero diagonal, sum 1
-    within 1e-6, as ``attention_affinities(A).astype(np.float32)`` is) is returned as is, not copied.
+    within 1e-6, as ``attention_affinities(A, dtype=np.float32)`` is) is returned as is, not copied: that
+    is tested first, in one compiled pass (:func:`_ready_as_is`).
     """
+    dtype = np.dtype(dtype)
+    if _ready_as_is(P, dtype):
+        return P
     P = _as_numpy(P, "P")
     if P.ndim != 2 or P.shape[0] != P.shape[1]:
         raise ValueError(f"P must be a square 2-D matrix, got shape {P.shape}")
@@ -194,14 +200,28 @@ def check_affinities(P, dtype=np.float64) -> np.ndarray:
     total = float(P.sum(dtype=np.float64))
     if abs(total - 1.0) > _SUM_TOL:
         raise ValueError(f"P must sum to 1 (a joint distribution), it sums to {total:.6g}")
-    if P.dtype == dtype and P.flags.c_contiguous and asymmetry == 0 and diagonal == 0 and abs(total - 1.0) <= 1e-6:
-        return P  # already what the engines need: no n x n copy (1 GiB at n = 16384 in float32); read only
     out = np.empty((n, n), dtype=dtype)
     for i in range(0, n, _BLOCK):
         out[i : i + _BLOCK] = (P[i : i + _BLOCK].astype(np.float64) + P[:, i : i + _BLOCK].T) / (2.0 * total)
     np.fill_diagonal(out, 0.0)
     out /= out.sum(dtype=np.float64)
     return out
+
+
+def _ready_as_is(P, dtype: np.dtype) -> bool:
+    """Whether P already is what the engines need (``dtype``, C-contiguous, finite, non-negative, exactly
+    symmetric, zero diagonal, sum 1 within 1e-6), so that no n x n copy is made (1 GiB at n = 16384 in
+    float32). One compiled pass in mirrored tiles (0.13 s at n = 8192; numpy's passes took 0.25-0.35 s);
+    anything else goes through the checks that name the problem."""
+    if not (
+        isinstance(P, np.ndarray) and P.dtype == dtype and P.flags.c_contiguous
+        and P.ndim == 2 and P.shape[0] == P.shape[1] >= 4
+    ):  # fmt: skip
+        return False
+    from ._matrix_kernels import census  # numba: imported on first use, as _tsne_kernels is
+
+    total, negative, unequal, diagonal = census(P)
+    return bool(np.isfinite(total) and negative == 0 and unequal == 0 and diagonal == 0 and abs(total - 1.0) <= 1e-6)
 
 
 def _exactly_symmetric(P: np.ndarray, block: int = 256) -> bool:
@@ -533,13 +553,15 @@ def _optimize(
     dtype,
     engine: str | None = None,
     kl_every: int | None = None,
+    first_kl: bool = True,
 ) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, float]]:
     """Yield (iteration, embeddings (runs, 2, n) live view, exact KL per run or None, learning rate) at reported steps.
 
     Reported steps are every ``every``-th iteration and the last. The KL of the embedding after
     step t is computed in the same pass as the gradient of step t + 1, so reporting it costs one
-    logarithm per pair and nothing else; it is computed at the first report, at the first one at least
-    ``kl_every`` steps (default ``every``) after the previous KL, and at the last; other reports yield None.
+    logarithm per pair and nothing else; it is computed at the first report (unless ``first_kl`` is
+    False), at the first one at least ``kl_every`` steps (default ``every``) after the previous KL (or
+    after the start), and at the last; other reports yield None.
     The logarithm does not vectorise (about 10 times the pass without it), so a display that wants
     positions 60 times a second asks for the KL less often.
     """
@@ -563,7 +585,7 @@ def _optimize(
     def check(t: int, exaggeration: float) -> None:
         _check_divergence(eng, t, n, lr, exaggeration, early_exaggeration)
 
-    t, last_kl = 1, -kl_every  # the first report has a KL
+    t, last_kl = 1, (-kl_every if first_kl else 0)  # -kl_every: the first report has a KL
     while t <= n_iter:
         exaggerating = t <= exaggeration_iters
         if t == exaggeration_iters + 1 and t > 1:
@@ -624,9 +646,11 @@ def _check_divergence(eng, t: int, n: int, lr: float, exaggeration: float, early
     raise TSNEDivergedError(f"t-SNE diverged by iteration {t}: {what}; {hint}")
 
 
-def _frame(iteration: int, Y: np.ndarray, kls: np.ndarray, kl_iteration: int) -> Frame:
-    best = int(np.argmin(kls))
+def _frame(iteration: int, Y: np.ndarray, kls: np.ndarray | None, kl_iteration: int | None) -> Frame:
+    best = 0 if kls is None else int(np.argmin(kls))
     embedding = np.ascontiguousarray(Y[best].T, dtype=np.float32).copy()
+    if kls is None:  # before the first KL (first_kl=False)
+        return Frame(iteration, embedding, None, None, best, None)
     return Frame(iteration, embedding, float(kls[best]), np.array(kls, dtype=np.float64), best, kl_iteration)
 
 
@@ -645,13 +669,17 @@ def tsne_frames(
     every: int = 1,
     dtype="float32",
     kl_every: int | None = None,
+    first_kl: bool = True,
 ) -> Iterator[Frame]:
     """Stream the optimisation: a :class:`Frame` after every ``every``-th iteration and after the last.
 
     Takes the keyword arguments of :func:`tsne`. The exact KL is computed at the first frame at least
     ``kl_every`` iterations (default ``every``) after the previous one and at the last; frames in
     between carry that latest KL (``Frame.fresh`` is False). With ``restarts > 1`` each frame shows
-    the run with the lowest latest KL. The work happens inside ``next()``: closing the generator (or
+    the run with the lowest latest KL. ``first_kl=False`` leaves the KL out of the first frame (it
+    needs a logarithm per pair, about 0.35 s at n = 8192, which a display waiting for its first frame
+    does without): the first KL then comes ``kl_every`` iterations in, and frames before it carry none.
+    The last frame always has its KL. The work happens inside ``next()``: closing the generator (or
     dropping it) stops the optimisation at once, and no thread is left behind.
     """
     latest, latest_t = None, -1
@@ -669,11 +697,11 @@ def tsne_frames(
         every=every,
         dtype=dtype,
         kl_every=kl_every,
+        first_kl=first_kl,
     ):
         if kls is not None:
             latest, latest_t = kls, t
-        assert latest is not None  # the first report and the last have a KL
-        yield _frame(t, Y, latest, latest_t)
+        yield _frame(t, Y, latest, None if latest is None else latest_t)
 
 
 def tsne(
@@ -814,17 +842,23 @@ def kl_divergence(P, Y) -> float:
 
 
 def warmup() -> None:
-    """Compile (or load from numba's cache) every CPU kernel, float32 and float64, on a tiny problem.
+    """Compile (or load from numba's cache) every CPU kernel, float32 and float64, on a tiny problem: the
+    t-SNE passes, and the passes that build and check P and rank a head's partners.
 
     The widget calls this in a background thread at start so that the first head click does not
     wait for compilation (seconds the first time, well under a second from the cache).
     """
+    from . import _matrix_kernels as matrix_kernels
     from . import _tsne_kernels as kernels
 
     n = 8
     for dtype in (np.float32, np.float64):
         P = np.full((n, n), 1.0 / (n * (n - 1)), dtype=dtype)
         np.fill_diagonal(P, 0.0)
+        matrix_kernels.census(P)  # check_affinities, P from a head (A in either dtype, P in either), partners
+        for out_dtype in (np.float32, np.float64):
+            matrix_kernels.symmetrise(P, 1.0, np.empty((n, n), out_dtype))
+        matrix_kernels.partners(P, np.ones(n, bool), np.empty((3, n, 2), np.float32), np.empty((3, n, 2), np.int32))
         Y = np.random.default_rng(0).normal(size=(1, 2, n)).astype(dtype)
         one = dtype(1)
         att, rep, step, gains = (np.zeros_like(Y) for _ in range(4))

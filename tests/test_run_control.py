@@ -98,16 +98,18 @@ def test_the_kl_history_holds_only_exact_kls_and_frames_between_carry_the_last(c
         n_iter=230, learning_rate=None, early_exaggeration=12.0, exaggeration_iters=100, seed=0, restarts=1
     )
     options = run_options(params, "cpu", every=2)
-    assert options["kl_every"] == KL_EVERY and options["every"] == 2
+    assert options["kl_every"] == KL_EVERY and options["every"] == 2 and options["first_kl"] is False
     run = controller.start(P, np.arange(P.shape[0]), options)
     controller.wait(30)
-    # the first report (every = 2), then at least KL_EVERY iterations apart, and the last
-    assert run.kl_iterations == [2, 52, 102, 152, 202, 230]
+    # KL_EVERY iterations after the start (the first frame goes out without one), then as far apart, and the last
+    assert run.kl_iterations == [50, 100, 150, 200, 230]
     expected = tsne(P, n_iter=230, seed=0, exaggeration_iters=100)
     assert run.kl_history[-1] == pytest.approx(expected.kl, rel=1e-5)
     frames = controller.recorder.frames
     assert frames[-1].kl_fresh and frames[-1].done
-    for f in frames:
+    before_first_kl = [f for f in frames if f.iteration < KL_EVERY]
+    assert before_first_kl and all(f.kl is None and f.kl_iteration is None for f in before_first_kl)
+    for f in frames[len(before_first_kl) :]:
         assert f.kl_iteration in run.kl_iterations and f.kl_iteration <= f.iteration
         assert f.kl == run.kl_history[run.kl_iterations.index(f.kl_iteration)]
         assert f.kl_fresh == (f.kl_iteration == f.iteration)

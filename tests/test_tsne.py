@@ -643,3 +643,44 @@ def test_a_half_filled_kernel_cache_does_not_crash_later_processes(tmp_path):
         assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
         kls.append(float(done.stdout.split()[-1]))
     assert kls[0] == kls[1] and np.isfinite(kls[0])
+
+
+@pytest.mark.parametrize(
+    "defect, match",
+    [("nan", "NaN or infinite"), ("inf", "NaN or infinite"), ("negative", "non-negative"),
+     ("diagonal", "zero diagonal"), ("one ulp", None)],
+)  # fmt: skip
+@pytest.mark.parametrize("where", [(590, 300), (3, 597), (257, 255)])
+def test_one_bad_entry_in_any_tile_is_not_taken_as_is(defect, match, where):
+    """P is accepted without a copy by one compiled pass in tiles of 256 (_matrix_kernels.census): an entry
+    in the ragged last tile, or either side of a tile edge, must still be seen (n = 600)."""
+    from headsne_widget.t_sne import check_affinities
+
+    P = random_P(600, dtype=np.float32)
+    i, j = where
+    value = {"nan": np.nan, "inf": np.inf, "negative": -P[i, j], "one ulp": np.nextafter(P[i, j], np.float32(1))}
+    if defect == "diagonal":
+        P[i, i] = P.max()
+    else:
+        P[i, j] = value[defect]
+    if match is None:  # within the symmetry tolerance: symmetrised into a new array
+        out = check_affinities(P, np.float32)
+        assert out is not P and out[i, j] == out[j, i]
+    else:
+        with pytest.raises(ValueError, match=match):
+            check_affinities(P, np.float32)
+
+
+def test_without_a_first_kl_the_frames_are_the_same_and_the_kl_comes_kl_every_in():
+    """The widget leaves the KL out of a run's first frame (first_kl=False): the positions are unchanged."""
+    P = random_P(60)
+    kw = dict(n_iter=40, seed=3, every=4, kl_every=10, exaggeration_iters=20)
+    with_kl = list(tsne_frames(P, **kw))
+    without = list(tsne_frames(P, first_kl=False, **kw))
+    assert [f.iteration for f in without] == [f.iteration for f in with_kl]
+    for a, b in zip(with_kl, without):
+        np.testing.assert_array_equal(a.embedding, b.embedding)
+    assert with_kl[0].kl_iteration == 4 and np.isfinite(with_kl[0].kl)
+    assert [(f.kl, f.kls, f.kl_iteration, f.fresh) for f in without[:2]] == [(None, None, None, False)] * 2
+    assert [f.kl_iteration for f in without[2:]] == [12, 12, 12, 24, 24, 24, 36, 40]
+    assert without[-1].kl == with_kl[-1].kl and without[-1].fresh

@@ -26,7 +26,7 @@ from headsne_widget.extraction import Extraction, extract
 from headsne_widget.headsne import HeadSNE
 from headsne_widget.maximum_attention import max_attention
 from headsne_widget.partners import top_edges
-from headsne_widget.run_control import start_warmup
+from headsne_widget.run_control import KL_EVERY, start_warmup
 from headsne_widget.serialization import array_from_wire
 from headsne_widget.t_sne import kl_divergence
 from headsne_widget.texts import TSNE_ABSTRACT
@@ -84,7 +84,9 @@ def test_frames_are_finite_float32_buffers_of_8_bytes_per_token(make, ex):
         assert state["frame"]["shape"] == [m, 2]
         assert len(state["frame"]["buffer"]) == 8 * m
         assert np.isfinite(decode_frame(state)).all()
-        assert state["kl"] is None or math.isfinite(state["kl"])
+        # a frame before the run's first KL (KL_EVERY iterations in) has none; later ones a finite one or
+        # none in their message (the KL unchanged since the last one sent)
+        assert state.get("kl") is None if state["iteration"] < KL_EVERY else math.isfinite(state.get("kl", 0.0))
     last = frames[-1]
     assert last["iteration"] == 120, "the last frame must always be sent"
     assert w.state == "done" and w.iteration == 120 and "done layer 0 head 0" in w.status
@@ -506,3 +508,22 @@ def test_the_bundle_is_the_widgets_front_end(make, ex):
         assert state["_css"] == _ESM_PATH.with_name("widget.css").read_text()
     else:  # an unbuilt checkout shows how to build instead of failing silently
         assert "npm run build" in state["_esm"]
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_head_partners_rank_rows_columns_and_edges_as_a_sort_does(ties):
+    """The compiled pass (tiles of 256, the last one ragged at n = 600) against a plain sort of each row of A,
+    A^T and max(A, A^T): kept partners only, never the token itself, equal weights by lower index first."""
+    from headsne_widget.partners import head_partners
+
+    rng = np.random.default_rng(3)
+    n, k = 600, 5
+    A = (rng.integers(0, 4, (n, n)) / 4 if ties else rng.random((n, n))).astype(np.float32)
+    kept = np.flatnonzero(rng.random(n) > 0.2)
+    got = head_partners(A, k, kept)
+    for ranking, W in zip(got, (A, A.T, np.maximum(A, A.T))):
+        for i in range(n):
+            candidates = kept[kept != i]
+            order = np.lexsort((candidates, -W[i, candidates]))[:k]  # by weight, then by index
+            np.testing.assert_array_equal(ranking[0][i], candidates[order])
+            np.testing.assert_array_equal(ranking[1][i], W[i, candidates[order]])
