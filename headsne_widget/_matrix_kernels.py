@@ -27,13 +27,15 @@ def _transposed_tile(M, bi, ei, bj, ej, T):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
 def census(M, tile=TILE):  # pragma: no cover - compiled (covered through check_affinities)
-    """(sum in float64, negative entries, pairs with m_ij != m_ji, non-zero diagonal entries) of a square
-    matrix, in one pass. Counts rather than extremes, so every loop vectorises; the sum is not finite
-    exactly when an entry is not (NaN, or an infinity; the entries of P are at most 1, far from overflow).
+    """(sum, negative entries, pairs with m_ij != m_ji, non-zero diagonal entries, sum off the diagonal) of
+    a square matrix, in one pass; sums in float64, the off-diagonal one accumulated apart (not the sum
+    less the trace, which cancels on a head attending almost only to itself). Counts rather than
+    extremes, so every loop vectorises; the sum is not finite exactly when an entry is not (NaN, or an
+    infinity; float32 entries cannot overflow a float64 sum).
     """
     n = M.shape[0]
     T = np.empty((tile, tile), dtype=M.dtype)
-    total, negative, unequal, diagonal = 0.0, 0, 0, 0
+    off, negative, unequal, diagonal = 0.0, 0, 0, 0
     for i in range(n):
         diagonal += M[i, i] != 0.0
     for bi in range(0, n, tile):
@@ -49,13 +51,14 @@ def census(M, tile=TILE):  # pragma: no cover - compiled (covered through check_
                     row += np.float64(a) + np.float64(b)
                     below += (a < 0.0) + (b < 0.0)
                     differ += a != b
-                total += row
+                off += row
                 negative += below
                 unequal += differ
+    total = off
     for i in range(n):
         total += M[i, i]
         negative += M[i, i] < 0.0
-    return total, negative, unequal, diagonal
+    return total, negative, unequal, diagonal, off
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc"})

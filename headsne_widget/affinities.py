@@ -40,23 +40,25 @@ def attention_affinities(
     tiles by a compiled pass and P is the only n x n array made (A is not copied: at n = 8192 a float64
     copy is 512 MiB; the pass takes about 0.25 s there, numpy blocks took 0.4-0.8 s).
     """
-    A = _check_attention(A)
     out_dtype = np.dtype(dtype)
     if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"dtype must be float32 or float64, got {out_dtype}")
-    kept = np.arange(A.shape[0], dtype=np.int64)
+    captured = _captured_head(A) if exclude is None else None
+    M, total = captured if captured is not None else (_check_attention(A), None)
+    kept = np.arange(M.shape[0], dtype=np.int64)
     if exclude is not None:
-        kept = np.flatnonzero(~_check_mask(exclude, A.shape[0])).astype(np.int64)
-        A = A[np.ix_(kept, kept)]
-    if A.shape[0] < 2:
+        kept = np.flatnonzero(~_check_mask(exclude, M.shape[0])).astype(np.int64)
+        M = M[np.ix_(kept, kept)]
+    if M.shape[0] < 2:
         raise DegenerateAffinitiesError(
-            f"P needs at least 2 tokens, but only {A.shape[0]} remain after excluding tokens"
+            f"P needs at least 2 tokens, but only {M.shape[0]} remain after excluding tokens"
         )
-    largest = float(A.max())
-    if not (largest == 0.0 or 2.0**-500 <= largest <= 2.0**500):
-        # P does not depend on A's scale, but A * 1e308 would overflow A + A^T: a power of two, exact
-        A = _power_of_two_scaled(A.astype(np.float64))
-    total = 2.0 * _off_diagonal_sum(A)
+    if total is None:
+        largest = float(M.max())
+        if not (largest == 0.0 or 2.0**-500 <= largest <= 2.0**500):
+            # P does not depend on A's scale, but A * 1e308 would overflow A + A^T: a power of two, exact
+            M = _power_of_two_scaled(M.astype(np.float64))
+        total = 2.0 * _off_diagonal_sum(M)
     if not total > 0.0:
         raise DegenerateAffinitiesError(
             "this attention head puts no attention off the diagonal among the kept tokens "
@@ -64,9 +66,25 @@ def attention_affinities(
         )
     from ._matrix_kernels import symmetrise  # numba: imported on first use (a cold start imports no numba)
 
-    P = np.empty(A.shape, dtype=out_dtype)
-    symmetrise(np.ascontiguousarray(A), 1.0 / total, P)  # one pass in mirrored tiles, exactly symmetric
+    P = np.empty(M.shape, dtype=out_dtype)
+    symmetrise(np.ascontiguousarray(M), 1.0 / total, P)  # one pass in mirrored tiles, exactly symmetric
     return (P, kept) if exclude is not None else P
+
+
+def _captured_head(A: object) -> tuple[np.ndarray, float] | None:
+    """(A, ``sum_{m != n} (A_mn + A_nm)``) for a head as the capture gives it (C-contiguous float32 (n, n)),
+    from one compiled pass that also finds every entry finite and non-negative; None for anything else, or
+    when the pass finds a bad entry (the numpy checks then name it). float32 entries need no rescaling:
+    neither A + A^T in float64 nor the sum can overflow (compare :func:`_power_of_two_scaled`)."""
+    if not (
+        isinstance(A, np.ndarray) and A.dtype == np.float32 and A.flags.c_contiguous
+        and A.ndim == 2 and A.shape[0] == A.shape[1] >= 2
+    ):  # fmt: skip
+        return None
+    from ._matrix_kernels import census
+
+    total, negative, _, _, off = census(A)
+    return (A, 2.0 * off) if np.isfinite(total) and negative == 0 else None
 
 
 # rows of A per block of _off_diagonal_sum (a float64 copy of its square is 512 KiB)

@@ -220,7 +220,7 @@ def _ready_as_is(P, dtype: np.dtype) -> bool:
         return False
     from ._matrix_kernels import census  # numba: imported on first use, as _tsne_kernels is
 
-    total, negative, unequal, diagonal = census(P)
+    total, negative, unequal, diagonal, _ = census(P)
     return bool(np.isfinite(total) and negative == 0 and unequal == 0 and diagonal == 0 and abs(total - 1.0) <= 1e-6)
 
 

@@ -95,6 +95,22 @@ def test_bad_attention_matrix(A, error, match):
 
 
 @pytest.mark.parametrize(
+    ("value", "match"), [(np.nan, "NaN or infinite"), (np.inf, "NaN or infinite"), (-1e-3, "negative")]
+)
+@pytest.mark.parametrize("where", [(590, 300), (3, 597), (299, 299)])
+def test_one_bad_entry_of_a_captured_head_is_named(value, match, where):
+    """A C-contiguous float32 head (what the capture gives) is checked by one compiled pass in tiles
+    (n = 600: the ragged last tile, the diagonal); a bad entry anywhere must still be named."""
+    A = np.random.default_rng(5).random((600, 600), dtype=np.float32)
+    A /= A.sum(axis=1, keepdims=True)
+    expected = attention_affinities(A.astype(np.float64), dtype=np.float32)
+    np.testing.assert_array_equal(attention_affinities(A, dtype=np.float32), expected)  # same P either way
+    A[where] = value
+    with pytest.raises(ValueError, match=match):
+        attention_affinities(A)
+
+
+@pytest.mark.parametrize(
     ("exclude", "error", "match"),
     [(np.array([1, 0, 0]), TypeError, "boolean"), (np.array([True, False]), ValueError, r"shape \(3,\)")],
 )
