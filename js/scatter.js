@@ -12,6 +12,7 @@ import { nearestPoint, pointsInPolygon } from "./hittest.js";
 import { chooseLabels } from "./labels.js";
 import { partnerTokens, shownPartners } from "./partners.js";
 import { createLasso } from "./lasso.js";
+import { tweenMs } from "./schedule.js";
 import {
   MARGIN,
   RADIUS,
@@ -30,12 +31,10 @@ import {
 const QUANTILE_DOMAIN = [-0.04, 1.06];
 const LABEL_H = 14; // CSS px of a plain label's box
 const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often (and after the last draw)
-const TWEEN_MIN_GAP_MS = 50; // frames closer than this (more than 20 a second) are drawn as they come
 // Frames received but not yet shown: one is shown per animation frame, so two that arrive within one
 // display frame (network jitter) are both shown, one display frame apart, instead of the first never.
 // At most this many wait (a frame is shown at most this many display frames late); older ones are dropped.
 const MAX_WAITING = 3;
-const RASTER_MAX = 2048; // the filled points are rasterised in script up to this many points, else canvas arcs
 
 /**
  * `onDraw(count, ms, tag)` is called at the first paint that shows a newly received frame (`count` such
@@ -87,6 +86,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   let tweenDuration = 0;
   let lastFrameAt = 0;
   let hasDrawnPoints = false;
+  let paintMs = 0; // main-thread ms of a screen paint with points, a running mean (decides the tween)
 
   let domains = null; // displayed base domains {x, y}
   let target = null;
@@ -298,14 +298,12 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
 
     const points = { sx, sy, m, kept, tokenRow, colours, special };
     const dim = selected.size > 0 || hoverRow >= 0;
-    // on screen the filled points are rasterised in script (js/scatter-paint.js); an export draws them all
+    // on screen the filled points are rasterised in script (js/scatter-paint.js): canvas arcs cost little
+    // in the script but 3-4 µs each in chromium's raster at the commit (30-40 ms at 8192 points, never in
+    // data-paint-ms); an export draws them all as arcs
     const box = { x0: MARGIN.left, y0: MARGIN.top, x1: MARGIN.left + w, y1: MARGIN.top + h };
-    // above RASTER_MAX points the script's per-pixel blending costs more than canvas arcs (8192 points:
-    // 16 ms a paint against 6 ms), so it is used for the small maps only
     const rastered =
-      !exporting &&
-      m <= RASTER_MAX &&
-      pointRaster.draw(c, theme, scale, box, points, (tok) => (!dim || selected.has(tok) ? 1 : 0.3));
+      !exporting && pointRaster.draw(c, theme, scale, box, points, (tok) => (!dim || selected.has(tok) ? 1 : 0.3));
     drawPoints(c, theme, points, { selected, matches, dim, filled: !rastered });
     drawPinned(c, theme, pinned, sx, sy);
 
@@ -339,6 +337,8 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     if (lassoPolygon && !exporting) drawLasso(c, theme, lassoPolygon);
     c.restore();
     if (exporting) return;
+    const ms = performance.now() - t0;
+    paintMs += (ms - paintMs) / 4;
     lastBoxes = boxes;
     if (canvas.dataset.pinned !== String(pinned.length)) canvas.dataset.pinned = String(pinned.length);
     writeBoxes(boxes);
@@ -348,7 +348,7 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
     // drawn as one, and the tween's in-between paints and hover or zoom repaints are not counted
     freshFrame = false;
     framesDrawn++;
-    onDraw(framesDrawn, performance.now() - t0, shownTag);
+    onDraw(framesDrawn, ms, shownTag);
   }
 
   /** Publish the drawn label boxes as data-label-boxes (throttled; the last draw always lands). */
@@ -369,16 +369,16 @@ export function createScatter({ wrap, onHover, onDraw, onSelect }) {
   function applyFrame({ data, count, animate, tag }) {
     const now = performance.now();
     ensureCapacity(count);
-    // a tween between frames that stream faster than TWEEN_MIN_GAP_MS apart would only add paints of
-    // in-between positions (8 ms each at 8192 points) and never show a frame's own positions
-    const canTween = animate && hasDrawnPoints && count === m && now - lastFrameAt >= TWEEN_MIN_GAP_MS;
+    // a tween only when frames come far enough apart and paints are cheap (js/schedule.js, tweenMs)
+    const tween = animate && hasDrawnPoints && count === m ? tweenMs(now - lastFrameAt, paintMs) : 0;
+    const canTween = tween > 0;
     if (canTween) from.set(cur.subarray(0, 2 * count));
     m = count;
     raw = data;
     project();
     if (canTween) {
       tweenStart = now;
-      tweenDuration = Math.min(140, Math.max(0, now - lastFrameAt));
+      tweenDuration = tween;
     } else {
       cur.set(to.subarray(0, 2 * m));
       tweenDuration = 0;

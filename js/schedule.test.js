@@ -3,7 +3,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { throttle } from "./schedule.js";
+import { throttle, tweenMs } from "./schedule.js";
 
 /** A clock whose time moves only when told: `advance(ms)` fires the timers that fall due, in order. */
 function fakeClock() {
@@ -82,4 +82,12 @@ test("throttle: flush runs now and drops the pending run; cancel drops it withou
   th.cancel();
   clock.advance(200);
   assert.equal(runs, 3);
+});
+
+test("tweenMs: frames far enough apart glide for the gap (at most 140 ms), unless a paint is costly", () => {
+  assert.equal(tweenMs(30, 1), 0); // faster than 20 a second: shown as they come
+  assert.equal(tweenMs(80, 1), 80);
+  assert.equal(tweenMs(500, 1), 140);
+  assert.equal(tweenMs(80, 9), 0); // 8192 points: in-between paints would take the kernel's CPU
+  assert.equal(tweenMs(NaN, 1), 0);
 });
