@@ -684,3 +684,29 @@ def test_without_a_first_kl_the_frames_are_the_same_and_the_kl_comes_kl_every_in
     assert [(f.kl, f.kls, f.kl_iteration, f.fresh) for f in without[:2]] == [(None, None, None, False)] * 2
     assert [f.kl_iteration for f in without[2:]] == [12, 12, 12, 24, 24, 24, 36, 40]
     assert without[-1].kl == with_kl[-1].kl and without[-1].fresh
+
+
+def test_the_kl_kernels_float32_logarithm_is_within_two_ulp_of_log():
+    """The exact KL's float32 log (_tsne_kernels.vector_log: bits and Cephes' polynomial, so that the pass
+    vectorises) against float64 np.log over float32's whole range, and its special values."""
+    from numba import njit
+
+    from headsne_widget._tsne_kernels import vector_log
+
+    @njit
+    def logs(a, out):
+        for i in range(a.shape[0]):
+            out[i] = vector_log(a[i])
+
+    rng = np.random.default_rng(0)
+    a = np.concatenate([10 ** rng.uniform(-37.9, 38.5, 200_000), rng.uniform(0.5, 2.0, 200_000), [1.0, 2.0, 0.5]])
+    a = a.astype(np.float32)
+    out = np.empty_like(a)
+    logs(a, out)
+    exact = np.log(a.astype(np.float64))
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert (np.abs(out - exact) <= 2 * np.maximum(ulp, np.spacing(np.float32(1)) / 2)).all()
+    specials = np.array([0.0, np.inf, np.nan, -1.0], dtype=np.float32)
+    out = np.empty_like(specials)
+    logs(specials, out)
+    assert out[0] == -np.inf and out[1] == np.inf and np.isnan(out[2]) and np.isnan(out[3])
