@@ -1,12 +1,15 @@
 """On-screen speed of the widget in a real JupyterLab with headless chromium, at n = 512 or 8192 tokens.
 
-Three figures, as a user meets them, and one for the front end alone:
+Four figures, as a user meets them, and one for the front end alone:
   1. head click -> first frame of the new run drawn on screen (the widget's data-select-latency-ms),
      median over several clicks on different heads;
   2. scatter frames drawn per second while a run streams as fast as it is computed (speed=0):
      the widget's data-frames-drawn counter over wall time, measured in the page;
   3. bytes per frame per token: the frame buffer sent to the browser over the number of tokens,
      read in the kernel;
+  4. after that run, frames drawn per second while the run panel's replay button plays its recorded frames
+     again in the page (one per animation frame, nothing asked of the kernel): what the front end can draw
+     when frames do not have to be computed, from data-frames-drawn and performance.now() in the page;
   and the scatter's own drawing time per frame (data-paint-ms), the front end's share of a frame.
 
     .venv/bin/python benchmarks/widget_speed.py [--clicks 7] [--json results.json] [--esm old/widget.js]
@@ -27,43 +30,50 @@ Measured on the 2-core machine (JupyterLab, chromium and the kernel share its tw
 in brackets, before and after; "sent" is the kernel's own rate of frame messages during the same run;
 a frame is 8 bytes per token, float32 x and y, in every run):
 
-======  =======================================================  ===========  =====  ========  ===========
-n       click -> first frame on screen, median (all, ms)         drawn / s    sent   paint ms  load
-======  =======================================================  ===========  =====  ========  ===========
-512     132 (297 135 159 173 140 95 128 107 63 93)               33.0         66.5   1.26      2.4 - 2.6
-512     171 (299 190 171 155 225 101 101)                        31.6         68.5   1.28      1.5 - 1.8
-512     221 (366 221 172 222 222 93 99)                          31.6         65.8   1.47      1.5 - 2.0
-512     140 (162 125 156 140 137 144 73)                         34.6         61.5   0.90      3.8 - 4.2
-512     285 (285 285 294)                                        35.5         65.6   1.32      2.4 - 2.4
-512     152 (152 240 139)                                        37.1         61.2   1.06      2.7 - 3.3
-512     182 (227 150 182)                                        38.1         64.3   1.91      3.0 - 3.1
-512     152 (296 152 124)                                        48.5         60.3   1.66      3.6 - 3.6
-512     213 (196 251 213)                                        53.6         57.1   1.97      4.1 - 4.6
-512     104 (194 104 79)                                         56.5         66.2   2.50      2.6 - 2.9
-512     127 (186 101 124 134 127)                                57.4         66.6   1.92      2.1 - 2.2
-8192    6841 (6626 6841 7266 7422 6088)                          6.4          9.8    5.45      4.7 - 6.1
-8192    8281 (4024 6656 8576 8312 8281)                          5.5          9.4    6.10      3.2 - 5.2
-8192    2851 (4184 2965 2761 2832 2851)                          4.6          13.0   16.39     2.3 - 3.3
-8192    8189 (8189)                                              3.8          5.9    9.08      4.0 - 7.2
-8192    7167 (7167)                                              3.6          6.6    11.22     6.0 - 7.3
-8192    2528 (3008 2183 2528)                                    5.8          14.3   5.86      1.3 - 2.6
-======  =======================================================  ===========  =====  ========  ===========
+======  =======================================================  ===========  =====  ==========  ========  ===========
+n       click -> first frame on screen, median (all, ms)         drawn / s    sent   replay / s  paint ms  load
+======  =======================================================  ===========  =====  ==========  ========  ===========
+512     132 (297 135 159 173 140 95 128 107 63 93)               33.0         66.5   –           1.26      2.4 - 2.6
+512     171 (299 190 171 155 225 101 101)                        31.6         68.5   –           1.28      1.5 - 1.8
+512     221 (366 221 172 222 222 93 99)                          31.6         65.8   –           1.47      1.5 - 2.0
+512     140 (162 125 156 140 137 144 73)                         34.6         61.5   –           0.90      3.8 - 4.2
+512     285 (285 285 294)                                        35.5         65.6   –           1.32      2.4 - 2.4
+512     152 (152 240 139)                                        37.1         61.2   –           1.06      2.7 - 3.3
+512     182 (227 150 182)                                        38.1         64.3   –           1.91      3.0 - 3.1
+512     152 (296 152 124)                                        48.5         60.3   –           1.66      3.6 - 3.6
+512     213 (196 251 213)                                        53.6         57.1   –           1.97      4.1 - 4.6
+512     104 (194 104 79)                                         56.5         66.2   –           2.50      2.6 - 2.9
+512     127 (186 101 124 134 127)                                57.4         66.6   –           1.92      2.1 - 2.2
+512     156 (164 130 122 161 156)                                51.9         67.1   59.1        1.36      4.3 - 4.0
+8192    6841 (6626 6841 7266 7422 6088)                          6.4          9.8    –           5.45      4.7 - 6.1
+8192    8281 (4024 6656 8576 8312 8281)                          5.5          9.4    –           6.10      3.2 - 5.2
+8192    2851 (4184 2965 2761 2832 2851)                          4.6          13.0   –           16.39     2.3 - 3.3
+8192    8189 (8189)                                              3.8          5.9    –           9.08      4.0 - 7.2
+8192    7167 (7167)                                              3.6          6.6    –           11.22     6.0 - 7.3
+8192    2528 (3008 2183 2528)                                    5.8          14.3   –           5.86      1.3 - 2.6
+8192    1647 (3798 1268 1647)                                    15.1         15.1   56.9        8.04      2.9 - 4.0
+======  =======================================================  ===========  =====  ==========  ========  ===========
 
 (512: the bundled MiniLM, a 30000-iteration run for the rate; 8192: the tiny random Llama with
 ``--p-float32``, a 300-iteration run, 5 clicks; from the 2851 ms row on, the click builds P in float32
-itself, checks its symmetry in square blocks and computes the hover partners after the first frame.
-The last six 512 rows, 3 clicks each: before; with the page's run panel (status line, counter, KL,
-timeline, sparkline) written at most 15 times a second while a run streams instead of on every frame;
-with the scatter's points also rasterised in script (paint ms then includes the points' raster, which
-chromium otherwise does at the commit); and with received frames waiting to be shown one per animation
-frame, at most 2 and (now, twice) 3 waiting: frames arrive with network jitter, and two within one
-display frame used to be drawn as one. The 2851 ms row had the script raster at 8192 points too (paint
-16.4 ms). The last two 8192 rows, 1 click each: the script raster only up to 2048 points, canvas arcs
-above; then also label priority with typed-array marks instead of Sets (2.9 -> 1.7 ms for chooseLabels
-at 8192 points in node); other benchmarks shared the cores, the kernel sent only 5.9-6.6 frames a second,
-so these two rows bound nothing but the paint time. The last rows of each size: the final build of this
-round on a nearly idle machine (this benchmark alone). The figures last reported before this round, 106 ms
-and 53.4 per second, counted every paint (tween paints included) and came from a strict 1/60 s gap.
+itself, checks its symmetry in square blocks and computes the hover partners after the first frame. The last
+six 512 rows, 3 clicks each: before; with the page's run panel (status line, counter, KL, timeline,
+sparkline) written at most 15 times a second while a run streams instead of on every frame; with the
+scatter's points also rasterised in script (paint ms then includes the points' raster, which chromium
+otherwise does at the commit); and with received frames waiting to be shown one per animation frame, at most
+2 and (now, twice) 3 waiting: frames arrive with network jitter, and two within one display frame used to be
+drawn as one. The 2851 ms row had the script raster at 8192 points too (paint 16.4 ms). The two 8192 rows
+after it, 1 click each: the script raster only up to 2048 points, canvas arcs above (no longer so: since
+commit d268418 the script raster draws the points at every size, and the tween is off while a paint costs
+more than 4 ms, js/schedule.js tweenMs); then also label priority with typed-array marks instead of Sets
+(2.9 -> 1.7 ms for chooseLabels at 8192 points in node); other benchmarks shared the cores, the kernel sent
+only 5.9-6.6 frames a second, so these two rows bound nothing but the paint time. The 2528 ms row: the final
+build of that round on a nearly idle machine (this benchmark alone). The last row of each size (--clicks 5
+at 512; --clicks 3 --n-iter 30 --fps-iter 200 at 8192, after d268418): with the replay figure. A replay
+draws every recorded frame (285 of 285 at 512, 200 of 200 at 8192) at nearly the display's 60 a second, at
+8192 too: the live rate there, 15.1 a second, is the kernel's (it sent 15.1 and the page drew them all), not
+the page's. The figures last reported before this round, 106 ms and 53.4 per second, counted every paint
+(tween paints included) and came from a strict 1/60 s gap.
 
 Kernel side the pacing now meets the display rate (62-69 frames sent a second at 512). The page draws
 about half of them: a trace of chromium's main thread (devtools.timeline, 3 s of streaming at load
@@ -172,6 +182,29 @@ def click_latencies(opened: jupyter.OpenedWidget, heads: list[tuple[int, int]]) 
     return latencies
 
 
+_MEASURE_REPLAY_JS = """
+(el) => {
+  // a replay of the recorded run (the replay button, js/replay.js): from its first drawn frame to its end
+  const timeline = el.querySelector('[data-testid=headsne-timeline]');
+  const m = {done: false, recorded: +timeline.max + 1};
+  window.__headsneReplay = m;
+  const f0 = +el.dataset.framesDrawn;
+  const tick = () => {
+    const t = performance.now(), f = +el.dataset.framesDrawn, on = el.dataset.replaying === 'true';
+    if (m.t0 === undefined && f > f0) { m.t0 = t; m.f0 = f; }
+    if (m.t0 !== undefined && !on) {
+      Object.assign(m, {done: true, ms: t - m.t0, frames: f - m.f0, drawn: f - f0, paintMs: +el.dataset.paintMs});
+      return;
+    }
+    setTimeout(tick, 2);
+  };
+  el.querySelector('[data-testid=headsne-replay]').click();
+  m.replaying = el.dataset.replaying;
+  tick();
+}
+"""
+
+
 def drawn_fps(opened: jupyter.OpenedWidget, n_iter: int) -> dict[str, float]:
     """Frames drawn per second during one whole run of ``n_iter`` iterations at speed=0, from its first
     drawn frame to its end (the click latency is measured apart), and the frames the kernel sent meanwhile.
@@ -197,6 +230,29 @@ def drawn_fps(opened: jupyter.OpenedWidget, n_iter: int) -> dict[str, float]:
             }
         opened.page.wait_for_timeout(100)
     raise TimeoutError("the measured run did not finish within 600 s")
+
+
+def replay_fps(opened: jupyter.OpenedWidget) -> dict[str, float]:
+    """Frames drawn per second while the replay button plays the finished run's recorded frames in the page
+    (one per animation frame, no kernel work), from the first replayed frame drawn to the replay's end."""
+    root = opened.root
+    jupyter.wait_state(root, ("done",), timeout=300)
+    root.evaluate(_MEASURE_REPLAY_JS)
+    if opened.page.evaluate("() => window.__headsneReplay.replaying") != "true":
+        raise AssertionError("the replay button did not start a replay")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        m = opened.page.evaluate("() => window.__headsneReplay")
+        if m.get("done"):
+            return {
+                "recorded": m["recorded"],
+                "drawn": m["drawn"],
+                "seconds": m["ms"] / 1000,
+                "fps": 1000 * m["frames"] / m["ms"],
+                "paint_ms": m.get("paintMs"),
+            }
+        opened.page.wait_for_timeout(100)
+    raise TimeoutError("the replay did not end within 300 s")
 
 
 _WHEEL_JS = """
@@ -304,6 +360,8 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
                 loads["after clicks"] = load()
                 fps = drawn_fps(opened, fps_iter)
                 loads["after fps run"] = load()
+                replay = replay_fps(opened)
+                loads["after replay"] = load()
                 # what goes on the wire: the frame trait through its own serializer
                 wire = opened.ui.query(
                     "(lambda d: {'buffer': len(d['buffer']), 'shape': list(d['shape']), "
@@ -323,6 +381,7 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
         "select_latency_ms": {"median": statistics.median(latencies), "all": latencies},
         "drawn_fps": fps,
         "fps_n_iter": fps_iter,
+        "replay_fps": replay,
         "bytes_per_frame_per_token": wire["buffer"] / wire["n"],
         "frame_buffer_bytes": wire["buffer"],
         "frame_shape": wire["shape"],
@@ -344,6 +403,11 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
         f"({fps['frames']} frames drawn in {fps['seconds']:.2f} s of a {fps_iter}-iteration run; the kernel sent "
         f"{fps['sent_per_s']:.1f} a second); "
         f"the scatter's drawing takes {fps['paint_ms']:.2f} ms of main thread per frame (mean of the last 60)"
+    )
+    print(
+        f"  replay (the recorded frames again, in the page only): {replay['fps']:.1f} frames drawn per second "
+        f"({replay['drawn']} drawn of {replay['recorded']} recorded in {replay['seconds']:.2f} s); "
+        f"the scatter's drawing takes {replay['paint_ms']:.2f} ms per frame"
     )
     print(
         f"  bytes per frame per token: {result['bytes_per_frame_per_token']:.2f} "

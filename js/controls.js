@@ -1,10 +1,11 @@
-// Run controls (play/pause/restart/stop, iteration, KL sparkline, timeline, speed, export) and the
+// Run controls (play/pause/restart/stop, iteration, KL sparkline, timeline, replay, speed, export) and the
 // parameter inputs. Every input writes its trait with model.set + save_changes and follows the trait when
 // Python changes it; invalid entries are marked and not sent.
 
 import { button, el } from "./dom.js";
 import { T, changes, control, write as writeTraits } from "./model.js";
 import { setText } from "./schedule.js";
+import { canReplay } from "./replay.js";
 
 const int = (min) => (s) => {
   const v = Number(s);
@@ -120,7 +121,7 @@ export function sparkLine(frames, shown, w, h) {
   return { xy, marker };
 }
 
-export function createControls({ model, runRow, paramRow, onScrub, onExport, onRecord, onResetView }) {
+export function createControls({ model, runRow, paramRow, onScrub, onReplay, onExport, onRecord, onResetView }) {
   const listeners = [];
   const on = (name, fn) => {
     model.on(name, fn);
@@ -148,6 +149,15 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
     title: "recorded frames of this run",
     "aria-label": "timeline",
   });
+  // the label stays (no width change): a running replay shows as pressed
+  const replay = button(
+    "⟲ replay",
+    "headsne-replay",
+    "replay the recorded frames of this run from the first, one per display frame, in the browser only " +
+      "(nothing is recomputed); click again or drag the timeline to stop; ● rec during a replay records a " +
+      "smooth video",
+    { className: "hs-replay", disabled: true, "aria-pressed": "false" },
+  );
   const speed = el("select", { title: "playback speed (iterations per second)", "aria-label": "speed" });
   const exportPng = button("PNG", "headsne-export-png", "save the grid, the map and the legend as a PNG (2x)");
   const exportSvg = button("SVG", "headsne-export-svg", "save the map as an SVG");
@@ -158,6 +168,7 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
     el("span", { className: "hs-counter" }, ["iter ", counter, total]),
     el("span", { className: "hs-group" }, [kl, spark]),
     timeline,
+    replay,
     el("label", {}, ["speed", speed]),
     el("span", { className: "hs-group" }, [reset, exportPng, exportSvg, record]),
   );
@@ -168,6 +179,7 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
   });
   restart.addEventListener("click", () => send("restart"));
   stop.addEventListener("click", () => send("stop"));
+  replay.addEventListener("click", () => onReplay());
   timeline.addEventListener("input", () => {
     const last = Number(timeline.max);
     const i = Number(timeline.value);
@@ -289,6 +301,14 @@ export function createControls({ model, runRow, paramRow, onScrub, onExport, onR
       if (timeline.max !== max) timeline.max = max;
       if (timeline.value !== value) timeline.value = value;
       if (timeline.disabled !== count < 2) timeline.disabled = count < 2;
+      // a running replay stays stoppable
+      const off = !canReplay(count) && replay.getAttribute("aria-pressed") !== "true";
+      if (replay.disabled !== off) replay.disabled = off;
+    },
+    /** The replay button pressed while a replay runs. */
+    setReplaying(on) {
+      replay.setAttribute("aria-pressed", String(on));
+      if (on) replay.disabled = false;
     },
     /** KL sparkline of the recorded frames with a marker at the shown one. */
     drawSpark(frames, shown, theme) {

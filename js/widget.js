@@ -7,6 +7,7 @@ import { decodeArray, decodeEdges } from "./codecs.js";
 import { T, changes, write } from "./model.js";
 import { tokenRows } from "./tokens.js";
 import { FrameRecorder, createFrameFeed } from "./recorder.js";
+import { createReplay } from "./replay.js";
 import { buildSkeleton } from "./skeleton.js";
 import { createTooltip } from "./tooltip.js";
 import { createMetrics } from "./metrics.js";
@@ -88,6 +89,7 @@ function render({ model: host, el }) {
   const tooltip = createTooltip(root, dom.tooltip);
   root.dataset.selectedCount = "0";
   root.dataset.matchCount = "0";
+  root.dataset.replaying = "false";
 
   // ---- views
   const grid = createGrid({
@@ -126,9 +128,17 @@ function render({ model: host, el }) {
     runRow: dom.runRow,
     paramRow: dom.paramRow,
     onScrub: (index) => {
+      replay.stop(); // dragging the timeline ends a replay
       recorder.scrub = index;
       feed.show(true);
       panel.flush(); // the user's own scrub shows at once
+    },
+    onReplay: () => {
+      if (replay.active) replay.stop();
+      else if (replay.start()) {
+        setData(root, "replaying", "true");
+        controls.setReplaying(true);
+      }
     },
     onExport: (kind) => (kind === "svg" ? exports.svg() : exports.png()),
     onRecord: () => exports.toggleVideo(),
@@ -158,6 +168,26 @@ function render({ model: host, el }) {
     feed.render();
   }, PANEL_MS);
   let panelFrame = 0;
+  // ---- replay of the recorded run: one recorded frame per animation frame, in the browser only
+  const replay = createReplay({
+    count: () => recorder.frames.length,
+    show: (index) => {
+      recorder.scrub = index;
+      feed.show(false); // a frame per display frame: no tween
+      panel.request(); // the counter, KL, timeline and sparkline follow, at most every PANEL_MS
+    },
+    onEnd: (reason) => {
+      // at the end the widget follows live frames again (the last frame stays on screen unless newer came
+      // meanwhile); a stopped replay stays where it was, like a scrub
+      if (reason === "end") {
+        recorder.scrub = null;
+        if (recorder.shown !== recorder.frames.length - 1) feed.show(true);
+      }
+      setData(root, "replaying", "false");
+      controls.setReplaying(false);
+      panel.flush();
+    },
+  });
   /**
    * Show the panel's new state: at once in any state but running; while running in the next animation
    * frame (after every trait of the message is in, next to the scatter's paint), throttled to PANEL_MS.
@@ -175,6 +205,7 @@ function render({ model: host, el }) {
     }
   }
   cleanups.push(
+    () => replay.stop(),
     () => grid.destroy(),
     () => scatter.destroy(),
     () => strip.destroy(),
@@ -449,7 +480,13 @@ function render({ model: host, el }) {
   listen(changes(T.edges, T.attends_to, T.attended_by, T.edge_k, T.edge_direction, T.mode), onPartners);
   listen(changes(T.model_name, T.n_layers, T.n_heads, T.layer, T.head, T.mode, T.perplexity, T.kv_groups), onHeader);
   listen(changes(T.state, T.status, T.run_id, T.best_kl, T.kl), onState);
-  listen(changes(T.frame, T.iteration, T.kl, T.run_id), coalesce(feed.ingest));
+  listen(
+    changes(T.frame, T.iteration, T.kl, T.run_id),
+    coalesce(() => {
+      if (replay.active && model.get(T.run_id) !== recorder.run) replay.stop(); // a new run ends a replay
+      feed.ingest();
+    }),
+  );
   listen(changes(T.quantile, T.quantile_k, T.label_density), onDisplay);
   listen(changes(T.selected), onSelected);
   listen(changes(T.hovered), onHovered);

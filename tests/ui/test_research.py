@@ -461,6 +461,88 @@ def test_exports_png_svg_and_webm(lab: jupyter.OpenedWidget, tmp_path: Path) -> 
 
 
 # ---------------------------------------------------------------------------------------------------
+# 11. replay
+
+# Samples, at every animation frame of the page from the replay's start to its end, what the user sees:
+# frames drawn, the timeline's position, the iteration counter and where the controls next to it are.
+_REPLAY_WATCH_JS = """
+(root) => {
+  const timeline = root.querySelector('[data-testid=headsne-timeline]');
+  const button = root.querySelector('[data-testid=headsne-replay]');
+  const speed = root.querySelector('select[aria-label=speed]');
+  const w = {samples: [], done: false, started: false};
+  window.__headsneReplay = w;
+  const sample = () => {
+    const on = root.dataset.replaying === 'true';
+    if (on) w.started = true;
+    if (w.started) {
+      const b = button.getBoundingClientRect(), s = speed.getBoundingClientRect();
+      w.samples.push([+root.dataset.framesDrawn, +timeline.value, on,
+                      root.querySelector('[data-testid=headsne-iteration]').textContent,
+                      Math.round(b.left), Math.round(b.width), Math.round(s.left)]);
+    }
+    if (w.started && !on) { w.done = true; return; }
+    requestAnimationFrame(sample);
+  };
+  requestAnimationFrame(sample);
+}
+"""
+
+
+def test_replay_shows_every_recorded_frame_in_the_browser(lab: jupyter.OpenedWidget) -> None:
+    """A short run, then replay: each recorded frame is drawn once, in order, with no message to Python, the
+    timeline follows, and the view ends on the run's last frame (where it was) following live frames."""
+    _done(lab)
+    root = lab.root
+    run0 = int(jupyter.dataset(root)["runId"])
+    lab.ui.execute("w.speed = 150.0; w.n_iter = 150")  # n_iter restarts the run: 30-40 frames recorded
+    jupyter.wait_dataset(root, lambda d: int(d["runId"]) > run0 and d["state"] == "done", 60, "the short run")
+    lab.ui.execute("w.speed = 0.0\n_changes = []\nw.observe(lambda c: _changes.append(c['name']))")
+    button = root.locator(jupyter.testid("headsne-replay"))
+    timeline = root.locator(jupyter.testid("headsne-timeline"))
+    count = int(timeline.evaluate("t => +t.max")) + 1
+    assert count >= 20, f"the short run recorded only {count} frames"
+    assert button.is_enabled() and button.get_attribute("title"), "replay needs a title and 2+ frames"
+    assert button.evaluate("b => b.scrollWidth <= b.clientWidth"), "the replay label should fit its fixed width"
+    assert root.get_attribute("data-replaying") == "false"
+    boxes, iteration = _settled_boxes(lab), jupyter.iteration_shown(root)
+    drawn0 = int(jupyter.dataset(root)["framesDrawn"])
+
+    root.evaluate(_REPLAY_WATCH_JS)
+    button.click()
+    lab.page.wait_for_function("() => window.__headsneReplay.done", timeout=30_000, polling=100)
+    samples = lab.page.evaluate("() => window.__headsneReplay.samples")
+    drawn = [s[0] for s in samples]
+    positions = [s[1] for s in samples]
+    assert samples[0][2] and not samples[-1][2], "data-replaying goes true, then false"
+    # one recorded frame per animation frame, each drawn once: the counter rises by the number of frames
+    assert count - 2 <= drawn[-1] - drawn0 <= count, f"{drawn[-1] - drawn0} frames drawn for {count} recorded"
+    assert drawn == sorted(drawn) and len(set(drawn)) >= 0.8 * count, "a frame per animation frame"
+    assert positions == sorted(positions) and positions[-1] == count - 1, f"timeline: {positions}"
+    assert len(set(positions)) >= 5, f"the timeline should follow the replay: {sorted(set(positions))}"
+    iterations = [int(s[3]) for s in samples]
+    assert iterations == sorted(iterations) and iterations[0] < iteration, iterations
+    assert len({(s[4], s[5], s[6]) for s in samples}) == 1, "the controls moved during the replay"
+    # the end: the last frame on screen, as before the replay, and the widget follows live frames again
+    assert jupyter.iteration_shown(root) == iteration
+    assert _settled_boxes(lab) == boxes, "the replay should end on the run's last frame"
+    assert root.get_attribute("data-replaying") == "false" and button.get_attribute("aria-pressed") == "false"
+    assert lab.ui.query("_changes") == [], "a replay sends nothing to Python"
+    # clicking again stops a replay where it is; a new run ends one too
+    button.click()
+    jupyter.wait_dataset(root, lambda d: d.get("replaying") == "true", 5, "a second replay")
+    button.click()
+    jupyter.wait_dataset(root, lambda d: d.get("replaying") == "false", 5, "the replay stopped by a click")
+    assert int(timeline.evaluate("t => +t.value")) < count - 1, "a stopped replay stays where it was"
+    button.click()
+    jupyter.wait_dataset(root, lambda d: d.get("replaying") == "true", 5, "a third replay")
+    lab.ui.execute("w.run()")
+    jupyter.wait_dataset(root, lambda d: d.get("replaying") == "false", 10, "the replay stopped by a new run")
+    _done(lab)
+    assert jupyter.iteration_shown(root) == 150 and int(timeline.evaluate("t => +t.value")) >= 0
+
+
+# ---------------------------------------------------------------------------------------------------
 # 7. atlas
 
 
