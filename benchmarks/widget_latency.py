@@ -10,8 +10,8 @@ Llama of benchmarks/long_text.py (16384 positions) on the abstract's words repea
 head's attention recomputed from the captured queries and keys (``ex.attention``), P from it
 (``attention_affinities``, in float64 and in float32), t-SNE's check of P (``check_affinities``, which
 returns a float32 P that already is symmetric, zero on the diagonal and normalised without copying
-it), the first frame of ``tsne_frames`` with the widget's ``every`` and ``kl_every`` (the check again,
-the engine, the iterations up to the first report and its KL), the next frame (the cost of a later
+it), the first frame of ``tsne_frames`` with the widget's ``every``, ``kl_every`` and ``first_kl=False``
+(the check again, the engine, the iterations up to the first report, no KL), the next frame (the cost of a later
 frame without a KL), and the hover partners the widget publishes for the new head
 (``selection_partners``, both directions and the symmetric edges, the default edge_k = 5).
 
@@ -128,7 +128,7 @@ def click_split(ex: Any, layer: int, head: int) -> dict[str, float]:
     )  # as the widget
     start = clock()
     first = next(frames)
-    split[f"first frame (check P again, iteration {first.iteration}, KL)"] = clock() - start
+    split[f"first frame (check P again, iteration {first.iteration}, no KL)"] = clock() - start
     start = clock()
     second = next(frames)
     split[f"next frame (iteration {second.iteration}, no KL)"] = clock() - start
