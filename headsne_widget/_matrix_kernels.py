@@ -62,9 +62,11 @@ def census(M, tile=TILE):  # pragma: no cover - compiled (covered through check_
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
-def symmetrise(A, scale, out, tile=TILE):  # pragma: no cover - compiled (covered through attention_affinities)
-    """out_ij = out_ji = (A_ij + A_ji) * scale, computed in float64 and rounded once to out's dtype (so out
-    is exactly symmetric); out_ii = 0. One pass over A in mirrored tiles."""
+def symmetrise(A, total, out, tile=TILE):  # pragma: no cover - compiled (covered through attention_affinities)
+    """out_ij = out_ji = (A_ij + A_ji) / total, computed in float64 and rounded once to out's dtype (so out
+    is exactly symmetric); out_ii = 0. One pass over A in mirrored tiles. A division, not a product with
+    1 / total: a subnormal total (a rescaled head whose off-diagonal mass is 1e-309 of its largest entry)
+    has an infinite reciprocal."""
     n = A.shape[0]
     T = np.empty((tile, tile), dtype=A.dtype)
     for bi in range(0, n, tile):
@@ -74,7 +76,7 @@ def symmetrise(A, scale, out, tile=TILE):  # pragma: no cover - compiled (covere
             _transposed_tile(A, bi, ei, bj, ej, T)
             for i in range(bi, ei):
                 for j in range(bj, ej):
-                    out[i, j] = (np.float64(A[i, j]) + np.float64(T[i - bi, j - bj])) * scale
+                    out[i, j] = (np.float64(A[i, j]) + np.float64(T[i - bi, j - bj])) / total
             if bj != bi:  # the mirror tile: a copy of this one, transposed (a + b == b + a exactly)
                 for j in range(bj, ej):
                     for i in range(bi, ei):

@@ -67,7 +67,7 @@ def attention_affinities(
     from ._matrix_kernels import symmetrise  # numba: imported on first use (a cold start imports no numba)
 
     P = np.empty(M.shape, dtype=out_dtype)
-    symmetrise(np.ascontiguousarray(M), 1.0 / total, P)  # one pass in mirrored tiles, exactly symmetric
+    symmetrise(np.ascontiguousarray(M), total, P)  # one pass in mirrored tiles, exactly symmetric
     return (P, kept) if exclude is not None else P
 
 

@@ -255,3 +255,11 @@ def test_a_head_attending_almost_only_to_itself_still_sums_to_one():
     P = attention_affinities(A)
     assert abs(P.sum() - 1.0) < 1e-9
     np.testing.assert_allclose(P[0, 1], 1.0 / (n * (n - 1)), rtol=1e-9)
+
+
+def test_a_head_whose_off_diagonal_mass_is_subnormal_after_rescaling_gives_a_finite_P():
+    """Found by hypothesis: a diagonal of 2.7e300 against 4e-9 off it leaves a subnormal normaliser once A is
+    rescaled by a power of two, and P as a product with its reciprocal (inf) was infinite."""
+    A = np.array([[2.67877152e300, 4e-9], [4e-9, 4e-9]])
+    P = attention_affinities(A)
+    np.testing.assert_array_equal(P, [[0.0, 0.5], [0.5, 0.0]])
