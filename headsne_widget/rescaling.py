@@ -29,8 +29,19 @@ class QuantileMap:
         return np.interp(np.asarray(x, dtype=np.float64), self.values, self.levels)
 
     def inverse(self, u) -> np.ndarray:
-        """phi^-1(u): [0, 1] -> data units, e.g. the value to write at a tick."""
-        return np.interp(np.asarray(u, dtype=np.float64), self.levels, self.values)
+        """phi^-1(u): [0, 1] -> data units, e.g. the value to write at a tick (clamped outside [0, 1]).
+
+        Each value is a weighted mean of its two knots, ``v0 (1 - t) + v1 t``, bounded by them: np.interp's
+        slope ``(v1 - v0) / (l1 - l0)`` overflowed to inf for knots near the float64 limit (-1.8e308 and
+        -1.5e308 a level step of 0.01 apart).
+        """
+        u = np.asarray(u, dtype=np.float64)
+        if self.values.size == 1:
+            return np.where(np.isnan(u), np.nan, self.values[0])
+        j = np.clip(np.searchsorted(self.levels, u, side="right") - 1, 0, self.levels.size - 2)
+        l0, l1, v0, v1 = self.levels[j], self.levels[j + 1], self.values[j], self.values[j + 1]
+        t = np.clip((u - l0) / (l1 - l0), 0.0, 1.0)
+        return np.clip(v0 * (1.0 - t) + v1 * t, v0, v1)
 
     def ticks(self, m: int = 5) -> tuple[np.ndarray, np.ndarray]:
         """``m`` equidistant tick positions in [0, 1] and the original values they stand for."""

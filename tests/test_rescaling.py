@@ -84,3 +84,18 @@ def test_bad_input(Y, k, error, message):
         quantile_rescale(Y, k=k)
     with pytest.raises(ValueError, match="at least 2 ticks"):
         quantile_rescale(np.arange(8.0).reshape(4, 2))[1][0].ticks(1)
+
+
+def test_the_inverse_map_stays_finite_for_knots_near_the_float64_limit():
+    """Found by hypothesis: np.interp's slope (v1 - v0) / (l1 - l0) overflowed between -1.8e308 and -1.5e308."""
+    from headsne_widget.rescaling import QuantileMap
+
+    Y = np.zeros((28, 2))
+    Y[0, 0], Y[1, 0] = -np.finfo(np.float64).max, -1.0
+    out, maps = quantile_rescale(Y)
+    back = maps[0].inverse(out[:, 0])
+    assert np.isfinite(back).all() and back[0] == Y[0, 0] and (back[1:] == 0.0).sum() >= 26
+    assert np.all(np.diff(maps[0].inverse(np.linspace(0, 1, 101))) >= 0)  # still increasing
+    m = QuantileMap(np.array([-1.0, 2.0, 5.0]), np.array([0.0, 0.5, 1.0]))
+    np.testing.assert_allclose(m.inverse([-0.5, 0.0, 0.25, 0.75, 1.0, 2.0]), [-1.0, -1.0, 0.5, 3.5, 5.0, 5.0])
+    assert np.isnan(m.inverse([np.nan])).all()
