@@ -329,14 +329,15 @@ def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | 
 
 def run_options(params: Any, device: Any, every: int) -> dict[str, Any]:
     """``tsne_frames`` keywords from an object holding the run parameters (the widget's traits); the exact
-    KL at most every ``KL_EVERY`` iterations and at the last report, but not at the first: a head click
+    KL at most every ``KL_EVERY`` iterations and at the last report, but not at the first, and P taken as
+    built by :func:`~headsne_widget.selection.selection_affinities` (unchecked, see ``tsne_frames``): a head click
     waits for its first frame, and at n = 8192 the KL pass (a logarithm per pair) is 60 ms of it (it was
     0.35 s with libm's log)."""
     return dict(
         n_iter=params.n_iter, learning_rate="auto" if params.learning_rate is None else params.learning_rate,
         early_exaggeration=params.early_exaggeration, exaggeration_iters=params.exaggeration_iters,
         seed=params.seed, restarts=params.restarts, device=device, every=every, kl_every=max(every, KL_EVERY),
-        first_kl=False,
+        first_kl=False, check_input=False,  # P comes from selection_affinities: valid by construction
     )  # fmt: skip
 
 

@@ -99,7 +99,7 @@ def test_the_kl_history_holds_only_exact_kls_and_frames_between_carry_the_last(c
     )
     options = run_options(params, "cpu", every=2)
     assert options["kl_every"] == KL_EVERY and options["every"] == 2 and options["first_kl"] is False
-    run = controller.start(P, np.arange(P.shape[0]), options)
+    run = controller.start(P.astype(np.float32), np.arange(P.shape[0]), options)  # as selection_affinities gives it
     controller.wait(30)
     # KL_EVERY iterations after the start (the first frame goes out without one), then as far apart, and the last
     assert run.kl_iterations == [50, 100, 150, 200, 230]

@@ -710,3 +710,17 @@ def test_the_kl_kernels_float32_logarithm_is_within_two_ulp_of_log():
     out = np.empty_like(specials)
     logs(specials, out)
     assert out[0] == -np.inf and out[1] == np.inf and np.isnan(out[2]) and np.isnan(out[3])
+
+
+def test_unchecked_input_gives_the_same_frames_and_still_refuses_the_wrong_array():
+    """check_input=False (the widget's runs, on a P built by the affinity functions) skips the O(n^2) checks only."""
+    P = random_P(80, dtype=np.float32)
+    kw = dict(n_iter=30, seed=1, every=10)
+    checked = list(tsne_frames(P, **kw))
+    unchecked = list(tsne_frames(P, check_input=False, **kw))
+    for a, b in zip(checked, unchecked, strict=True):
+        np.testing.assert_array_equal(a.embedding, b.embedding)
+        assert a.kl == b.kl
+    for bad in (P.astype(np.float64), P[:, :-1], [[0.0]], P[:3, :3]):
+        with pytest.raises(ValueError, match="check_input=False needs P"):
+            next(tsne_frames(bad, check_input=False, **kw))
