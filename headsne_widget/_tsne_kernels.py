@@ -21,6 +21,10 @@ Points that converge onto each other (tokens with identical rows of P) make |y_i
 p_ij w_ij (y_i - y_j) subnormal, which x86 CPUs handle in microcode, 10-100 times slower. Each row
 therefore runs with flush-to-zero / denormals-are-zero set in MXCSR and restores the caller's MXCSR
 afterwards, so nothing outside these kernels sees the change (elsewhere the flags are no-ops).
+
+Every kernel releases the GIL (``nogil``): a run computes in its own thread while the kernel's main thread
+handles the browser's messages, and a call of the serial steps holds up to a frame period of work (16 ms
+at 512 tokens) during which, with the GIL held, a head click's message could not even be read.
 """
 
 from __future__ import annotations
@@ -234,7 +238,7 @@ def _kl_terms(p, x, y, i, one, inv_z, big, unit):  # pragma: no cover - compiled
     return li
 
 
-@njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True)
+@njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
 def kl_rows(P, Y, one, inv_z, big, kl):  # pragma: no cover - compiled
     """``kl`` (runs, n): row i's share of KL(P || Q) for embeddings ``Y`` with ``inv_z`` = 1 / Z per run.
 
@@ -255,7 +259,7 @@ def kl_rows(P, Y, one, inv_z, big, kl):  # pragma: no cover - compiled
         restore_fp_state(fp_state)
 
 
-@njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True)
+@njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
 def forces(P, Y, exaggeration, one, attraction, repulsion, z):  # pragma: no cover - compiled
     """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``.
 
@@ -283,7 +287,7 @@ def forces(P, Y, exaggeration, one, attraction, repulsion, z):  # pragma: no cov
         restore_fp_state(fp_state)
 
 
-@njit(fastmath=_FASTMATH, error_model="numpy", cache=True)
+@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
 def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain):  # pragma: no cover
     """One gradient-descent step with momentum and per-parameter gains, in place, then zero mean.
 
@@ -330,7 +334,7 @@ def _serial(kernel, name: str, **swap):
     fn = getattr(kernel, "py_func", kernel)
     twin = types_module.FunctionType(fn.__code__, {**fn.__globals__, **swap}, name, fn.__defaults__, fn.__closure__)
     twin.__qualname__ = name
-    return njit(fastmath=_FASTMATH, error_model="numpy", cache=True)(twin)
+    return njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)(twin)
 
 
 # Each parallel region costs about 90 us to launch on numba's workqueue pool, whatever its size,
@@ -364,7 +368,7 @@ def _steps(
         update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain)
 
 
-@njit(error_model="numpy", cache=True)
+@njit(error_model="numpy", cache=True, nogil=True)
 def _sum_rows(z, Z):  # pragma: no cover - compiled
     """Z[r] = sum_i z[r, i] in float64, in a fixed order (deterministic)."""
     for r in range(z.shape[0]):
