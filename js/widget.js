@@ -26,7 +26,12 @@ import { createViewBar } from "./viewbar.js";
 import { createLegend } from "./legend.js";
 import { createAtlas } from "./atlas.js";
 
-const HOVER_WRITE_MS = 50; // `hovered` reaches Python at most 20 times a second
+// `hovered` reaches Python at most 20 times a second, at the end of each 50 ms window (never at once): the
+// host sends a model's next update only once the kernel has answered the one in flight (ipywidgets keeps
+// one message per model in flight), so a hover written as the pointer reaches a grid cell held the click's
+// layer/head write back a whole round trip through the server (32-75 ms, median 47, at 512 tokens in
+// JupyterLab; 3-5 ms without it). A click sends the pending hover with its own write instead.
+const HOVER_WRITE_MS = 50;
 const KL_HINT_RATIO = 1.2; // the run's KL this far above the best of restarts shows a hint
 // While a run streams (60+ frames a second) the status line, counter, KL, timeline and sparkline change
 // at most this often: each change costs a style, layout and paint of page elements that, done for every
@@ -100,7 +105,7 @@ function render({ model: host, el }) {
     onSelect: (layer, head) => {
       if (layer === model.get(T.layer) && head === model.get(T.head)) return;
       metrics.clicked(model.get(T.run_id));
-      write(model, { [T.layer]: layer, [T.head]: head });
+      writeWithHover({ [T.layer]: layer, [T.head]: head });
     },
   });
   const scatter = createScatter({
@@ -149,7 +154,7 @@ function render({ model: host, el }) {
     panel: dom.atlasPanel,
     onSelect: (head) => {
       metrics.clicked(model.get(T.run_id));
-      write(model, { [T.head]: head });
+      writeWithHover({ [T.head]: head });
     },
   });
   const feed = createFrameFeed({
@@ -239,11 +244,28 @@ function render({ model: host, el }) {
   }
 
   // ---- hover: one token highlighted in all views, with a tooltip; Python reads it as `hovered`
-  const hoverWriter = throttle(() => {
-    const value = hover >= 0 ? hover : null;
-    if (model.get(T.hovered) !== value) write(model, { [T.hovered]: value });
-  }, HOVER_WRITE_MS);
+  const hoverValue = () => (hover >= 0 ? hover : null);
+  let hoverTimer = 0;
+  const hoverWriter = {
+    request() {
+      if (!hoverTimer) hoverTimer = setTimeout(hoverWriter.flush, HOVER_WRITE_MS);
+    },
+    flush() {
+      hoverWriter.cancel();
+      if (model.get(T.hovered) !== hoverValue()) write(model, { [T.hovered]: hoverValue() });
+    },
+    cancel() {
+      clearTimeout(hoverTimer);
+      hoverTimer = 0;
+    },
+  };
   cleanups.push(() => hoverWriter.cancel());
+  /** A user's write (a head click) with the hover not yet written: one message, nothing in flight before it. */
+  function writeWithHover(values) {
+    const pending = hoverTimer !== 0 && model.get(T.hovered) !== hoverValue();
+    hoverWriter.cancel();
+    write(model, pending ? { [T.hovered]: hoverValue(), ...values } : values);
+  }
 
   function setHover(token, info, event, fromPython = false) {
     const changed = token !== hover;

@@ -82,6 +82,24 @@ test("a grid click writes layer and head in one save_changes", async () => {
   cleanup();
 });
 
+test("a grid click right after a hover sends the hover with layer and head, in one message", async () => {
+  // the host keeps one update per model in flight: a hover written on its own just before the click would
+  // hold the click's write back until the kernel answered it
+  const { model, el, cleanup } = mount();
+  await Promise.resolve();
+  model.calls.length = 0;
+  const canvas = el.querySelector("[data-testid=headsne-grid]");
+  const g = Object.fromEntries(Object.entries(canvas.dataset).map(([k, v]) => [k, Number(v)]));
+  const at = { clientX: g.labelW + 3.5 * g.cellW, clientY: g.gap + 2.5 * g.cellH + (g.gap + g.heads * g.cellH) };
+  canvas.dispatchEvent(new MouseEvent("mousemove", { ...at, bubbles: true }));
+  assert.deepEqual(model.calls, [], "a hover is written at the end of its 50 ms window, not at once");
+  clickCell(el, 1, 2, 3);
+  assert.deepEqual(model.calls, [["set", "hovered", 3], ["set", "layer", 1], ["set", "head", 2], ["save_changes"]]);
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  assert.equal(model.calls.filter(([what]) => what === "save_changes").length, 1, "the hover is not sent again");
+  cleanup();
+});
+
 test("trait changes from Python reach the DOM", async () => {
   const { model, root, cleanup } = mount();
   assert.equal(root.dataset.state, "running");
