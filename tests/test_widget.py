@@ -527,3 +527,15 @@ def test_head_partners_rank_rows_columns_and_edges_as_a_sort_does(ties):
             order = np.lexsort((candidates, -W[i, candidates]))[:k]  # by weight, then by index
             np.testing.assert_array_equal(ranking[0][i], candidates[order])
             np.testing.assert_array_equal(ranking[1][i], W[i, candidates[order]])
+
+
+def test_the_widget_prefetches_every_head_for_clicks(make, tiny_model_dir):
+    import threading
+
+    from headsne_widget import extract
+
+    ex = extract(TSNE_ABSTRACT, tiny_model_dir("llama"), device="cpu", max_tokens=64)
+    w, _ = make(ex, autostart=False)
+    for thread in [t for t in threading.enumerate() if t.name == "headsne-prefetch"]:
+        thread.join(10)
+    assert sorted(ex.attention_source._cache.items) == [(layer, None) for layer in range(ex.n_layers)]
