@@ -35,8 +35,10 @@ def census(M, tile=TILE):  # pragma: no cover - compiled (covered through check_
     """
     n = M.shape[0]
     T = np.empty((tile, tile), dtype=M.dtype)
-    off, negative, unequal, diagonal = 0.0, 0, 0, 0
+    off, trace, negative, unequal, diagonal = 0.0, 0.0, 0, 0, 0
     for i in range(n):
+        trace += M[i, i]
+        negative += M[i, i] < 0.0
         diagonal += M[i, i] != 0.0
     for bi in range(0, n, tile):
         ei = min(bi + tile, n)
@@ -54,11 +56,7 @@ def census(M, tile=TILE):  # pragma: no cover - compiled (covered through check_
                 off += row
                 negative += below
                 unequal += differ
-    total = off
-    for i in range(n):
-        total += M[i, i]
-        negative += M[i, i] < 0.0
-    return total, negative, unequal, diagonal, off
+    return off + trace, negative, unequal, diagonal, off
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc"})

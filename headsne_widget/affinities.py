@@ -53,21 +53,22 @@ def attention_affinities(
         raise DegenerateAffinitiesError(
             f"P needs at least 2 tokens, but only {M.shape[0]} remain after excluding tokens"
         )
+    from ._matrix_kernels import census, symmetrise  # numba: imported on first use (no numba at a cold start)
+
     if total is None:
         largest = float(M.max())
         if not (largest == 0.0 or 2.0**-500 <= largest <= 2.0**500):
             # P does not depend on A's scale, but A * 1e308 would overflow A + A^T: a power of two, exact
             M = _power_of_two_scaled(M.astype(np.float64))
-        total = 2.0 * _off_diagonal_sum(M)
+        M = np.ascontiguousarray(M)
+        total = 2.0 * census(M)[4]  # the sum off the diagonal, accumulated apart from it
     if not total > 0.0:
         raise DegenerateAffinitiesError(
             "this attention head puts no attention off the diagonal among the kept tokens "
             "(every token attends only to itself), so P = (A + A^T) / sum is undefined; pick another head"
         )
-    from ._matrix_kernels import symmetrise  # numba: imported on first use (a cold start imports no numba)
-
     P = np.empty(M.shape, dtype=out_dtype)
-    symmetrise(np.ascontiguousarray(M), total, P)  # one pass in mirrored tiles, exactly symmetric
+    symmetrise(M, total, P)  # one pass in mirrored tiles, exactly symmetric
     return (P, kept) if exclude is not None else P
 
 
@@ -85,26 +86,6 @@ def _captured_head(A: object) -> tuple[np.ndarray, float] | None:
 
     total, negative, _, _, off = census(A)
     return (A, 2.0 * off) if np.isfinite(total) and negative == 0 else None
-
-
-# rows of A per block of _off_diagonal_sum (a float64 copy of its square is 512 KiB)
-_SYMMETRIC_BLOCK = 256
-
-
-def _off_diagonal_sum(A: np.ndarray) -> float:
-    """sum_{i != j} A_ij in float64, the diagonal left out rather than subtracted (sum - trace cancels
-    to noise on a head that attends almost only to itself), one row block at a time."""
-    n, total = A.shape[0], 0.0
-    for i in range(0, n, _SYMMETRIC_BLOCK):
-        stop = min(i + _SYMMETRIC_BLOCK, n)
-        square = A[i:stop, i:stop].astype(np.float64)
-        np.fill_diagonal(square, 0.0)
-        total += (
-            float(A[i:stop, :i].sum(dtype=np.float64))
-            + float(square.sum())
-            + float(A[i:stop, stop:].sum(dtype=np.float64))
-        )
-    return total
 
 
 def gaussian_affinities(X: ArrayLike, perplexity: float = 20.0) -> np.ndarray:
