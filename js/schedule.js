@@ -29,13 +29,15 @@ export const realClock = {
 /**
  * `fn` run at most once every `ms` milliseconds: a request after a quiet window runs it at once, a request
  * inside the window runs it once at the window's end (so the last state always goes out, at most `ms`
- * late). `flush()` runs it now (a pending run is dropped: it would show the same state). Returns
- * {request(), flush(), cancel(), pending}.
+ * late). With `leading: false` every request waits for a window's end, even after a quiet time (so that
+ * a later write can take it along: see `hovered` in js/widget.js). `flush()` runs it now (a pending run is
+ * dropped: it would show the same state). Returns {request(), flush(), cancel(), pending}.
  * @param {() => void} fn
  * @param {number} ms
  * @param {Clock} [clock]
+ * @param {{leading?: boolean}} [options]
  */
-export function throttle(fn, ms, clock = realClock) {
+export function throttle(fn, ms, clock = realClock, { leading = true } = {}) {
   let timer = null;
   let last = -Infinity;
   const run = () => {
@@ -50,7 +52,7 @@ export function throttle(fn, ms, clock = realClock) {
   return {
     request() {
       if (timer !== null) return;
-      const wait = ms - (clock.now() - last);
+      const wait = leading ? ms - (clock.now() - last) : ms;
       if (wait <= 0) run();
       else timer = clock.later(run, wait);
     },

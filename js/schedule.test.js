@@ -91,3 +91,24 @@ test("tweenMs: frames far enough apart glide for the gap (at most 140 ms), unles
   assert.equal(tweenMs(80, 9), 0); // 8192 points: in-between paints would take the kernel's CPU
   assert.equal(tweenMs(NaN, 1), 0);
 });
+
+test("throttle with leading: false waits for the window's end even after a quiet time", () => {
+  const clock = fakeClock();
+  let runs = 0;
+  const th = throttle(() => runs++, 50, clock, { leading: false });
+  th.request();
+  assert.equal(runs, 0, "not at once");
+  assert.equal(th.pending, true);
+  th.request(); // inside the window: still one run
+  clock.advance(49);
+  assert.equal(runs, 0);
+  clock.advance(1);
+  assert.equal(runs, 1);
+  clock.advance(500); // a quiet time: still delayed
+  th.request();
+  assert.equal(runs, 1);
+  th.cancel();
+  clock.advance(100);
+  assert.equal(runs, 1, "a cancelled request never runs");
+  assert.equal(clock.timers, 0);
+});

@@ -13,7 +13,7 @@ import { createTooltip } from "./tooltip.js";
 import { createMetrics } from "./metrics.js";
 import { createExports } from "./export.js";
 import { keepKeys } from "./dom.js";
-import { coalesce, setData, setText, throttle } from "./schedule.js";
+import { coalesce, realClock, setData, setText, throttle } from "./schedule.js";
 import { readTheme, watchTheme } from "./theme.js";
 import { colourTokens, tokenKinds, KIND_PIECE } from "./colors.js";
 import { parseQuery, searchTokens } from "./search.js";
@@ -245,24 +245,18 @@ function render({ model: host, el }) {
 
   // ---- hover: one token highlighted in all views, with a tooltip; Python reads it as `hovered`
   const hoverValue = () => (hover >= 0 ? hover : null);
-  let hoverTimer = 0;
-  const hoverWriter = {
-    request() {
-      if (!hoverTimer) hoverTimer = setTimeout(hoverWriter.flush, HOVER_WRITE_MS);
-    },
-    flush() {
-      hoverWriter.cancel();
+  const hoverWriter = throttle(
+    () => {
       if (model.get(T.hovered) !== hoverValue()) write(model, { [T.hovered]: hoverValue() });
     },
-    cancel() {
-      clearTimeout(hoverTimer);
-      hoverTimer = 0;
-    },
-  };
+    HOVER_WRITE_MS,
+    realClock,
+    { leading: false },
+  );
   cleanups.push(() => hoverWriter.cancel());
   /** A user's write (a head click) with the hover not yet written: one message, nothing in flight before it. */
   function writeWithHover(values) {
-    const pending = hoverTimer !== 0 && model.get(T.hovered) !== hoverValue();
+    const pending = hoverWriter.pending && model.get(T.hovered) !== hoverValue();
     hoverWriter.cancel();
     write(model, pending ? { [T.hovered]: hoverValue(), ...values } : values);
   }
