@@ -38,7 +38,7 @@ def attention_affinities(
     :func:`~headsne_widget.t_sne.check_affinities` takes as is). Either way every entry is computed in
     float64 and rounded once, P is exactly symmetric and its diagonal exactly 0. A is read in square
     tiles by a compiled pass and P is the only n x n array made (A is not copied: at n = 8192 a float64
-    copy is 512 MiB; the pass takes about 0.25 s there, numpy blocks took 0.4-0.8 s).
+    copy is 512 MiB; the pass takes about 0.15 s there on two cores, numpy blocks took 0.4-0.8 s).
     """
     out_dtype = np.dtype(dtype)
     if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):

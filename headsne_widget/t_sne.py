@@ -35,7 +35,6 @@ caller's; plus about 64 bytes per point and run (``restarts * n`` is bounded by 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -44,6 +43,7 @@ import torch
 
 from ._checks import int_at_least, real_array
 from ._device import resolve_device
+from ._parallel import KERNEL_LOCK as _KERNEL_LOCK
 from .errors import TSNEDivergedError
 
 __all__ = [
@@ -84,7 +84,6 @@ BLOWN_UP_Z_PER_POINT = 1e-4
 #: pairs underflows there (KL inf): such a run has diverged.
 _MAX_EXTENT = 1e12
 _KL_BIG_RATIO = 1e30  # q / p beyond which p h(q / p) is q to float32 precision (see kl_rows)
-_KERNEL_LOCK = threading.Lock()  # numba's workqueue layer must not run two parallel kernels at once
 
 
 @dataclass(frozen=True)
@@ -869,9 +868,14 @@ def warmup() -> None:
     for dtype in (np.float32, np.float64):
         P = np.full((n, n), 1.0 / (n * (n - 1)), dtype=dtype)
         np.fill_diagonal(P, 0.0)
-        matrix_kernels.census(P)  # check_affinities, P from a head (A in either dtype, P in either), partners
+        # check_affinities, P from a head (A in either dtype, P in either; serial and on every core), partners
+        matrix_kernels.census_serial(P)
+        with _KERNEL_LOCK:
+            matrix_kernels.census_parallel(P)
         for out_dtype in (np.float32, np.float64):
-            matrix_kernels.symmetrise(P, 1.0, np.empty((n, n), out_dtype))
+            matrix_kernels.symmetrise_serial(P, 1.0, np.empty((n, n), out_dtype))
+            with _KERNEL_LOCK:
+                matrix_kernels.symmetrise_parallel(P, 1.0, np.empty((n, n), out_dtype))
         matrix_kernels.partners(P, np.ones(n, bool), np.empty((3, n, 2), np.float32), np.empty((3, n, 2), np.int32))
         Y = np.random.default_rng(0).normal(size=(1, 2, n)).astype(dtype)
         one = dtype(1)

@@ -230,6 +230,30 @@ def test_blocked_P_equals_the_formula_across_block_edges():
     np.testing.assert_array_equal(P, P.T)
 
 
+@pytest.mark.parametrize("n", [2100, 2304])  # 9 tile rows (one ragged; the middle one alone), 9 full ones
+def test_P_on_every_core_is_the_serial_P_bit_for_bit(n):
+    """From PARALLEL_MIN_N P's census and symmetrisation run on every core, tile rows paired (k, nb - 1 - k):
+    every band must be visited once, and the result must not depend on how the pairs split."""
+    from headsne_widget import _matrix_kernels as mk
+
+    assert n >= mk.PARALLEL_MIN_N
+    A = np.random.default_rng(9).random((n, n), dtype=np.float32)
+    A /= A.sum(axis=1, keepdims=True)
+    expected = A.astype(np.float64) + A.T
+    np.fill_diagonal(expected, 0.0)
+    expected /= expected.sum()
+    P = attention_affinities(A, dtype=np.float32)
+    np.testing.assert_allclose(P, expected, rtol=2e-7, atol=0)
+    serial = np.empty_like(P)
+    mk.symmetrise_serial(A, 2.0 * mk.census_serial(A)[4], serial)
+    np.testing.assert_array_equal(P, serial)
+    assert mk.census(A) == mk.census_serial(A) == mk.census_parallel(A)
+    for i, j in [(n - 1, n // 2), (n // 2, 3), (1040, 1300)]:  # the last band, the middle one, a mirror tile
+        B = P.copy()
+        B[i, j] = -B[i, j]
+        assert mk.census(B)[1:4] == (1, 1, 0)
+
+
 def test_float32_P_is_the_float64_P_rounded_once_and_taken_as_is_by_tsne():
     from headsne_widget.t_sne import check_affinities
 
