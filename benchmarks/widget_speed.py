@@ -163,15 +163,17 @@ _MEASURE_RUN_JS = """
 _COUNT_SENT = "import time as _t\n_sent = []\nw.observe(lambda c: _sent.append(_t.perf_counter()), names='frame')"
 
 
-def click_latencies(opened: jupyter.OpenedWidget, heads: list[tuple[int, int]]) -> list[float]:
-    """Click ``heads`` one after the other (each from a finished run); the page's latency of each."""
+def click_latencies(opened: jupyter.OpenedWidget, heads: list[tuple[int, int]], dwell_ms: float = 0) -> list[float]:
+    """Click ``heads`` one after the other (each from a finished run); the page's latency of each. With
+    ``dwell_ms`` the pointer rests on the cell that long before the click (the page reports the row after
+    120 ms on long texts and the kernel builds its P meanwhile: headsne_widget/prefetch.py)."""
     root = opened.root
     latencies = []
     for layer, head in heads:
         jupyter.wait_state(root, ("done",), timeout=300)
         root.evaluate("el => { delete el.dataset.selectLatencyMs; }")
         run0 = int(jupyter.dataset(root)["runId"])
-        jupyter.click_grid_cell(root, layer, head, token=1)
+        jupyter.click_grid_cell(root, layer, head, token=1, dwell_ms=dwell_ms)
         data = jupyter.wait_dataset(
             root,
             lambda d, run0=run0: int(d.get("runId", "0")) > run0 and "selectLatencyMs" in d,
@@ -299,6 +301,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="the widget asks selection_affinities for a float32 P (as if HeadSNE passed dtype=np.float32)",
     )
+    parser.add_argument(
+        "--dwell", type=float, default=0.0, help="also click each head after the pointer rests this many ms on it"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
     parser.add_argument(
         "--esm",
@@ -358,6 +363,10 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
                 zoom = grid_zoom(opened) if model is not None else None
                 latencies = click_latencies(opened, heads[: args.clicks])
                 loads["after clicks"] = load()
+                # the same heads again (none of them the selected one, nor the two last clicked for c >= 3)
+                again = heads[: args.clicks] if args.clicks > 1 else heads[1:2]
+                dwelt = click_latencies(opened, again, args.dwell) if args.dwell else None
+                loads["after dwell clicks"] = load()
                 fps = drawn_fps(opened, fps_iter)
                 loads["after fps run"] = load()
                 replay = replay_fps(opened)
@@ -379,6 +388,8 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
         "model": "bundled MiniLM" if model is None else "tiny random Llama (benchmarks/long_text.py)",
         "n_iter": n_iter,
         "select_latency_ms": {"median": statistics.median(latencies), "all": latencies},
+        "dwell_ms": args.dwell,
+        "select_after_dwell_ms": None if dwelt is None else {"median": statistics.median(dwelt), "all": dwelt},
         "drawn_fps": fps,
         "fps_n_iter": fps_iter,
         "replay_fps": replay,
@@ -398,6 +409,11 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
         f"  head click -> first frame on screen: median {result['select_latency_ms']['median']:.0f} ms "
         f"over {len(latencies)} clicks ({', '.join(f'{x:.0f}' for x in latencies)} ms)"
     )
+    if dwelt is not None:
+        print(
+            f"  the same after the pointer rests {args.dwell:.0f} ms on the cell: "
+            f"median {statistics.median(dwelt):.0f} ms ({', '.join(f'{x:.0f}' for x in dwelt)} ms)"
+        )
     print(
         f"  frames drawn per second while streaming (speed=0): {fps['fps']:.1f} "
         f"({fps['frames']} frames drawn in {fps['seconds']:.2f} s of a {fps_iter}-iteration run; the kernel sent "

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._buffers import SPARE_BYTES, SparePool
 from .errors import MemoryBudgetError, UnsupportedAttentionError
 from .maximum_attention import max_attention, max_attention_update
 
@@ -262,12 +263,19 @@ class LayerAttention:
         return full
 
     @torch.inference_mode()
-    def heads(self, head: int | None = None) -> np.ndarray:
-        """float32 ``(H, n, n)`` (``(1, n, n)`` for one ``head``) on the CPU, built in chunks on the layer's device."""
-        out = np.zeros((self.n_heads if head is None else 1, self.n_tokens, self.n_tokens), dtype=np.float32)
+    def heads(self, head: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """float32 ``(H, n, n)`` (``(1, n, n)`` for one ``head``) on the CPU, built in chunks on the layer's device;
+        into ``out`` when given (a C-contiguous float32 array of that shape, every entry overwritten)."""
+        shape = (self.n_heads if head is None else 1, self.n_tokens, self.n_tokens)
+        if out is None:
+            out = np.empty(shape, dtype=np.float32)
+        elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous float32 array of shape {shape}")
         for rows in self.chunks():
             keys, w = self.weights(rows, head)
+            out[:, rows, : keys.start] = 0.0  # outside the chunk's key span every weight is exactly 0
             out[:, rows, keys] = w.float().cpu().numpy()
+            out[:, rows, keys.stop :] = 0.0
         return out
 
 
@@ -428,10 +436,12 @@ def can_capture(model: Any) -> bool:
 
 
 class _HeadCache:
-    """Recomputed float32 arrays keyed by (layer, head or None for all), least recently used out first."""
+    """Recomputed float32 arrays keyed by (layer, head or None for all), least recently used out first; what
+    leaves the cache is kept for reuse (``spares``) once nobody holds it, within the same budget."""
 
     def __init__(self) -> None:
         self.items: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self.spares = SparePool(SPARE_BYTES)
 
     def get(self, key: tuple) -> np.ndarray | None:
         if key in self.items:
@@ -444,7 +454,8 @@ class _HeadCache:
             return
         self.items[key] = value
         while sum(v.nbytes for v in self.items.values()) > DENSE_BUDGET_BYTES:
-            self.items.popitem(last=False)
+            gone = self.items.popitem(last=False)[1]
+            self.spares.keep(gone if gone.base is None else gone.base)  # a single head is a view of (1, n, n)
 
 
 class CapturedAttention:
@@ -480,23 +491,27 @@ class CapturedAttention:
                 return whole[head]
             _, H, n, _ = self.shape
             if fits_budget((H, n, n)):
-                whole = self.layers[layer].heads()
+                whole = self.layers[layer].heads(out=self._cache.spares.empty((H, n, n), np.float32))
                 self._cache.put((layer, None), whole)
                 return whole[head]
             single = self._cache.get((layer, head))
             if single is None:
-                single = self.layers[layer].heads(head)[0]
+                spare = self._cache.spares.empty((1, n, n), np.float32)  # a head that left the cache, if idle
+                single = self.layers[layer].heads(head, out=spare)[0]
                 self._cache.put((layer, head), single)
             return single
 
     def prefetch(self) -> None:
         """Recompute every layer's heads into the cache when all of them fit the budget together, so that a
         head click finds its attention ready: at 512 tokens a layer takes 10-20 ms, and 70-145 ms of a
-        click's 100 ms budget in the live kernel under load. Beyond the budget (long texts) it does nothing."""
+        click's 100 ms budget in the live kernel under load. Beyond the budget (long texts) it only writes the
+        array the first head will be recomputed into (a fresh one costs up to 1 s at 8192 tokens: _buffers)."""
         n_layers, n_heads, n, _ = self.shape
         if fits_budget((n_layers, n_heads, n, n)):
             for layer in range(n_layers):
                 self.head(layer, 0)
+        elif not fits_budget((n_heads, n, n)):  # heads are recomputed one by one: the first one's array, ready
+            self._cache.spares.reserve((1, n, n), np.float32)
 
     def dense(self) -> np.ndarray:
         """float32 (L, H, n, n) of every head, within the budget, else MemoryBudgetError."""

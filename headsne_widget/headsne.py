@@ -3,12 +3,14 @@
 Selection -> P is :func:`~headsne_widget.selection.selection_affinities`; the background run is a
 :class:`~headsne_widget.run_control.RunController`; the synced traits are
 :class:`~headsne_widget.widget.HeadSNEModel`; partners for the hover lines come from
-:mod:`~headsne_widget.partners`. This module wires them: trait changes restart the run (changes made
+:mod:`~headsne_widget.partners`; work done before a click asks for it, from :mod:`~headsne_widget.prefetch`.
+This module wires them: trait changes restart the run (changes made
 together start one run), run reports become trait updates, and browser writes are checked.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import warnings
@@ -17,13 +19,15 @@ from typing import Any
 import numpy as np
 import traitlets as t
 
+from ._buffers import SPARE_BYTES, SparePool
 from .atlas import ATLAS_N_ITER, SideJobs
 from .colors import color_traits, max_attention_colors
 from .errors import HeadSNEError
 from .extraction import Extraction, as_extraction
 from .partners import selection_partners
+from .prefetch import PREFETCH_MIN_N, HoverPrefetch, prefetch_attention
 from .run_control import Coalescer, FrameReport, RunController, report_every, run_options, start_warmup, status_line
-from .selection import MIN_TOKENS, selection_affinities, selection_label
+from .selection import MIN_TOKENS, Selection, selection_affinities, selection_label
 from .widget import RUN_PARAMETERS, HeadSNEModel, check_parameters, data_traits
 
 __all__ = ["HeadSNE"]
@@ -74,19 +78,25 @@ class HeadSNE(HeadSNEModel):
         self._partners_for: tuple[int, np.ndarray] | None = None  # run whose first frame starts its partners
         self._controller = RunController(self._on_frame, self._on_end)
         self._jobs = SideJobs(self._set, lambda: self.run_id)
+        self._hover_prefetch: HoverPrefetch | None = None  # P of the grid row the pointer rests on (long texts)
+        self._spare_P = SparePool(SPARE_BYTES)  # the P of a replaced run, reused once it is idle
         check_parameters(params)
         start_warmup()  # loads (or compiles) the t-SNE kernels while the model loads and runs
         ex = as_extraction(text, model, tokenizer=tokenizer, device=device, max_tokens=max_tokens)
         if ex.n_tokens < MIN_TOKENS:
             raise ValueError(f"the text has {ex.n_tokens} tokens (special ones included); t-SNE needs at least 4")
         self._extraction: Extraction | None = ex
+        if ex.n_tokens >= PREFETCH_MIN_N:
+            self._hover_prefetch = HoverPrefetch(functools.partial(_attention_selection, ex, self._spare_P))
         super().__init__(**data_traits(ex), layer=layer, head=head, mode=mode, **params)
         self._controller.speed = self.speed
         self._ready = True
         self.status = f"idle - {ex.model_name}, {ex.n_tokens} tokens: click a head or press play"
         if autostart:
             self.run()
-        threading.Thread(target=self._prefetch, args=(ex,), name="headsne-prefetch", daemon=True).start()
+        threading.Thread(
+            target=prefetch_attention, args=(ex, self._spare_P), name="headsne-prefetch", daemon=True
+        ).start()
 
     # ------------------------------------------------------------------------------------- public API
 
@@ -185,6 +195,9 @@ class HeadSNE(HeadSNEModel):
             self._coalescer.cancel()
             self._cancel()
             self._jobs.close()
+            if self._hover_prefetch is not None:
+                self._hover_prefetch.close()
+            self._spare_P.clear()
         super().close()
         self._extraction, self._embedding, self._user_colors = None, None, None
 
@@ -205,6 +218,20 @@ class HeadSNE(HeadSNEModel):
         )
         if not unchanged_run:
             self._schedule()
+
+    @t.observe("hovered_head")
+    def _on_hovered_head(self, change: Any) -> None:
+        """The pointer rests on a grid row: build that head's P now, for the click that may follow."""
+        if self._hover_prefetch is None or change.new is None or self.mode != "attention":
+            return
+        layer, head = change.new
+        if (layer, head) != (self.layer, self.head):
+            self._hover_prefetch.aim(self._prefetch_key(layer, head))
+
+    def _prefetch_key(self, layer: int | None = None, head: int | None = None) -> tuple:
+        """What a prefetched P depends on (attention mode: the head and the special tokens' exclusion)."""
+        layer, head = self.layer if layer is None else layer, self.head if head is None else head
+        return (self.mode, layer, head, self.exclude_special)
 
     @t.observe("speed")
     def _on_speed(self, change: Any) -> None:
@@ -245,10 +272,13 @@ class HeadSNE(HeadSNEModel):
     def _start_run(self) -> None:
         self._cancel()
         try:
-            sel = selection_affinities(
-                self.extraction, self.mode, self.layer, self.head,
-                perplexity=self.perplexity, exclude_special=self.exclude_special, dtype=np.float32,
-            )  # fmt: skip
+            # the P built while the pointer rested on this head (or being built: taken when done), else built now
+            sel = self._hover_prefetch.take(self._prefetch_key()) if self._hover_prefetch is not None else None
+            if sel is None:
+                sel = selection_affinities(
+                    self.extraction, self.mode, self.layer, self.head, perplexity=self.perplexity,
+                    exclude_special=self.exclude_special, dtype=np.float32, out=self._spare_for(self.exclude_special),
+                )  # fmt: skip
         except (HeadSNEError, ValueError, TypeError) as err:
             self._fail(err, f"{selection_label(self.mode, self.layer, self.head)}: {err}")
             return
@@ -265,8 +295,14 @@ class HeadSNE(HeadSNEModel):
             at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX
             # long texts: the old head's partners go now, the new ones once the first frame is out (_on_frame)
             self._partners_for = None if at_once else (self.run_id, sel.kept)
+            if self._controller.run is not None:  # its P is written over by a later click once nothing holds it
+                self._spare_P.keep(self._controller.run.P)
             self._controller.start(sel.P, sel.kept, options, run_id=self.run_id)
         self._publish_partners(sel.kept, with_partners=at_once)
+
+    def _spare_for(self, exclude_special: bool) -> np.ndarray | None:
+        """A replaced run's P to write this selection's P into (attention mode), when one is idle."""
+        return _spare_P_for(self.extraction, self._spare_P, exclude_special) if self.mode == "attention" else None
 
     def _cancel(self) -> None:
         # never join while this thread handles a trait notification: the run may be waiting for the lock
@@ -320,16 +356,6 @@ class HeadSNE(HeadSNEModel):
             update.update(max_attention_colors(self.extraction, self.mode, self.layer, self.head))
         self._set(**update)
 
-    @staticmethod
-    def _prefetch(ex: Extraction) -> None:
-        """Every head's attention recomputed into the extraction's cache while the user looks at the grid
-        (when all heads fit its budget), so that a click does not wait for its layer (70-145 ms of a 512-token
-        click under load). Only an optimisation: an error here is the click's to report, where it happens."""
-        try:
-            ex.attention_source.prefetch()
-        except Exception:  # reported by the click that needs the head
-            pass
-
     def _fail(self, err: BaseException, message: str, *, warn: bool = True) -> None:
         """Show an error in the status line (state "error") and, from Python's side, warn."""
         self._error = err
@@ -341,3 +367,16 @@ class HeadSNE(HeadSNEModel):
         return status_line(
             what, selection_label(self.mode, self.layer, self.head), iteration, self.n_iter, kl, self._note
         )
+
+
+def _attention_selection(ex: Extraction, spares: SparePool, key: tuple) -> Selection:
+    """The widget's P (float32) for a :meth:`HeadSNE._prefetch_key` in attention mode, in a spare P if one is idle."""
+    mode, layer, head, exclude_special = key
+    out = _spare_P_for(ex, spares, exclude_special)
+    return selection_affinities(ex, mode, layer, head, exclude_special=exclude_special, dtype=np.float32, out=out)
+
+
+def _spare_P_for(ex: Extraction, spares: SparePool, exclude_special: bool) -> np.ndarray | None:
+    """An array for a head's float32 P over the kept tokens: an idle spare, a new one, or None (beyond the pool)."""
+    m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if exclude_special else 0)
+    return spares.empty((m, m), np.float32) if 4 * m * m <= spares.max_bytes else None

@@ -85,6 +85,7 @@ def selection_affinities(
     perplexity: float = 20.0,
     exclude_special: bool = False,
     dtype: Any = np.float64,
+    out: np.ndarray | None = None,
 ) -> Selection:
     """P for one selection of an :class:`~headsne_widget.extraction.Extraction`.
 
@@ -98,6 +99,8 @@ def selection_affinities(
     exclude_special : drop special tokens ([CLS], [SEP], ...) from P.
     dtype : P's dtype, float64 or float32 (what t-SNE runs on: the widget asks for it, which saves an
         n x n copy and half the memory; at n = 8192 P is 256 MiB in float32).
+    out : attention mode: an array of P's shape (m, m) and ``dtype`` to write P into (see
+        :func:`~headsne_widget.affinities.attention_affinities`); ignored in hidden mode.
 
     Raises
     ------
@@ -116,9 +119,9 @@ def selection_affinities(
     if mode == "attention":
         A = ex.attention(layer, head)
         if exclude.any():
-            P = attention_affinities(A, exclude=exclude, dtype=dtype)[0]
+            P = attention_affinities(A, exclude=exclude, dtype=dtype, out=out)[0]
         else:
-            P = attention_affinities(A, dtype=dtype)
+            P = attention_affinities(A, dtype=dtype, out=out)
         return Selection(cast(np.ndarray, P), kept, label)
     used, note = effective_perplexity(perplexity, len(kept))
     X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]

@@ -81,7 +81,7 @@ BROWSER_WRITABLE = frozenset(
     {
         "layer", "head", "mode", "perplexity", "learning_rate", "n_iter", "early_exaggeration",
         "exaggeration_iters", "seed", "restarts", "exclude_special", "quantile", "quantile_k", "speed",
-        "edge_k", "selected", "hovered", "color_mode", "label_density", "edge_direction",
+        "edge_k", "selected", "hovered", "hovered_head", "color_mode", "label_density", "edge_direction",
     }
 )  # fmt: skip
 # Display-only traits: an invalid value is refused and reverted without touching the run.
@@ -93,6 +93,7 @@ DISPLAY_ONLY = frozenset(
         "edge_k",
         "selected",
         "hovered",
+        "hovered_head",
         "color_mode",
         "label_density",
         "edge_direction",
@@ -239,6 +240,8 @@ class HeadSNEModel(anywidget.AnyWidget):
     # selection and display (both ways)
     selected = t.List(StrictInt(min=0)).tag(sync=True)  # token indices
     hovered = StrictInt(None, allow_none=True, min=0).tag(sync=True)
+    # [layer, head] of the grid row the pointer rests on (long texts; see headsne_widget.prefetch)
+    hovered_head = t.List(StrictInt(min=0), default_value=None, allow_none=True, minlen=2, maxlen=2).tag(sync=True)
     color_mode = t.Enum(COLOR_MODES, default_value="position").tag(sync=True)
     label_density = StrictFloat(0.5, min=0.0, max=1.0).tag(sync=True)
     edge_direction = t.Enum(("both", "to", "from", "off"), default_value="both").tag(sync=True)
@@ -271,6 +274,14 @@ class HeadSNEModel(anywidget.AnyWidget):
     @t.validate("head")
     def _valid_head(self, proposal: Any) -> int:
         return _traited(check_index, proposal.value, self.n_heads or 1, "head", "heads")
+
+    @t.validate("hovered_head")
+    def _valid_hovered_head(self, proposal: Any) -> list[int] | None:
+        value = proposal.value
+        if value is not None:
+            _traited(check_index, value[0], self.n_layers or 1, "hovered_head layer", "layers")
+            _traited(check_index, value[1], self.n_heads or 1, "hovered_head head", "heads")
+        return value
 
     @t.validate("learning_rate")
     def _valid_learning_rate(self, proposal: Any) -> float | None:

@@ -27,9 +27,9 @@ function colourTable(interpolator) {
 /**
  * @param {{scroll: HTMLElement, legend: HTMLCanvasElement, legendMax: HTMLElement,
  *   onHover: (token: number, info: any, event?: MouseEvent) => void,
- *   onSelect: (layer: number, head: number) => void}} options
+ *   onSelect: (layer: number, head: number) => void, onRow?: (layer: number | null, head?: number) => void}} options
  */
-export function createGrid({ scroll, legend, legendMax, onHover, onSelect }) {
+export function createGrid({ scroll, legend, legendMax, onHover, onSelect, onRow = () => {} }) {
   const canvas = document.createElement("canvas");
   canvas.dataset.testid = "headsne-grid";
   canvas.tabIndex = 0;
@@ -254,6 +254,7 @@ export function createGrid({ scroll, legend, legendMax, onHover, onSelect }) {
   const onMove = (event) => {
     const hit = cellAt(event);
     hoverCell = hit;
+    onRow(hit ? hit.layer : null, hit ? hit.head : undefined);
     if (hit && hit.token >= 0) {
       const value = values[(hit.layer * H + hit.head) * n + hit.token];
       const group = kvGroup(hit.head, H, kvGroups);
@@ -265,6 +266,7 @@ export function createGrid({ scroll, legend, legendMax, onHover, onSelect }) {
   };
   const onLeave = (event) => {
     hoverCell = null;
+    onRow(null);
     onHover(-1, null, event);
     draw();
   };

@@ -57,6 +57,7 @@
  * @property {WireEdges | null} edges
  * @property {number[]} selected token indices, both ways
  * @property {number | null} hovered token index, both ways
+ * @property {[number, number] | null} hovered_head [layer, head] of the grid row the pointer rests on (long texts)
  * @property {ColorMode} color_mode
  * @property {WireArray | null} color_values float32 (n,)
  * @property {string[]} color_categories non-empty: color_values are integer codes into it
@@ -121,6 +122,7 @@ export const T = Object.freeze({
   edges: "edges",
   selected: "selected",
   hovered: "hovered",
+  hovered_head: "hovered_head",
   color_mode: "color_mode",
   color_values: "color_values",
   color_categories: "color_categories",

@@ -4,37 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { throttle, tweenMs } from "./schedule.js";
-
-/** A clock whose time moves only when told: `advance(ms)` fires the timers that fall due, in order. */
-function fakeClock() {
-  let t = 0;
-  let nextId = 1;
-  /** @type {Map<number, {at: number, fn: () => void}>} */
-  const timers = new Map();
-  return {
-    now: () => t,
-    later(fn, ms) {
-      const id = nextId++;
-      timers.set(id, { at: t + ms, fn });
-      return id;
-    },
-    cancel: (id) => timers.delete(id),
-    advance(ms) {
-      const end = t + ms;
-      for (;;) {
-        const due = [...timers.entries()].filter(([, v]) => v.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
-        if (!due) break;
-        timers.delete(due[0]);
-        t = due[1].at;
-        due[1].fn();
-      }
-      t = end;
-    },
-    get timers() {
-      return timers.size;
-    },
-  };
-}
+import { fakeClock } from "./testing.js";
 
 test("throttle runs at most once a window and always runs the last request", () => {
   const clock = fakeClock();

@@ -25,6 +25,7 @@ import { createControls } from "./controls.js";
 import { createViewBar } from "./viewbar.js";
 import { createLegend } from "./legend.js";
 import { createAtlas } from "./atlas.js";
+import { PREFETCH_MIN_N, createDwell } from "./prefetch.js";
 
 // `hovered` reaches Python at most 20 times a second, at the end of each 50 ms window (never at once): the
 // host sends a model's next update only once the kernel has answered the one in flight (ipywidgets keeps
@@ -96,13 +97,25 @@ function render({ model: host, el }) {
   root.dataset.matchCount = "0";
   root.dataset.replaying = "false";
 
+  // ---- the grid row the pointer rests on goes to Python, which builds its P before the click (long texts)
+  const dwell = createDwell({
+    report: (value) => write(model, { [T.hovered_head]: value }),
+    wanted: (layer, head) =>
+      tokens.length >= PREFETCH_MIN_N &&
+      model.get(T.mode) !== "hidden" &&
+      (layer !== model.get(T.layer) || head !== model.get(T.head)),
+  });
+  cleanups.push(() => dwell.cancel());
+
   // ---- views
   const grid = createGrid({
     scroll: dom.gridScroll,
     legend: dom.legend,
     legendMax: dom.legendMax,
     onHover: (token, info, event) => setHover(token, info, event),
+    onRow: (layer, head) => dwell.over(layer, head),
     onSelect: (layer, head) => {
+      dwell.cancel();
       if (layer === model.get(T.layer) && head === model.get(T.head)) return;
       metrics.clicked(model.get(T.run_id));
       writeWithHover({ [T.layer]: layer, [T.head]: head });

@@ -318,3 +318,49 @@ test("a few far outliers are pinned to the plot's edge and counted", async () =>
   assert.equal(root.querySelector("[data-testid=headsne-scatter]").dataset.pinned, "2");
   cleanup();
 });
+
+/** The traits of a text of `n` tokens (the fake model's text repeated). */
+function longTraits(n) {
+  const grid = Float32Array.from({ length: L * H * n }, (_, i) => (i % 7) / 7);
+  return {
+    tokens: Array.from({ length: n }, (_, i) => `t${i}`),
+    offsets: Array.from({ length: n }, () => null),
+    special: Array.from({ length: n }, () => false),
+    max_attention: encodeArray(grid, [L, H, n]),
+    frame: encodeArray(new Float32Array(2 * n), [n, 2]),
+    kept: Array.from({ length: n }, (_, i) => i),
+  };
+}
+
+test("resting on a grid row writes hovered_head on long texts only; sweeping or the selected head writes nothing", async () => {
+  const rest = async (el, moves) => {
+    const canvas = el.querySelector("[data-testid=headsne-grid]");
+    const g = Object.fromEntries(Object.entries(canvas.dataset).map(([k, v]) => [k, Number(v)]));
+    for (const [layer, head] of moves) {
+      const y = layer * (g.gap + g.heads * g.cellH) + g.gap + (head + 0.5) * g.cellH;
+      canvas.dispatchEvent(
+        new MouseEvent("mousemove", { clientX: g.labelW + 2.5 * g.cellW, clientY: y, bubbles: true }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 160));
+  };
+  const written = (model) => model.calls.filter(([, name]) => name === "hovered_head").map(([, , value]) => value);
+  for (const [n, expected] of [
+    [2048, [[1, 2]]],
+    [TOKENS.length, []],
+  ]) {
+    const { model, el, cleanup } = mount(n === TOKENS.length ? {} : longTraits(n));
+    await Promise.resolve();
+    await rest(el, [
+      [1, 0],
+      [0, 1],
+      [1, 1],
+      [1, 2],
+    ]); // 40 ms on each row, then rests on (1, 2)
+    assert.deepEqual(written(model), expected, `${n} tokens`);
+    await rest(el, [[0, 0]]); // the selected head
+    assert.deepEqual(written(model), expected, `${n} tokens, the selected head`);
+    cleanup();
+  }
+});

@@ -220,3 +220,32 @@ def test_prefetch_fills_every_layer_within_the_budget_and_nothing_beyond(tiny_mo
     monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 2 * 4 * 128 * 128 - 1)  # all heads one float32 short
     fresh.attention_source.prefetch()
     assert not fresh.attention_source._cache.items
+
+
+@pytest.mark.parametrize("architecture", ["llama", "mistral"])  # causal; a sliding window (keys cut on both sides)
+def test_a_head_that_left_the_cache_is_reused_only_when_nobody_holds_it(architecture, tiny_model_dir, monkeypatch):
+    """Beyond the budget single heads are cached; one that leaves the cache is written over by a later head
+    (no fresh n x n array: 30 ms to 1 s of page faults at 8192 tokens), but only once nothing refers to it,
+    and every one of its entries is rewritten."""
+    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 2 * 4 * 100 * 100)  # two single heads, not a layer
+    monkeypatch.setattr(capture, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # chunks of 5 rows: keys outside their spans
+    ex = extract_n(tiny_model_dir(architecture), n=100)
+    source = ex.attention_source
+    spares = source._cache.spares
+    expected = {(layer, head): source.layers[layer].heads(head)[0] for layer in range(2) for head in range(4)}
+    held = ex.attention(0, 0)
+    before = held.copy()
+    ex.attention(0, 1)
+    ex.attention(0, 2)  # (0, 0) leaves the cache while `held` refers to it
+    ex.attention(0, 3)
+    assert spares.reused == 0
+    np.testing.assert_array_equal(held, before)
+    del held
+    ex.attention(1, 0)
+    assert spares.reused == 1
+    spares.clear()
+    spares.keep(np.full((1, 100, 100), 7.0, np.float32))  # a spare with no zero where the mask puts them
+    ex.attention(1, 1)
+    assert spares.reused == 2
+    for (layer, head), A in expected.items():
+        np.testing.assert_array_equal(ex.attention(layer, head), A, err_msg=f"layer {layer} head {head}")

@@ -522,8 +522,9 @@ def grid_cell_position(root: Any, layer: int, head: int, token: int = 0) -> dict
     }
 
 
-def click_grid_cell(root: Any, layer: int, head: int, token: int = 0) -> None:
-    """Click the grid where cell (layer, head, token) is drawn, scrolling the grid box to it first."""
+def click_grid_cell(root: Any, layer: int, head: int, token: int = 0, dwell_ms: float = 0) -> None:
+    """Click the grid where cell (layer, head, token) is drawn, scrolling the grid box to it first; with
+    ``dwell_ms``, the pointer first rests there that long, as a hand does before it clicks."""
     canvas = canvas_of(root, "headsne-grid")
     pos = grid_cell_position(root, layer, head, token)
     canvas.evaluate(
@@ -537,6 +538,9 @@ def click_grid_cell(root: Any, layer: int, head: int, token: int = 0) -> None:
            }""",
         pos["y"],
     )
+    if dwell_ms > 0:
+        canvas.hover(position=pos)
+        canvas.page.wait_for_timeout(dwell_ms)
     canvas.click(position=pos)
 
 
