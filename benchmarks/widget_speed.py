@@ -13,7 +13,7 @@ Four figures, as a user meets them, and one for the front end alone:
   and the scatter's own drawing time per frame (data-paint-ms), the front end's share of a frame.
 
     .venv/bin/python benchmarks/widget_speed.py [--clicks 7] [--json results.json] [--esm old/widget.js]
-    .venv/bin/python benchmarks/widget_speed.py --tokens 8192 [--clicks 7] [--n-iter 30] [--fps-iter 200]
+    .venv/bin/python benchmarks/widget_speed.py --tokens 8192 [--clicks 7] [--n-iter 30] [--fps-iter 200] [--dwell 400]
 
 At 512 tokens (the default) the model is the bundled MiniLM on the t-SNE abstract repeated; at more tokens
 it is the tiny random Llama of benchmarks/long_text.py (2 layers x 4 heads, 16384 positions), built in a
@@ -52,7 +52,17 @@ n       click -> first frame on screen, median (all, ms)         drawn / s    se
 8192    7167 (7167)                                              3.6          6.6    –           11.22     6.0 - 7.3
 8192    2528 (3008 2183 2528)                                    5.8          14.3   –           5.86      1.3 - 2.6
 8192    1647 (3798 1268 1647)                                    15.1         15.1   56.9        8.04      2.9 - 4.0
+512     87 (95 87 112 70 57 112 82)                              60.4         70.3   60.0        1.69      2.7 - 2.6
+8192    1341 (1341 1466 599); after a 400 ms rest: 318 (318 282 333)  23.1    23.1   59.0        7.08      1.3 - 2.8
 ======  =======================================================  ===========  =====  ==========  ========  ===========
+
+The last two rows (2026-11-22, ``--clicks 7``; ``--clicks 3 --n-iter 30 --fps-iter 200 --dwell 400``): P's
+two passes on both cores, the P of the row the pointer rests on built before the click
+(headsne_widget/prefetch.py) and the click's n x n arrays reused (headsne_widget/_buffers.py). A trace of
+the rested clicks in the kernel once warm: the P was ready when the click arrived and the first frame was
+drawn 153-292 ms after the click; cold clicks spent 0.23-1.03 s recomputing the head (torch on both cores
+while chromium takes one: 0.34-0.54 s, against 0.16-0.19 s for two Python threads of one torch thread each,
+measured apart), 0.12-0.15 s on P's census and 0.18-0.23 s symmetrising it.
 
 (512: the bundled MiniLM, a 30000-iteration run for the rate; 8192: the tiny random Llama with
 ``--p-float32``, a 300-iteration run, 5 clicks; from the 2851 ms row on, the click builds P in float32
@@ -366,7 +376,8 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
                 # the same heads again (none of them the selected one, nor the two last clicked for c >= 3)
                 again = heads[: args.clicks] if args.clicks > 1 else heads[1:2]
                 dwelt = click_latencies(opened, again, args.dwell) if args.dwell else None
-                loads["after dwell clicks"] = load()
+                if dwelt is not None:
+                    loads["after dwell clicks"] = load()
                 fps = drawn_fps(opened, fps_iter)
                 loads["after fps run"] = load()
                 replay = replay_fps(opened)
