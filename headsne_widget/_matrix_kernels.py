@@ -6,21 +6,22 @@ sum), with transposed block copies: about 0.7 s before the first t-SNE step of a
 row-wise top-k (argpartition, three times) took 4 s. These kernels read the matrix once (the partners
 twice), in square tiles: the mirror tile is first copied transposed into a small buffer that stays in
 cache, so that the inner loops read contiguous memory. From PARALLEL_MIN_N tokens P's two passes run on
-every core, tile rows paired (k, nb - 1 - k) so that each pair has the same number of tiles, with the
-same result bit for bit: at 8192 on two cores census 0.13 -> 0.07 s and symmetrise 0.25 -> 0.15 s.
+every core: tile rows paired (k, nb - 1 - k), so that each pair has the same number of tiles, handed to the
+worker threads of _parallel.py one pair at a time (a core taken by the browser does not hold the others
+back), band sums kept apart and added in band order (the result is the serial one bit for bit). At 8192
+on two idle cores census 0.13 -> 0.07 s and symmetrise 0.25 -> 0.15 s.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ._parallel import KERNEL_LOCK
+from ._parallel import workers
 
 #: rows and columns of a square tile (its float32 transposed copy, 256 KiB, stays in L2; rows of 1 KiB stream well)
 TILE = 256
-#: from this size P's census and symmetrisation run on every core (a parallel launch costs ~90 us; at
-#: n = 2048 a pass takes several ms)
+#: from this size P's census and symmetrisation run on every core (at n = 2048 a pass takes several ms)
 PARALLEL_MIN_N = 2048
 
 
@@ -97,17 +98,6 @@ def census_serial(M, tile=TILE):  # pragma: no cover - compiled (covered through
     return _census_total(sums, counts)
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def census_parallel(M, tile=TILE):  # pragma: no cover - compiled
-    """:func:`census_serial` with the pairs of tile rows spread over numba's threads (same result, bit for
-    bit: each band's sums are kept apart and added in band order)."""
-    nb = (M.shape[0] + tile - 1) // tile
-    sums, counts = np.zeros((nb, 2)), np.zeros((nb, 3), dtype=np.int64)
-    for k in prange((nb + 1) // 2):
-        _census_pair(M, k, tile, sums, counts)
-    return _census_total(sums, counts)
-
-
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _symmetrise_band(A, total, out, b, tile, T):  # pragma: no cover - compiled
     """Tile row b of :func:`symmetrise_serial`: tiles (b, c >= b), each mirror copied, and b's diagonal."""
@@ -147,29 +137,26 @@ def symmetrise_serial(A, total, out, tile=TILE):  # pragma: no cover - compiled 
         _symmetrise_pair(A, total, out, k, tile)
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def symmetrise_parallel(A, total, out, tile=TILE):  # pragma: no cover - compiled
-    """:func:`symmetrise_serial` over numba's threads: each pair of tile rows writes its own tiles."""
-    nb = (A.shape[0] + tile - 1) // tile
-    for k in prange((nb + 1) // 2):
-        _symmetrise_pair(A, total, out, k, tile)
+def census(M: np.ndarray, tile: int = TILE) -> tuple[float, int, int, int, float]:
+    """:func:`census_serial`; from PARALLEL_MIN_N its pairs of tile rows go to the worker threads (the
+    kernels release the GIL), each pair to whichever thread is free. Same result bit for bit."""
+    pool = workers() if M.shape[0] >= PARALLEL_MIN_N else None
+    if pool is None:
+        return census_serial(M, tile)
+    nb = (M.shape[0] + tile - 1) // tile
+    sums, counts = np.zeros((nb, 2)), np.zeros((nb, 3), dtype=np.int64)
+    list(pool.map(lambda k: _census_pair(M, k, tile, sums, counts), range((nb + 1) // 2)))
+    return _census_total(sums, counts)
 
 
-def census(M: np.ndarray) -> tuple[float, int, int, int, float]:
-    """:func:`census_serial`, on every core from PARALLEL_MIN_N (under the kernel lock)."""
-    if M.shape[0] < PARALLEL_MIN_N:
-        return census_serial(M)
-    with KERNEL_LOCK:
-        return census_parallel(M)
-
-
-def symmetrise(A: np.ndarray, total: float, out: np.ndarray) -> None:
-    """:func:`symmetrise_serial`, on every core from PARALLEL_MIN_N (under the kernel lock)."""
-    if A.shape[0] < PARALLEL_MIN_N:
-        symmetrise_serial(A, total, out)
+def symmetrise(A: np.ndarray, total: float, out: np.ndarray, tile: int = TILE) -> None:
+    """:func:`symmetrise_serial`; from PARALLEL_MIN_N its pairs of tile rows go to the worker threads."""
+    pool = workers() if A.shape[0] >= PARALLEL_MIN_N else None
+    if pool is None:
+        symmetrise_serial(A, total, out, tile)
         return
-    with KERNEL_LOCK:
-        symmetrise_parallel(A, total, out)
+    nb = (A.shape[0] + tile - 1) // tile
+    list(pool.map(lambda k: _symmetrise_pair(A, total, out, k, tile), range((nb + 1) // 2)))
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from ._buffers import SPARE_BYTES, SparePool
+from ._parallel import workers
 from .errors import MemoryBudgetError, UnsupportedAttentionError
 from .maximum_attention import max_attention, max_attention_update
 
@@ -271,11 +272,27 @@ class LayerAttention:
             out = np.empty(shape, dtype=np.float32)
         elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous float32 array of shape {shape}")
-        for rows in self.chunks():
-            keys, w = self.weights(rows, head)
-            out[:, rows, : keys.start] = 0.0  # outside the chunk's key span every weight is exactly 0
-            out[:, rows, keys] = w.float().cpu().numpy()
-            out[:, rows, keys.stop :] = 0.0
+
+        def fill(rows: slice) -> None:
+            with torch.inference_mode():  # (thread-local: entered again in a worker)
+                keys, w = self.weights(rows, head)
+                out[:, rows, : keys.start] = 0.0  # outside the chunk's key span every weight is exactly 0
+                out[:, rows, keys] = w.float().cpu().numpy()
+                out[:, rows, keys.stop :] = 0.0
+
+        chunks = list(self.chunks())
+        # on the CPU, chunks go one at a time to the worker threads, one torch thread each: torch's own threads
+        # split every operation in fixed shares and wait for a core the browser took (_parallel.py)
+        pool = workers() if self.query.device.type == "cpu" and len(chunks) > 1 else None
+        if pool is None:
+            for rows in chunks:
+                fill(rows)
+        else:
+            threads = torch.get_num_threads()
+            try:
+                list(pool.map(fill, chunks))
+            finally:  # a worker's own setting of 1 is also what torch gives threads that start later: undone
+                torch.set_num_threads(threads)
         return out
 
 

@@ -232,8 +232,8 @@ def test_blocked_P_equals_the_formula_across_block_edges():
 
 @pytest.mark.parametrize("n", [2100, 2304])  # 9 tile rows (one ragged; the middle one alone), 9 full ones
 def test_P_on_every_core_is_the_serial_P_bit_for_bit(n):
-    """From PARALLEL_MIN_N P's census and symmetrisation run on every core, tile rows paired (k, nb - 1 - k):
-    every band must be visited once, and the result must not depend on how the pairs split."""
+    """From PARALLEL_MIN_N P's census and symmetrisation run on the worker threads, tile rows paired (k, nb - 1 -
+    k): every band must be visited once, and the result must not depend on which thread took which pair."""
     from headsne_widget import _matrix_kernels as mk
 
     assert n >= mk.PARALLEL_MIN_N
@@ -247,7 +247,7 @@ def test_P_on_every_core_is_the_serial_P_bit_for_bit(n):
     serial = np.empty_like(P)
     mk.symmetrise_serial(A, 2.0 * mk.census_serial(A)[4], serial)
     np.testing.assert_array_equal(P, serial)
-    assert mk.census(A) == mk.census_serial(A) == mk.census_parallel(A)
+    assert mk.census(A) == mk.census_serial(A)
     for i, j in [(n - 1, n // 2), (n // 2, 3), (1040, 1300)]:  # the last band, the middle one, a mirror tile
         B = P.copy()
         B[i, j] = -B[i, j]

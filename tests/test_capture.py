@@ -249,3 +249,27 @@ def test_a_head_that_left_the_cache_is_reused_only_when_nobody_holds_it(architec
     assert spares.reused == 2
     for (layer, head), A in expected.items():
         np.testing.assert_array_equal(ex.attention(layer, head), A, err_msg=f"layer {layer} head {head}")
+
+
+def test_chunks_on_worker_threads_equal_the_sequential_head_and_leave_torch_threads_alone(tiny_model_dir, monkeypatch):
+    """On the CPU a head's query chunks go to threads of one torch thread each (robust to a core taken by
+    the browser): the same array as one thread doing every chunk, and torch's thread count is left as it
+    was, for this thread and for threads that start later."""
+    import threading
+
+    import torch
+
+    monkeypatch.setattr(capture, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # 20 chunks of 5 rows
+    ex = extract_n(tiny_model_dir("mistral"), n=100)
+    layer = ex.attention_source.layers[1]
+    if capture.workers() is None:
+        pytest.skip("one core: chunks run in the calling thread")
+    before = torch.get_num_threads()
+    pooled = layer.heads()
+    seen: list[int] = []
+    later = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    later.start()
+    later.join()
+    assert torch.get_num_threads() == before and seen == [before]
+    monkeypatch.setattr(capture, "workers", lambda: None)
+    np.testing.assert_array_equal(pooled, layer.heads())
