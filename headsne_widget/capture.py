@@ -470,7 +470,12 @@ class _HeadCache:
         if not fits_budget(value.shape):
             return
         self.items[key] = value
-        while sum(v.nbytes for v in self.items.values()) > DENSE_BUDGET_BYTES:
+        self.make_room(0)
+
+    def make_room(self, nbytes: int) -> None:
+        """Evict the least recently used until ``nbytes`` more fit the budget; what leaves becomes a spare
+        (before a head is recomputed: so that it can be written into that head's place)."""
+        while self.items and sum(v.nbytes for v in self.items.values()) + nbytes > DENSE_BUDGET_BYTES:
             gone = self.items.popitem(last=False)[1]
             self.spares.keep(gone if gone.base is None else gone.base)  # a single head is a view of (1, n, n)
 
@@ -513,6 +518,8 @@ class CapturedAttention:
                 return whole[head]
             single = self._cache.get((layer, head))
             if single is None:
+                if fits_budget((n, n)):
+                    self._cache.make_room(4 * n * n)
                 spare = self._cache.spares.empty((1, n, n), np.float32)  # a head that left the cache, if idle
                 single = self.layers[layer].heads(head, out=spare)[0]
                 self._cache.put((layer, head), single)

@@ -236,17 +236,18 @@ def test_a_head_that_left_the_cache_is_reused_only_when_nobody_holds_it(architec
     held = ex.attention(0, 0)
     before = held.copy()
     ex.attention(0, 1)
-    ex.attention(0, 2)  # (0, 0) leaves the cache while `held` refers to it
-    ex.attention(0, 3)
+    ex.attention(0, 2)  # (0, 0) leaves the cache while `held` refers to it: a new array
     assert spares.reused == 0
+    ex.attention(0, 3)  # (0, 1) leaves it, held by nobody: written over
+    assert spares.reused == 1
     np.testing.assert_array_equal(held, before)
     del held
-    ex.attention(1, 0)
-    assert spares.reused == 1
+    ex.attention(1, 0)  # (0, 0) is free now
+    assert spares.reused == 2
     spares.clear()
     spares.keep(np.full((1, 100, 100), 7.0, np.float32))  # a spare with no zero where the mask puts them
     ex.attention(1, 1)
-    assert spares.reused == 2
+    assert spares.reused == 3
     for (layer, head), A in expected.items():
         np.testing.assert_array_equal(ex.attention(layer, head), A, err_msg=f"layer {layer} head {head}")
 
