@@ -54,15 +54,21 @@ n       click -> first frame on screen, median (all, ms)         drawn / s    se
 8192    1647 (3798 1268 1647)                                    15.1         15.1   56.9        8.04      2.9 - 4.0
 512     87 (95 87 112 70 57 112 82)                              60.4         70.3   60.0        1.69      2.7 - 2.6
 8192    1341 (1341 1466 599); after a 400 ms rest: 318 (318 282 333)  23.1    23.1   59.0        7.08      1.3 - 2.8
+8192    896 (685 998 896); after a 400 ms rest: 270 (358 270 167)    –       –      –           –         1.0 - 1.8
+8192    773 (773 1167 735); after a 400 ms rest: 400 (384 405 400)   20.4    20.6   56.6        8.27      1.6 - 3.2
+8192    783 (895 622 783); after a 400 ms rest: 457 (457 461 416)    18.8    18.8   58.6        9.02      1.5 - 2.1
 ======  =======================================================  ===========  =====  ==========  ========  ===========
 
-The last two rows (2026-11-22, ``--clicks 7``; ``--clicks 3 --n-iter 30 --fps-iter 200 --dwell 400``): P's
+The last five rows (2026-11-22, ``--clicks 7``; ``--clicks 3 --n-iter 30 --fps-iter 200 --dwell 400``): P's
 two passes on both cores, the P of the row the pointer rests on built before the click
-(headsne_widget/prefetch.py) and the click's n x n arrays reused (headsne_widget/_buffers.py). A trace of
-the rested clicks in the kernel once warm: the P was ready when the click arrived and the first frame was
-drawn 153-292 ms after the click; cold clicks spent 0.23-1.03 s recomputing the head (torch on both cores
-while chromium takes one: 0.34-0.54 s, against 0.16-0.19 s for two Python threads of one torch thread each,
-measured apart), 0.12-0.15 s on P's census and 0.18-0.23 s symmetrising it.
+(headsne_widget/prefetch.py) and the click's n x n arrays reused (headsne_widget/_buffers.py); from the
+896 ms row on, the head's recompute and P's passes in pieces on worker threads (headsne_widget/_parallel.py;
+the 896 ms row's fps figures were not read). The machine was slower during the last two runs (the replay and
+the paint time say so). Traces of rested clicks in the kernel: when the P was ready as the click arrived the
+first frame was drawn 153-292 ms after it; a rest of 400 ms is about what the P takes to build (0.45-0.55 s
+from the report, 120 ms into the rest), so a click often waits for the end of it. Cold clicks, traced: the
+head 0.14-0.23 s on the workers (0.23-1.03 s on torch's own two threads while chromium takes a core),
+P's census 0.10-0.19 s and symmetrising 0.19-0.27 s.
 
 (512: the bundled MiniLM, a 30000-iteration run for the rate; 8192: the tiny random Llama with
 ``--p-float32``, a 300-iteration run, 5 clicks; from the 2851 ms row on, the click builds P in float32
