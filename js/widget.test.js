@@ -207,10 +207,12 @@ test("hovering writes `hovered` at most every 50 ms, the latest value, and null 
     span(1 + (k % 3)).dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+  // a token not hovered before: whenever the windows ended under load, it makes one more write
+  span(4).dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
   await new Promise((resolve) => setTimeout(resolve, 120));
-  assert.ok(times.length >= 2 && times.length < 30, `${times.length} writes for 30 hovers`);
+  assert.ok(times.length >= 2 && times.length < 31, `${times.length} writes for 31 hovers`);
   for (let k = 1; k < times.length; k++) assert.ok(times[k][0] - times[k - 1][0] >= 45, "writes 50 ms apart");
-  assert.equal(times[times.length - 1][1], 1 + (29 % 3), "the last hovered token is written");
+  assert.equal(times[times.length - 1][1], 4, "the last hovered token is written");
   root.querySelector("[data-testid=headsne-text]").dispatchEvent(new MouseEvent("mouseleave"));
   await new Promise((resolve) => setTimeout(resolve, 120));
   assert.equal(times[times.length - 1][1], null);
