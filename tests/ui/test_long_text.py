@@ -1,0 +1,54 @@
+"""The widget on a long text in JupyterLab with headless chromium: the grid row the pointer rests on reaches
+the kernel, which builds that head's P before the click, and the click runs on it (headsne_widget/prefetch.py,
+js/prefetch.js). A tiny random Llama with 16384 positions (tests/conftest.py), 2048 tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import jupyter
+
+N_TOKENS = 2048  # headsne_widget.prefetch.PREFETCH_MIN_N: the shortest text the page reports rows for
+TEXT = f"(lambda w: ' '.join(w[i % len(w)] for i in range({N_TOKENS + 200})))(texts.TSNE_ABSTRACT.split())"
+
+
+def _until(opened: jupyter.OpenedWidget, expression: str, expected: Any, timeout_ms: float = 30_000) -> Any:
+    """Poll ``expression`` in the kernel until it equals ``expected``; the last value."""
+    value = None
+    for _ in range(int(timeout_ms / 250)):
+        value = opened.ui.query(expression)
+        if value == expected:
+            return value
+        opened.page.wait_for_timeout(250)
+    raise AssertionError(f"kernel {expression} = {value!r}, expected {expected!r}")
+
+
+def test_the_row_the_pointer_rests_on_is_built_before_the_click(browser: Any, long_llama_dir: str) -> None:
+    cell = "import warnings\nwarnings.simplefilter('ignore')\n" + jupyter.widget_cell(
+        TEXT, model=long_llama_dir, max_tokens=N_TOKENS, n_iter=30, speed=0.0
+    )
+    server = jupyter.start_server()  # its own workspace: no restored tab of another module's notebook
+    try:
+        opened = jupyter.open_widget(server, browser, "long_text.ipynb", [cell], "lab", timeout=300)
+    except BaseException:
+        server.stop()
+        raise
+    try:
+        root = opened.root
+        jupyter.wait_state(root, ("done",), timeout=120)
+        assert opened.ui.query("len(w.tokens)") == N_TOKENS
+        grid = jupyter.canvas_of(root, "headsne-grid")
+        grid.hover(position=jupyter.grid_cell_position(root, 1, 2, token=5))
+        _until(opened, "w.hovered_head", [1, 2])
+        _until(opened, "w._hover_prefetch.ready_key", ["attention", 1, 2, False])
+        built = opened.ui.query("id(w._hover_prefetch._ready[1].P)")
+        run0 = int(jupyter.dataset(root)["runId"])
+        jupyter.click_grid_cell(root, 1, 2, token=5)
+        jupyter.wait_dataset(root, lambda d: int(d.get("runId", "0")) > run0, 60, "the clicked head's run")
+        _until(opened, "[w.layer, w.head, w._hover_prefetch.ready_key]", [1, 2, None])
+        assert opened.ui.query("id(w._controller.run.P)") == built, "the click built its P again"
+        jupyter.wait_state(root, ("done",), timeout=120)
+        assert opened.log.widget_errors() == [], opened.log.widget_errors()
+    finally:
+        opened.close()
+        server.stop()
