@@ -38,8 +38,13 @@ def test_the_row_the_pointer_rests_on_is_built_before_the_click(browser: Any, lo
         jupyter.wait_state(root, ("done",), timeout=120)
         assert opened.ui.query("len(w.tokens)") == N_TOKENS
         grid = jupyter.canvas_of(root, "headsne-grid")
-        grid.hover(position=jupyter.grid_cell_position(root, 1, 2, token=5))
-        _until(opened, "w.hovered_head", [1, 2])
+        for attempt in range(20):  # the pointer rests on row (1, 2), read anew each time: the page may still move
+            grid.hover(position=jupyter.grid_cell_position(root, 1, 2, token=5 + attempt))
+            opened.page.wait_for_timeout(500)
+            if opened.ui.query("w.hovered_head") == [1, 2]:
+                break
+        else:
+            raise AssertionError(f"the kernel never got the row: {opened.ui.query('[w.hovered_head, w.status]')}")
         _until(opened, "w._hover_prefetch.ready_key", ["attention", 1, 2, False])
         built = opened.ui.query("id(w._hover_prefetch._ready[1].P)")
         run0 = int(jupyter.dataset(root)["runId"])
