@@ -14,6 +14,8 @@ on two idle cores census 0.13 -> 0.07 s and symmetrise 0.25 -> 0.15 s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
@@ -75,7 +77,7 @@ def _census_pair(M, k, tile, sums, counts):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def _census_total(sums, counts):  # pragma: no cover - compiled
-    """Band results added in band order, whichever thread made them (serial and parallel agree exactly)."""
+    """Band results added in band order, whichever thread made them (the result does not depend on it)."""
     off, trace = 0.0, 0.0
     for b in range(sums.shape[0]):
         off += sums[b, 0]
@@ -83,24 +85,9 @@ def _census_total(sums, counts):  # pragma: no cover - compiled
     return off + trace, counts[:, 0].sum(), counts[:, 1].sum(), counts[:, 2].sum(), off
 
 
-@njit(cache=True, nogil=True)
-def census_serial(M, tile=TILE):  # pragma: no cover - compiled (covered through check_affinities)
-    """(sum, negative entries, pairs with m_ij != m_ji, non-zero diagonal entries, sum off the diagonal) of
-    a square matrix, in one pass; sums in float64, the off-diagonal one accumulated apart (not the sum
-    less the trace, which cancels on a head attending almost only to itself). Counts rather than
-    extremes, so every loop vectorises; the sum is not finite exactly when an entry is not (NaN, or an
-    infinity; float32 entries cannot overflow a float64 sum).
-    """
-    nb = (M.shape[0] + tile - 1) // tile
-    sums, counts = np.zeros((nb, 2)), np.zeros((nb, 3), dtype=np.int64)
-    for k in range((nb + 1) // 2):
-        _census_pair(M, k, tile, sums, counts)
-    return _census_total(sums, counts)
-
-
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _symmetrise_band(A, total, out, b, tile, T):  # pragma: no cover - compiled
-    """Tile row b of :func:`symmetrise_serial`: tiles (b, c >= b), each mirror copied, and b's diagonal."""
+    """Tile row b of :func:`symmetrise`: tiles (b, c >= b), each mirror copied, and b's diagonal."""
     n = A.shape[0]
     bi, ei = b * tile, min(b * tile + tile, n)
     for bj in range(bi, n, tile):
@@ -126,37 +113,38 @@ def _symmetrise_pair(A, total, out, k, tile):  # pragma: no cover - compiled
         _symmetrise_band(A, total, out, nb - 1 - k, tile, T)
 
 
-@njit(cache=True, nogil=True)
-def symmetrise_serial(A, total, out, tile=TILE):  # pragma: no cover - compiled (through attention_affinities)
-    """out_ij = out_ji = (A_ij + A_ji) / total, computed in float64 and rounded once to out's dtype (so out
-    is exactly symmetric); out_ii = 0. One pass over A in mirrored tiles. A division, not a product with
-    1 / total: a subnormal total (a rescaled head whose off-diagonal mass is 1e-309 of its largest entry)
-    has an infinite reciprocal."""
-    nb = (A.shape[0] + tile - 1) // tile
-    for k in range((nb + 1) // 2):
-        _symmetrise_pair(A, total, out, k, tile)
+def _each_pair(n: int, tile: int, pair: Callable[[int], None]) -> None:
+    """``pair(k)`` for every pair of tile rows (k, nb - 1 - k) of an n x n matrix: in this thread, or from
+    PARALLEL_MIN_N on the worker threads, each pair to whichever is free (the compiled pair functions
+    release the GIL)."""
+    pairs = range(((n + tile - 1) // tile + 1) // 2)
+    pool = workers() if n >= PARALLEL_MIN_N else None
+    if pool is None:
+        for k in pairs:
+            pair(k)
+    else:
+        list(pool.map(pair, pairs))
 
 
 def census(M: np.ndarray, tile: int = TILE) -> tuple[float, int, int, int, float]:
-    """:func:`census_serial`; from PARALLEL_MIN_N its pairs of tile rows go to the worker threads (the
-    kernels release the GIL), each pair to whichever thread is free. Same result bit for bit."""
-    pool = workers() if M.shape[0] >= PARALLEL_MIN_N else None
-    if pool is None:
-        return census_serial(M, tile)
+    """(sum, negative entries, pairs with m_ij != m_ji, non-zero diagonal entries, sum off the diagonal) of
+    a square matrix, in one pass; sums in float64, the off-diagonal one accumulated apart (not the sum
+    less the trace, which cancels on a head attending almost only to itself). Counts rather than
+    extremes, so every loop vectorises; the sum is not finite exactly when an entry is not (NaN, or an
+    infinity; float32 entries cannot overflow a float64 sum). The same bits whichever threads ran it.
+    """
     nb = (M.shape[0] + tile - 1) // tile
     sums, counts = np.zeros((nb, 2)), np.zeros((nb, 3), dtype=np.int64)
-    list(pool.map(lambda k: _census_pair(M, k, tile, sums, counts), range((nb + 1) // 2)))
+    _each_pair(M.shape[0], tile, lambda k: _census_pair(M, k, tile, sums, counts))
     return _census_total(sums, counts)
 
 
 def symmetrise(A: np.ndarray, total: float, out: np.ndarray, tile: int = TILE) -> None:
-    """:func:`symmetrise_serial`; from PARALLEL_MIN_N its pairs of tile rows go to the worker threads."""
-    pool = workers() if A.shape[0] >= PARALLEL_MIN_N else None
-    if pool is None:
-        symmetrise_serial(A, total, out, tile)
-        return
-    nb = (A.shape[0] + tile - 1) // tile
-    list(pool.map(lambda k: _symmetrise_pair(A, total, out, k, tile), range((nb + 1) // 2)))
+    """out_ij = out_ji = (A_ij + A_ji) / total, computed in float64 and rounded once to out's dtype (so out
+    is exactly symmetric); out_ii = 0. One pass over A in mirrored tiles. A division, not a product with
+    1 / total: a subnormal total (a rescaled head whose off-diagonal mass is 1e-309 of its largest entry)
+    has an infinite reciprocal."""
+    _each_pair(A.shape[0], tile, lambda k: _symmetrise_pair(A, total, out, k, tile))
 
 
 @njit(cache=True, nogil=True, inline="always")
