@@ -69,8 +69,8 @@ class SparePool:
     def reserve(self, shape: tuple[int, ...], dtype: DTypeLike) -> None:
         """Keep a new array of this shape, its pages written once now (in a background thread at start), so
         that the first click does not pay the first touch."""
-        array = np.empty(shape, dtype)
-        if array.nbytes <= self.max_bytes:
+        if int(np.prod(shape)) * np.dtype(dtype).itemsize <= self.max_bytes:  # (no array made beyond the pool)
+            array = np.empty(shape, dtype)
             array.fill(0)
             self.keep(array)
 
