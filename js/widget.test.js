@@ -64,14 +64,16 @@ function mount(extra) {
   return { model, el, cleanup, root: el.querySelector(".hs-root") };
 }
 
-/** Click the grid canvas at cell (layer, head, token) from its published layout. */
-function clickCell(el, layer, head, token) {
+/** A mouse event of `type` on the grid canvas at cell (layer, head, token), from its published layout. */
+function gridEvent(el, type, layer, head, token) {
   const canvas = el.querySelector("[data-testid=headsne-grid]");
   const g = Object.fromEntries(Object.entries(canvas.dataset).map(([k, v]) => [k, Number(v)]));
   const x = g.labelW + (token + 0.5) * g.cellW;
   const y = layer * (g.gap + g.heads * g.cellH) + g.gap + (head + 0.5) * g.cellH;
-  canvas.dispatchEvent(new MouseEvent("click", { clientX: x, clientY: y, bubbles: true }));
+  canvas.dispatchEvent(new MouseEvent(type, { clientX: x, clientY: y, bubbles: true }));
 }
+
+const clickCell = (el, layer, head, token) => gridEvent(el, "click", layer, head, token);
 
 test("a grid click writes layer and head in one save_changes", async () => {
   const { model, el, cleanup } = mount();
@@ -88,10 +90,7 @@ test("a grid click right after a hover sends the hover with layer and head, in o
   const { model, el, cleanup } = mount();
   await Promise.resolve();
   model.calls.length = 0;
-  const canvas = el.querySelector("[data-testid=headsne-grid]");
-  const g = Object.fromEntries(Object.entries(canvas.dataset).map(([k, v]) => [k, Number(v)]));
-  const at = { clientX: g.labelW + 3.5 * g.cellW, clientY: g.gap + 2.5 * g.cellH + (g.gap + g.heads * g.cellH) };
-  canvas.dispatchEvent(new MouseEvent("mousemove", { ...at, bubbles: true }));
+  gridEvent(el, "mousemove", 1, 2, 3);
   assert.deepEqual(model.calls, [], "a hover is written at the end of its 50 ms window, not at once");
   clickCell(el, 1, 2, 3);
   assert.deepEqual(model.calls, [["set", "hovered", 3], ["set", "layer", 1], ["set", "head", 2], ["save_changes"]]);
@@ -336,13 +335,8 @@ function longTraits(n) {
 
 test("resting on a grid row writes hovered_head on long texts only; sweeping or the selected head writes nothing", async () => {
   const rest = async (el, moves) => {
-    const canvas = el.querySelector("[data-testid=headsne-grid]");
-    const g = Object.fromEntries(Object.entries(canvas.dataset).map(([k, v]) => [k, Number(v)]));
     for (const [layer, head] of moves) {
-      const y = layer * (g.gap + g.heads * g.cellH) + g.gap + (head + 0.5) * g.cellH;
-      canvas.dispatchEvent(
-        new MouseEvent("mousemove", { clientX: g.labelW + 2.5 * g.cellW, clientY: y, bubbles: true }),
-      );
+      gridEvent(el, "mousemove", layer, head, 2);
       await new Promise((resolve) => setTimeout(resolve, 40));
     }
     await new Promise((resolve) => setTimeout(resolve, 160));
