@@ -1,14 +1,11 @@
-"""Running work on every core: numba's lock, and a pool of threads for work split into equal pieces.
+"""A pool of threads for work split into pieces: a piece at a time to whichever thread is free.
 
-numba's default threading layer without TBB or OpenMP (workqueue) aborts the process when two threads
-launch parallel regions at once; the widget runs t-SNE, the P of a click and the atlas in different
-threads, so every parallel launch holds ``KERNEL_LOCK``.
-
-Work that must not wait for a busy core (a click's head and P, while the browser shares the machine) goes
-to :func:`workers` instead: a piece at a time to whichever thread is free. numba's parallel loops and
-torch's operations split the work in fixed shares between threads and meet at a barrier, so a core taken
-by another process delays the whole pass (at 8192 tokens on two cores with one core kept busy, a head's
-recompute took 0.34-0.54 s on torch's two threads and 0.16-0.19 s in pieces on two of these threads).
+Work that must not wait for a busy core (a click's head and P, and each t-SNE iteration, while the browser
+shares the machine) goes here. numba's parallel loops and torch's operations split the work in fixed shares
+between threads and meet at a barrier, so a core taken by another process delays the whole pass (at 8192
+tokens on two cores with one core kept busy, a head's recompute took 0.34-0.54 s on torch's two threads
+and 0.16-0.19 s in pieces on two of these threads). The package therefore launches no numba parallel
+loop: numba's workqueue layer also aborts the process when two threads launch one at once.
 """
 
 from __future__ import annotations
@@ -16,13 +13,17 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["KERNEL_LOCK", "workers"]
+import numpy as np
 
-KERNEL_LOCK = threading.Lock()
+__all__ = ["WORKER_PREFIX", "in_shares", "workers"]
+
 _POOL: list[ThreadPoolExecutor | None] = []
 _POOL_LOCK = threading.Lock()
+#: name prefix of the pool's threads (work running on one of them must not wait for the pool)
+WORKER_PREFIX = "headsne-worker"
 
 
 def _one_torch_thread() -> None:
@@ -38,6 +39,19 @@ def workers() -> ThreadPoolExecutor | None:
     with _POOL_LOCK:
         if not _POOL:
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-            pool = ThreadPoolExecutor(cores, "headsne-worker", initializer=_one_torch_thread) if cores > 1 else None
+            pool = ThreadPoolExecutor(cores, WORKER_PREFIX, initializer=_one_torch_thread) if cores > 1 else None
             _POOL.append(pool)
         return _POOL[0]
+
+
+def in_shares(n: int, part: Callable[[int, int], object], shares: int = 16, multiple: int = 1) -> None:
+    """``part(lo, hi)`` over ``shares`` consecutive shares of [0, n), each starting at a multiple of
+    ``multiple``, on the worker threads; in this thread on one core, or when this thread is a worker (it must
+    never wait for its own pool)."""
+    pool = workers()
+    if pool is None or threading.current_thread().name.startswith(WORKER_PREFIX):
+        part(0, n)
+        return
+    edges = [int(e) * multiple for e in np.linspace(0, n // multiple, shares + 1).astype(np.int64)]
+    edges[-1] = n
+    list(pool.map(lambda k: part(edges[k], edges[k + 1]), range(shares)))

@@ -12,10 +12,12 @@ so that the gradient of eq. 3 is ``4 (attraction - repulsion / Z)`` and ``KL(P |
 with q_ij = w_ij / Z and h(r) = r - 1 - log r >= 0 (see :func:`kl_rows`).
 
 Embeddings are stored as (runs, 2, n) so that the inner loop over j reads contiguous memory and
-vectorises; each row of P is read once per point and reused by every run while it sits in cache.
-Rows are independent (no atomics), and per-row sums are reduced in a fixed order afterwards, so a
-seed gives the same result on every call. ``fastmath`` allows re-association and reciprocals but not
-``nnan``/``ninf``, so non-finite values are never assumed away.
+vectorises; each row of P is read once per point and reused by every run while it sits in cache, and
+the force pass takes four points at a time (:func:`_block_sums4`). Rows are independent (no atomics),
+and per-row sums are reduced in a fixed order afterwards, so a seed gives the same result on every
+call, in one thread or in shares of the rows on the worker threads (:func:`forces`, :func:`kl_rows`).
+``fastmath`` allows re-association and reciprocals but not ``nnan``/``ninf``, so non-finite values are
+never assumed away.
 
 Points that converge onto each other (tokens with identical rows of P) make |y_i - y_j|^2 and
 p_ij w_ij (y_i - y_j) subnormal, which x86 CPUs handle in microcode, 10-100 times slower. Each row
@@ -29,28 +31,18 @@ at 512 tokens) during which, with the GIL held, a head click's message could not
 
 from __future__ import annotations
 
-import os
 import platform
-import types as types_module
 
-import numba
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
+from ._parallel import in_shares
+
 _FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 _FTZ_DAZ = 0x8040  # MXCSR bits 15 (flush to zero) and 6 (denormals are zero)
-
-# Thread pool: numba's OpenMP layer shares the libgomp that torch loaded (and initialised) first,
-# with its spinning barriers; on a machine whose other core is busy every pass then waits for a
-# descheduled thread: measured 5-14 s instead of 0.3-0.5 s for n = 512 on 2 loaded cores, and its
-# OMP_WAIT_POLICY can no longer be changed. numba's own workqueue pool does not spin. It is not
-# safe for concurrent launches, which tsne.py serialises with a lock. Only if the user chose no
-# layer and numba has not started one yet.
-if "NUMBA_THREADING_LAYER" not in os.environ:
-    numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
 
 
 def _mxcsr_call(builder, name: str, slot) -> None:
@@ -238,8 +230,20 @@ def _kl_terms(p, x, y, i, one, inv_z, big, unit):  # pragma: no cover - compiled
     return li
 
 
-@njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
-def kl_rows(P, Y, one, inv_z, big, kl):  # pragma: no cover - compiled
+@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
+def kl_part(P, Y, one, inv_z, big, kl, lo, hi):  # pragma: no cover - compiled
+    """``kl[:, lo:hi]``: the shares of KL(P || Q) of rows ``lo .. hi - 1`` (see :func:`kl_rows_serial`)."""
+    runs = Y.shape[0]
+    unit = big / big
+    fp_state = flush_denormals()
+    for i in range(lo, hi):
+        p = P[i]
+        for r in range(runs):
+            kl[r, i] = _kl_terms(p, Y[r, 0], Y[r, 1], i, one, inv_z[r], big, unit)
+    restore_fp_state(fp_state)
+
+
+def kl_rows_serial(P, Y, one, inv_z, big, kl) -> None:
     """``kl`` (runs, n): row i's share of KL(P || Q) for embeddings ``Y`` with ``inv_z`` = 1 / Z per run.
 
     KL is summed in its Bregman form, sum_ij [p_ij log(p_ij / q_ij) - p_ij + q_ij] (equal to the KL as
@@ -249,19 +253,103 @@ def kl_rows(P, Y, one, inv_z, big, kl):  # pragma: no cover - compiled
     near 0, and rounding made it negative (-4e-16 in float64, -4e-8 in float32 for a uniform P).
     Where q / p exceeds ``big`` the term is q to working precision (p h(r) = q (1 - (1 + log r) / r)).
     """
+    kl_part(P, Y, one, inv_z, big, kl, 0, Y.shape[2])  # the very code of the shares (compiled inside an
+    # njit caller, the same loop was vectorised differently: other bits than in shares)
+
+
+def kl_rows(P, Y, one, inv_z, big, kl) -> None:
+    """:func:`kl_rows_serial` in shares of the rows on the worker threads (see :func:`forces`); the same bits."""
+    in_shares(Y.shape[2], lambda lo, hi: kl_part(P, Y, one, inv_z, big, kl, lo, hi), SHARES, 4)
+
+
+@njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
+def _pair_terms(pj, xi, yi, xj, yj, masked, one, zero):  # pragma: no cover - compiled
+    """The terms of pair (i, j) in the sums of :func:`forces`: p w dx, p w dy, w^2 dx, w^2 dy, w (0 if ``masked``)."""
+    dx = xi - xj
+    dy = yi - yj
+    w = one / (one + dx * dx + dy * dy)
+    w = zero if masked else w
+    pw = pj * w
+    w2 = w * w
+    return pw * dx, pw * dy, w2 * dx, w2 * dy, w
+
+
+@njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
+def _block_sums4(p0, p1, p2, p3, x, y, xi, yi, i, one):  # pragma: no cover - compiled
+    """:func:`_block_sums` for the four points ``i .. i + 3`` (at ``xi[k], yi[k]``) at once: 20 sums.
+
+    Each y_j is loaded once for four rows, and four rows of P stream at once. At 8192 points the pass is
+    bound by waiting for P's rows rather than by arithmetic (0.2 ns per pair with P in cache, 0.55 ns
+    from memory, one row at a time); four rows at a time took it to 0.35 ns (1.7 times faster, serial).
+    """
+    zero = one - one
+    a0 = b0 = c0 = d0 = e0 = a1 = b1 = c1 = d1 = e1 = zero
+    a2 = b2 = c2 = d2 = e2 = a3 = b3 = c3 = d3 = e3 = zero
+    x0, x1, x2, x3 = xi
+    y0, y1, y2, y3 = yi
+    for j in range(x.shape[0]):
+        xj = x[j]
+        yj = y[j]
+        t = _pair_terms(p0[j], x0, y0, xj, yj, j == i, one, zero)
+        a0, b0, c0, d0, e0 = a0 + t[0], b0 + t[1], c0 + t[2], d0 + t[3], e0 + t[4]
+        t = _pair_terms(p1[j], x1, y1, xj, yj, j == i + 1, one, zero)
+        a1, b1, c1, d1, e1 = a1 + t[0], b1 + t[1], c1 + t[2], d1 + t[3], e1 + t[4]
+        t = _pair_terms(p2[j], x2, y2, xj, yj, j == i + 2, one, zero)
+        a2, b2, c2, d2, e2 = a2 + t[0], b2 + t[1], c2 + t[2], d2 + t[3], e2 + t[4]
+        t = _pair_terms(p3[j], x3, y3, xj, yj, j == i + 3, one, zero)
+        a3, b3, c3, d3, e3 = a3 + t[0], b3 + t[1], c3 + t[2], d3 + t[3], e3 + t[4]
+    return (a0, b0, c0, d0, e0, a1, b1, c1, d1, e1, a2, b2, c2, d2, e2, a3, b3, c3, d3, e3)
+
+
+@njit(inline="always")
+def _store(attraction, repulsion, z, r, i, exaggeration, ax, ay, rx, ry, zi):  # pragma: no cover - compiled
+    attraction[r, 0, i] = exaggeration * ax
+    attraction[r, 1, i] = exaggeration * ay
+    repulsion[r, 0, i] = rx
+    repulsion[r, 1, i] = ry
+    z[r, i] = zi
+
+
+@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
+def forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, lo, hi):  # pragma: no cover - compiled
+    """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) at the points ``lo .. hi - 1``.
+
+    Points go four at a time from ``lo`` (the rest one at a time), so a row's sums are the same bits
+    whichever share of the rows a call gets, as long as shares start at multiples of four.
+    """
     runs, _, n = Y.shape
-    unit = big / big
-    for i in prange(n):
-        fp_state = flush_denormals()
-        p = P[i]
+    fp_state = flush_denormals()
+    sums = np.zeros(20)
+    top = lo + (hi - lo) // 4 * 4
+    for i in range(lo, top, 4):
+        rows = (P[i], P[i + 1], P[i + 2], P[i + 3])
         for r in range(runs):
-            kl[r, i] = _kl_terms(p, Y[r, 0], Y[r, 1], i, one, inv_z[r], big, unit)
-        restore_fp_state(fp_state)
+            x = Y[r, 0]
+            y = Y[r, 1]
+            xi = (x[i], x[i + 1], x[i + 2], x[i + 3])
+            yi = (y[i], y[i + 1], y[i + 2], y[i + 3])
+            sums[:] = 0.0
+            for start in range(0, n, BLOCK):
+                stop = min(start + BLOCK, n)
+                block = _block_sums4(
+                    rows[0][start:stop], rows[1][start:stop], rows[2][start:stop], rows[3][start:stop],
+                    x[start:stop], y[start:stop], xi, yi, i - start, one,
+                )  # fmt: skip
+                for c in range(20):
+                    sums[c] += block[c]
+            for k in range(4):
+                s = sums[5 * k : 5 * k + 5]
+                _store(attraction, repulsion, z, r, i + k, exaggeration, s[0], s[1], s[2], s[3], s[4])
+    for i in range(top, hi):
+        for r in range(runs):
+            ax, ay, rx, ry, zi = _pair_sums(P[i], Y[r, 0], Y[r, 1], i, one)
+            _store(attraction, repulsion, z, r, i, exaggeration, ax, ay, rx, ry, zi)
+    restore_fp_state(fp_state)
 
 
-@njit(parallel=True, fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
-def forces(P, Y, exaggeration, one, attraction, repulsion, z):  # pragma: no cover - compiled
-    """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``.
+@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
+def forces_serial(P, Y, exaggeration, one, attraction, repulsion, z):  # pragma: no cover - compiled
+    """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``, in this thread.
 
     The KL is a kernel of its own (:func:`kl_rows`, which needs Z first): the forces are then the very
     same machine code whether a step reports or not, so a run does not depend on how often it
@@ -273,18 +361,23 @@ def forces(P, Y, exaggeration, one, attraction, repulsion, z):  # pragma: no cov
     loses every w_ij below 6e-8. That cancellation made Z, log Z and so the reported KL far too small
     (KL -1.20 on a run blown up to a radius of 3e6 by learning rate 1e6).
     """
-    runs, _, n = Y.shape
-    for i in prange(n):
-        fp_state = flush_denormals()
-        p = P[i]
-        for r in range(runs):
-            ax, ay, rx, ry, zi = _pair_sums(p, Y[r, 0], Y[r, 1], i, one)
-            attraction[r, 0, i] = exaggeration * ax
-            attraction[r, 1, i] = exaggeration * ay
-            repulsion[r, 0, i] = rx
-            repulsion[r, 1, i] = ry
-            z[r, i] = zi
-        restore_fp_state(fp_state)
+    forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, 0, Y.shape[2])
+
+
+#: shares of the rows :func:`forces` hands to the worker threads (a multiple of four rows each)
+SHARES = 16
+
+
+def forces(P, Y, exaggeration, one, attraction, repulsion, z) -> None:
+    """:func:`forces_serial` in :data:`SHARES` shares of the rows, each to whichever worker thread is free.
+
+    Not a numba parallel loop: that splits the rows in one fixed share per thread and meets at a barrier,
+    so a core taken by the browser held the whole pass back (8192 points, one core 40% busy: 25 ms a pass
+    against 22 ms in shares). The same bits as :func:`forces_serial` (shares start at multiples of four).
+    """
+    in_shares(
+        Y.shape[2], lambda lo, hi: forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, lo, hi), SHARES, 4
+    )
 
 
 @njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
@@ -326,46 +419,14 @@ def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, mi
     restore_fp_state(fp_state)
 
 
-def _serial(kernel, name: str, **swap):
-    """The same kernel compiled without threads, under its own name (numba's disk cache is keyed by
-    the function's qualified name, so a twin of the same name would load the parallel build);
-    ``swap`` replaces globals it calls (a serial pass for a parallel one). ``kernel`` may also be a
-    plain Python function (a template that is only compiled through its twins)."""
-    fn = getattr(kernel, "py_func", kernel)
-    twin = types_module.FunctionType(fn.__code__, {**fn.__globals__, **swap}, name, fn.__defaults__, fn.__closure__)
-    twin.__qualname__ = name
-    return njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)(twin)
-
-
-# Each parallel region costs about 90 us to launch on numba's workqueue pool, whatever its size,
-# while a serial pass vectorises at about 0.19 ns per pair (2 cores, AVX2). Measured: threads pay
-# off from about 2^20 pairs x runs (n = 1024). Below that, and on a busy machine where a parallel
-# region waits for its slowest thread, the serial twins run.
-PARALLEL_MIN_PAIRS = 1 << 20
-forces_serial = _serial(forces, "forces_serial")
-kl_rows_serial = _serial(kl_rows, "kl_rows_serial")
+#: pairs x runs from which :func:`forces` and :func:`kl_rows` go to the worker threads (n = 2048: a serial
+#: pass takes 1.7 ms there, and the shares as long; at 1024 the shares took 0.8 ms against 0.3 ms serial)
+POOL_MIN_PAIRS = 1 << 22
 
 
 # error_model="numpy" everywhere: numba's default "python" model guards each division with a
 # ZeroDivisionError check, which stops LLVM from vectorising the pair loop (2.1 against 0.19 ns
 # per pair, serial, n = 2048).
-
-
-# Only the serial twin of ``steps`` is compiled. A cached compiled function that calls the parallel
-# ``forces`` is broken when it is compiled in a process that loaded ``forces`` from numba's cache and is
-# then loaded from the cache by a later process: that process crashes (segmentation fault) in its first
-# call (numba 0.68; reproduced by: process 1 calls ``forces`` only, process 2 compiles and runs such a
-# ``steps``, process 3 loads it and crashes). A killed first start leaves exactly that half-filled cache.
-# Above PARALLEL_MIN_PAIRS an iteration costs 0.3 ms or more, so the engine loops over the parallel
-# passes in Python instead, for about 10 us of dispatch per iteration.
-def _steps(
-    P, Y, exaggeration, one, attraction, repulsion, z, Z, gains, step, momentum, learning_rate, min_gain, count
-):  # pragma: no cover - compiled through its serial twin
-    """``count`` plain iterations (forces without KL, then update) without returning to Python between them."""
-    for _ in range(count):
-        forces(P, Y, exaggeration, one, attraction, repulsion, z)
-        _sum_rows(z, Z)
-        update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain)
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
@@ -378,4 +439,14 @@ def _sum_rows(z, Z):  # pragma: no cover - compiled
         Z[r] = total
 
 
-steps_serial = _serial(_steps, "steps_serial", forces=forces_serial)
+@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
+def steps_serial(
+    P, Y, exaggeration, one, attraction, repulsion, z, Z, gains, step, momentum, learning_rate, min_gain, count
+):  # pragma: no cover - compiled
+    """``count`` plain iterations (forces without KL, then update) in this thread, without returning to Python
+    between them (below POOL_MIN_PAIRS, where an iteration takes under 1.5 ms; above, the engine loops over
+    the passes in shares in Python, for some 50 us of dispatch per iteration)."""
+    for _ in range(count):
+        forces_serial(P, Y, exaggeration, one, attraction, repulsion, z)
+        _sum_rows(z, Z)
+        update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain)

@@ -43,7 +43,6 @@ import torch
 
 from ._checks import int_at_least, real_array
 from ._device import resolve_device
-from ._parallel import KERNEL_LOCK as _KERNEL_LOCK
 from .errors import TSNEDivergedError
 
 __all__ = [
@@ -359,12 +358,12 @@ class _NumbaEngine:
         from . import _tsne_kernels as kernels
 
         runs, _, n = Y0.shape
-        parallel = runs * n * n >= kernels.PARALLEL_MIN_PAIRS
-        self._forces = kernels.forces if parallel else kernels.forces_serial
+        pooled = runs * n * n >= kernels.POOL_MIN_PAIRS
+        self._forces = kernels.forces if pooled else kernels.forces_serial
         self._update = kernels.update
         self._sum_rows = kernels._sum_rows
-        self._steps = None if parallel else kernels.steps_serial  # see kernels._steps: no parallel twin
-        self._kl_rows = kernels.kl_rows if parallel else kernels.kl_rows_serial
+        self._steps = None if pooled else kernels.steps_serial  # see kernels._steps: no pooled twin
+        self._kl_rows = kernels.kl_rows if pooled else kernels.kl_rows_serial
         dtype = Y0.dtype
         self.P = np.ascontiguousarray(P, dtype=dtype)
         self.Y = Y0.copy()
@@ -380,14 +379,12 @@ class _NumbaEngine:
     def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
         """Compute attraction/repulsion/Z at the current Y; return the exact KL(P || Q) per run if asked."""
         dt = self.Y.dtype.type
-        with _KERNEL_LOCK:
-            self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
+        self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
         self._sum_rows(self.z, self.Z)  # as the compiled steps do, so a run does not depend on `every`
         if not want_kl:
             return None
         inv_z = (1.0 / self.Z).astype(self.Y.dtype)
-        with _KERNEL_LOCK:
-            self._kl_rows(self.P, self.Y, self.one, inv_z, dt(_KL_BIG_RATIO), self.kl_rows)
+        self._kl_rows(self.P, self.Y, self.one, inv_z, dt(_KL_BIG_RATIO), self.kl_rows)
         return self.kl_rows.sum(axis=1, dtype=np.float64)
 
     def normalisers(self) -> np.ndarray:
@@ -415,23 +412,22 @@ class _NumbaEngine:
                 self.forces(exaggeration, False)
                 self.update(momentum, learning_rate)
             return
-        with _KERNEL_LOCK:
-            self._steps(
-                self.P,
-                self.Y,
-                self.Y.dtype.type(exaggeration),
-                self.one,
-                self.attraction,
-                self.repulsion,
-                self.z,
-                self.Z,
-                self.gains,
-                self.step,
-                momentum,
-                learning_rate,
-                MIN_GAIN,
-                count,
-            )
+        self._steps(
+            self.P,
+            self.Y,
+            self.Y.dtype.type(exaggeration),
+            self.one,
+            self.attraction,
+            self.repulsion,
+            self.z,
+            self.Z,
+            self.gains,
+            self.step,
+            momentum,
+            learning_rate,
+            MIN_GAIN,
+            count,
+        )
 
     def embeddings(self) -> np.ndarray:
         """(runs, 2, n) view of the current embeddings (copy before handing out)."""
@@ -876,10 +872,9 @@ def warmup() -> None:
         one = dtype(1)
         att, rep, step, gains = (np.zeros_like(Y) for _ in range(4))
         z, kl = np.empty((1, n), dtype), np.empty((1, n), dtype)
-        with _KERNEL_LOCK:
-            for fn in (kernels.forces, kernels.forces_serial):
-                fn(P, Y, one, one, att, rep, z)
-            for fn in (kernels.kl_rows, kernels.kl_rows_serial):
-                fn(P, Y, one, np.ones(1, dtype), dtype(_KL_BIG_RATIO), kl)
-            kernels.steps_serial(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
+        kernels.forces(P, Y, one, one, att, rep, z)  # in shares: forces_rows, for every size
+        kernels.forces_serial(P, Y, one, one, att, rep, z)
+        kernels.kl_rows(P, Y, one, np.ones(1, dtype), dtype(_KL_BIG_RATIO), kl)  # in shares: kl_part
+        kernels.kl_rows_serial(P, Y, one, np.ones(1, dtype), dtype(_KL_BIG_RATIO), kl)
+        kernels.steps_serial(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
         kernels.update(Y, att, rep, z.sum(axis=1, dtype=np.float64), gains + 1, step, 0.5, 1.0, MIN_GAIN)

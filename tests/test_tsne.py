@@ -758,3 +758,45 @@ def test_the_compiled_passes_leave_python_free_to_run():
     during = np.array([t for t in ticks if start <= t <= end])
     gaps = np.diff(np.concatenate([[start], during, [end]]))
     assert end - start > 0.05 and gaps.max() < 0.5 * (end - start), (end - start, gaps.max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype):
+    """The passes the engine runs from 2048 points (in shares of the rows on the worker threads; the forces
+    four rows at a time) give the bits of the one-thread passes, and the sums of the module doc at every
+    row: n = 2051 leaves three rows past the last group of four, and two runs share each row of P."""
+    from headsne_widget import _tsne_kernels as kernels
+
+    n, runs = 2051, 2
+    assert runs * n * n >= kernels.POOL_MIN_PAIRS
+    P = random_P(n, seed=3, dtype=dtype)
+    Y = np.random.default_rng(4).normal(scale=3.0, size=(runs, 2, n)).astype(dtype)
+    one, ex = dtype(1), dtype(4)
+    got = []
+    for fn in (kernels.forces, kernels.forces_serial):
+        att, rep, z = np.zeros_like(Y), np.zeros_like(Y), np.zeros((runs, n), dtype)
+        fn(P, Y, ex, one, att, rep, z)
+        got.append((att, rep, z))
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(a, b)
+    att, rep, z = got[0]
+    rtol = 1e-10 if dtype == np.float64 else 2e-5
+    for r in range(runs):
+        y = Y[r].T.astype(np.float64)
+        d = y[:, None, :] - y[None, :, :]
+        w = 1.0 / (1.0 + (d**2).sum(-1))
+        np.fill_diagonal(w, 0.0)
+        Pd = P.astype(np.float64)
+        expected = (4.0 * ((Pd * w)[:, :, None] * d).sum(1).T, ((w**2)[:, :, None] * d).sum(1).T, w.sum(1))
+        for value, want in zip((att[r], rep[r], z[r]), expected):
+            np.testing.assert_allclose(value, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    inv_z = (1.0 / z.sum(axis=1, dtype=np.float64)).astype(dtype)
+    kls = []
+    for fn in (kernels.kl_rows, kernels.kl_rows_serial):
+        kl = np.zeros((runs, n), dtype)
+        fn(P, Y, one, inv_z, dtype(1e30), kl)
+        kls.append(kl)
+    np.testing.assert_array_equal(*kls)
+    for r in range(runs):
+        want = kl_divergence(P.astype(np.float64), Y[r].T.astype(np.float64))
+        assert kls[0][r].sum(dtype=np.float64) == pytest.approx(want, rel=rtol)
