@@ -92,9 +92,9 @@ def _captured_head(A: object) -> tuple[np.ndarray, float] | None:
         and A.ndim == 2 and A.shape[0] == A.shape[1] >= 2
     ):  # fmt: skip
         return None
-    from ._matrix_kernels import census
+    from ._matrix_kernels import row_census
 
-    total, negative, _, _, off = census(A)
+    total, negative, off = row_census(A)
     return (A, 2.0 * off) if np.isfinite(total) and negative == 0 else None
 
 

@@ -865,6 +865,7 @@ def warmup() -> None:
         P = np.full((n, n), 1.0 / (n * (n - 1)), dtype=dtype)
         np.fill_diagonal(P, 0.0)
         matrix_kernels.census(P)  # check_affinities, P from a head (A in either dtype, P in either), partners
+        matrix_kernels.row_census(P)  # a captured head's census
         for out_dtype in (np.float32, np.float64):
             matrix_kernels.symmetrise(P, 1.0, np.empty((n, n), out_dtype))
         matrix_kernels.partners(P, np.ones(n, bool), np.empty((3, n, 2), np.float32), np.empty((3, n, 2), np.int32))

@@ -293,3 +293,33 @@ def test_a_head_whose_off_diagonal_mass_is_subnormal_after_rescaling_gives_a_fin
     A = np.array([[2.67877152e300, 4e-9], [4e-9, 4e-9]])
     P = attention_affinities(A)
     np.testing.assert_array_equal(P, [[0.0, 0.5], [0.5, 0.0]])
+
+
+def test_the_row_census_of_a_captured_head_finds_every_bad_entry_and_the_exact_off_diagonal_mass(monkeypatch):
+    """The census P of a captured head starts from (row by row, on the worker threads from PARALLEL_MIN_N):
+    its off-diagonal mass is accumulated apart from the diagonal (a head attending almost only to itself
+    keeps its 1e-30s), entries below 0 or NaN are counted and an infinity makes the sum infinite, wherever
+    they are, and the shares give the bits of one thread."""
+    from headsne_widget import _matrix_kernels as mk
+    from headsne_widget import _parallel
+
+    n = 2100
+    assert n >= mk.PARALLEL_MIN_N
+    A = np.random.default_rng(5).random((n, n), dtype=np.float32)
+    A /= A.sum(axis=1, keepdims=True)
+    total, negative, off = mk.row_census(A)
+    wide = A.astype(np.float64)
+    assert off == pytest.approx(wide.sum() - np.trace(wide), rel=1e-12)
+    assert total == pytest.approx(wide.sum(), rel=1e-12) and negative == 0
+    selfish = np.full((n, n), 1e-30, np.float32)
+    np.fill_diagonal(selfish, 1.0)
+    assert mk.row_census(selfish)[2] == pytest.approx(n * (n - 1) * np.float64(np.float32(1e-30)), rel=1e-9)
+    for (i, j), value in [((n - 1, 5), np.nan), ((1000, 2000), -1e-3), ((7, 7), -0.5), ((2099, 2099), np.nan)]:
+        B = A.copy()
+        B[i, j] = value
+        assert mk.row_census(B)[1] == 1, (i, j, value)
+    B = A.copy()
+    B[1500, 1499] = np.inf
+    assert mk.row_census(B)[0] == np.inf and mk.row_census(B)[1] == 0
+    monkeypatch.setattr(_parallel, "workers", lambda: None)
+    assert mk.row_census(A) == (total, negative, off)
