@@ -67,6 +67,49 @@ def test_many_small_chunks_equal_eager(architecture, tiny_model_dir, monkeypatch
     np.testing.assert_allclose(ex.attentions, A, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("architecture", ["llama", "mistral", "modernbert"])
+def test_chunks_seen_in_the_forward_are_masked_from_their_spans_with_the_same_bits(
+    architecture, tiny_model_dir, monkeypatch
+):
+    """The forward pass keeps each chunk's mask as every row's first and last key (causal, a causal window, a
+    bidirectional window); a head recomputed later masks from those spans: they are the mask's rows, and the
+    head is the one transformers' mask function gives, bit for bit."""
+    path = tiny_model_dir(architecture)
+    monkeypatch.setattr(capture, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # chunks of 5 rows, borders inside the windows
+    ex = extract_n(path, n=100)
+    masked = [layer for layer in ex.attention_source.layers if isinstance(layer.mask, capture.MaskRows)]
+    assert masked
+    for layer in masked:
+        for rows in layer.chunks():
+            keys, first, last = layer.mask.spans(rows)
+            allowed = layer.mask.allowed(rows.start, rows.stop, torch.device("cpu"))[0, 0].numpy()
+            columns = np.arange(allowed.shape[1])
+            np.testing.assert_array_equal((columns >= first.numpy()) & (columns <= last.numpy()), allowed)
+            assert keys == slice(int(first.min()), int(last.max()) + 1)
+    from_spans = [layer.heads() for layer in masked]
+    for layer in masked:  # (layers of one kind share their mask)
+        layer.mask._spans.clear()
+    monkeypatch.setattr(capture.MaskRows, "learn_spans", lambda *args: None)
+    for layer, heads in zip(masked, from_spans):  # from transformers' mask function each time
+        np.testing.assert_array_equal(heads, layer.heads())
+
+
+def test_a_mask_with_holes_or_an_empty_row_keeps_transformers_mask_function():
+    """Spans only where every row attends to one unbroken run of keys: a row with a hole, or none at all, is
+    masked by the mask function every time."""
+    rows = slice(0, 6)
+    for holes in (lambda b, h, q, kv: (kv % 2 == 0) | (kv == q), lambda b, h, q, kv: (kv <= q) & (q != 3)):
+        mask = capture.MaskRows(1, 6, 6, 0, 0, holes, None, False, torch.float32)
+        allowed = mask.allowed(0, 6, torch.device("cpu"))[:1]
+        mask.learn_spans(rows, allowed[0], capture._key_span(allowed[0], 6))
+        assert (rows.start, rows.stop) in mask._spans and mask.spans(rows) is None
+    causal = capture.MaskRows(1, 6, 6, 0, 0, lambda b, h, q, kv: kv <= q, None, False, torch.float32)
+    allowed = causal.allowed(2, 5, torch.device("cpu"))[:1]
+    causal.learn_spans(slice(2, 5), allowed[0], capture._key_span(allowed[0], 6))
+    keys, first, last = causal.spans(slice(2, 5))
+    assert keys == slice(0, 5) and first.ravel().tolist() == [0, 0, 0] and last.ravel().tolist() == [2, 3, 4]
+
+
 # ------------------------------------------------------------------------------------------- long texts
 
 
