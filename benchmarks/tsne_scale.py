@@ -22,9 +22,26 @@ iterations and the KL is the one reached after those iterations.
     python benchmarks/tsne_scale.py --quick    # n = 512 and 2048 (about 1 min)
     python benchmarks/tsne_scale.py --memory   # peak RSS of a run at 512, 8192 and 16384 (fresh processes)
 
-Measured on the 2-core machine while other jobs loaded it (load average 2 to 6, so seconds are noisy
-and both libraries suffered; ratios are from the same run). This round (kernel with j = i masked in one
-pair loop, float64 sums across blocks of 1024 pairs; ``--kinds attention``):
+Measured on the 2-core machine (ratios are from the same run). Latest (2026-11-22, ``--kinds attention``,
+one run, nothing else running): the force pass four rows of P at a time, the passes in shares of the rows on
+the worker threads (``_tsne_kernels.forces``, ``kl_rows``):
+
+=====  =========  =====================  =========  ================  =================  ========
+n      P          iterations x seeds     ours s/1k  openTSNE s/1k     KL ours / theirs   speed-up
+=====  =========  =====================  =========  ================  =================  ========
+512    attention  1000 x 5 (median)      0.07       7.28 (n_jobs=2)   1.6331 / 1.6336    102.8x
+2048   attention  1000 x 3 (median)      1.03       16.98 (n_jobs=2)  1.8619 / 1.8605    16.5x
+8192   attention  1000 x 1               12.40      179.96 (n_jobs=2) 1.9714 / 1.9678    14.5x
+16384  attention  500 x 1                51.17      1057.46 (n_jobs=2) 2.0264 / 2.0266   20.7x
+=====  =========  =====================  =========  ================  =================  ========
+
+Paired KL differences (ours - openTSNE, same P and start): medians -0.0054 (512, ours lower in 3 of 5),
++0.0010 (2048, 1 of 3), +0.0036 (8192), -0.0003 (16384). Idle, the force pass alone takes 11-12 ms per
+iteration at 8192 (20 ms one row at a time).
+
+Earlier, while other jobs loaded the machine (load average 2 to 6, so seconds are noisy and both libraries
+suffered; ratios are from the same run; kernel with j = i masked in one pair loop, float64 sums across
+blocks of 1024 pairs; ``--kinds attention``):
 
 =====  =========  =====================  =========  ================  =================  ========
 n      P          iterations x seeds     ours s/1k  openTSNE s/1k     KL ours / theirs   speed-up

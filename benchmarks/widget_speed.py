@@ -57,7 +57,30 @@ n       click -> first frame on screen, median (all, ms)         drawn / s    se
 8192    896 (685 998 896); after a 400 ms rest: 270 (358 270 167)    –       –      –           –         1.0 - 1.8
 8192    773 (773 1167 735); after a 400 ms rest: 400 (384 405 400)   20.4    20.6   56.6        8.27      1.6 - 3.2
 8192    783 (895 622 783); after a 400 ms rest: 457 (457 461 416)    18.8    18.8   58.6        9.02      1.5 - 2.1
+8192    664 (1432 664 654); after a 400 ms rest: 119 (97 119 130)    34.1    33.9   60.1        6.54      1.8 - 2.5
+8192    370 (1049 399 321 370 316); rested: 108 (103 111 122 108 103)  35.3  36.8   59.4        6.03      2.1 - 3.7
+8192    326 (338 323 274 326 334); rested: 128 (142 147 94 90 128)     33.3  35.0   60.0        6.29      3.2 - 2.9
+8192    315 (383 352 315 280 304); rested: 142 (139 142 119 151 151)   25.6  29.7   59.5        12.32     2.1 - 3.6
+8192    380 (398 380 396 319 350); rested: 136 (145 132 122 136 155)   29.6  30.3   59.7        8.18      3.2 - 3.4
+8192    332 (300 355 366 313 332); rested: 140 (140 119 156 126 143)   34.6  34.7   59.9        6.08      3.4 - 3.8
+8192    361 (361 357 400 398 317); rested: 153 (169 128 154 104 153)   30.4  30.5   57.9        6.88      1.4 - 3.1
+8192    445 (467 395 445 460 384); rested: 159 (115 162 157 159 159)   28.3  28.5   58.0        8.11      3.1 - 3.8
+512     60 (50 152 77 38 75 60 43)                               59.7         70.7   60.0        1.43      1.0 - 1.5
 ======  =======================================================  ===========  =====  ==========  ========  ===========
+
+The last three rows (2026-11-22, a later round; ``--clicks 3`` then ``--clicks 5``, ``--n-iter 30 --fps-iter
+200 --dwell 400``): the t-SNE passes four rows at a time in shares on the worker threads (iteration at 8192:
+20 -> 12 ms idle), and a captured head's census row by row and the transposed tiles eight rows at a time
+(P from a head 0.2 -> 0.06-0.09 s). The same code in all three; the first ran right after the kernels had
+changed, so its kernel compiled them (into numba's cache) while it ran. A cold click traced in
+the kernel with chromium beside it (the 326 ms run's code): message 6-11 ms, head 155-190 ms, census 7-10
+ms, symmetrising 70-86 ms, run started 7-19 ms later, first frame sent 50-70 ms after that (two force passes
+and the thread's start), drawn 23-30 ms later. The last six rows: also a head recomputed from the key spans
+its chunks kept in the forward pass (capture.py, MaskRows.spans: 118 -> 46 ms idle), otherwise the same code;
+traced the same way: message 5 ms, head 90-130 ms, census 10-20 ms, symmetrising 80-100 ms, first frame sent
+45-55 ms after the run started, drawn 30 ms later (one run of clicks: median 288 ms). Over those runs the
+machine slowed by about a third (symmetrising alone, idle: 51 ms at the start, 66-70 ms at the end), which is
+most of the spread between the rows.
 
 The last five rows (2026-11-22, ``--clicks 7``; ``--clicks 3 --n-iter 30 --fps-iter 200 --dwell 400``): P's
 two passes on both cores, the P of the row the pointer rests on built before the click
