@@ -1,0 +1,203 @@
+"""The engines of the exact t-SNE: the same operations (forces with an optional exact KL, the update, plain
+steps) compiled on the CPU (:mod:`._tsne_kernels`) or in torch on any device; :mod:`.t_sne` runs the loop.
+
+Each engine owns one run's buffers, allocated once: embeddings (runs, 2, n), forces, gains and steps, about
+64 bytes per point and run, and P in the working dtype (the compiled engine uses a float32, symmetric P in
+place); the torch engine adds three (runs, n, n) buffers, chunked over runs to stay near 1 GiB.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["KL_BIG_RATIO", "MIN_GAIN", "NumbaEngine", "TorchEngine", "make_engine"]
+
+#: smallest per-parameter gain (the reference implementation's and scikit-learn's)
+MIN_GAIN = 0.01
+#: q / p beyond which p h(q / p) is q to float32 precision (see ``_tsne_kernels.kl_rows_serial``)
+KL_BIG_RATIO = 1e30
+
+
+class NumbaEngine:
+    """Fused CPU kernels; buffers allocated once per run."""
+
+    def __init__(self, P: np.ndarray, Y0: np.ndarray, one: float = 1.0):
+        from . import _tsne_kernels as kernels
+
+        runs, _, n = Y0.shape
+        pooled = runs * n * n >= kernels.POOL_MIN_PAIRS
+        self._forces = kernels.forces if pooled else kernels.forces_serial
+        self._update = kernels.update
+        self._sum_rows = kernels._sum_rows
+        self._steps = None if pooled else kernels.steps_serial  # see kernels._steps: no pooled twin
+        self._kl_rows = kernels.kl_rows if pooled else kernels.kl_rows_serial
+        dtype = Y0.dtype
+        self.P = np.ascontiguousarray(P, dtype=dtype)
+        self.Y = Y0.copy()
+        self.one = dtype.type(one)  # the 1 of 1 / (1 + d^2); see _one_embedding
+        self.attraction = np.empty_like(self.Y)
+        self.repulsion = np.empty_like(self.Y)
+        self.step = np.zeros_like(self.Y)
+        self.gains = np.ones_like(self.Y)
+        self.z = np.empty(self.Y.shape[::2], dtype=dtype)
+        self.kl_rows = np.empty_like(self.z)
+        self.Z = np.empty(self.Y.shape[0], dtype=np.float64)
+
+    def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
+        """Compute attraction/repulsion/Z at the current Y; return the exact KL(P || Q) per run if asked."""
+        dt = self.Y.dtype.type
+        self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
+        self._sum_rows(self.z, self.Z)  # as the compiled steps do, so a run does not depend on `every`
+        if not want_kl:
+            return None
+        inv_z = (1.0 / self.Z).astype(self.Y.dtype)
+        self._kl_rows(self.P, self.Y, self.one, inv_z, dt(KL_BIG_RATIO), self.kl_rows)
+        return self.kl_rows.sum(axis=1, dtype=np.float64)
+
+    def normalisers(self) -> np.ndarray:
+        """Z per run from the last force pass (float64)."""
+        return self.Z
+
+    def gradient(self) -> np.ndarray:
+        return 4.0 * (self.attraction - self.repulsion / self.Z[:, None, None].astype(self.Y.dtype))
+
+    def restart_optimizer(self) -> None:
+        """Gains back to 1 and no momentum, when exaggeration ends."""
+        self.gains.fill(1.0)
+        self.step.fill(0.0)
+
+    def update(self, momentum: float, learning_rate: float) -> None:
+        self._update(
+            self.Y, self.attraction, self.repulsion, self.Z, self.gains, self.step, momentum, learning_rate, MIN_GAIN
+        )
+
+    def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
+        """``count`` iterations of forces + update (no KL): one compiled call when serial, else a loop
+        over the parallel passes (see ``_tsne_kernels._steps`` for why there is no compiled parallel loop)."""
+        if self._steps is None:
+            for _ in range(count):
+                self.forces(exaggeration, False)
+                self.update(momentum, learning_rate)
+            return
+        self._steps(
+            self.P,
+            self.Y,
+            self.Y.dtype.type(exaggeration),
+            self.one,
+            self.attraction,
+            self.repulsion,
+            self.z,
+            self.Z,
+            self.gains,
+            self.step,
+            momentum,
+            learning_rate,
+            MIN_GAIN,
+            count,
+        )
+
+    def embeddings(self) -> np.ndarray:
+        """(runs, 2, n) view of the current embeddings (copy before handing out)."""
+        return self.Y
+
+
+class TorchEngine:
+    """The same steps as :class:`NumbaEngine` with torch tensors (CUDA, or the CPU for comparison).
+
+    Three (runs, n, n) buffers are allocated once per run; runs are processed in chunks that keep
+    them under about 1 GiB.
+    """
+
+    _BUFFER_BYTES = 1 << 30
+
+    def __init__(self, P: np.ndarray, Y0: np.ndarray, device: torch.device):
+        dtype = torch.float32 if Y0.dtype == np.float32 else torch.float64
+        runs, _, n = Y0.shape
+        self.P = torch.as_tensor(np.ascontiguousarray(P), device=device).to(dtype)
+        self.Y = torch.as_tensor(Y0, device=device).clone()
+        self.attraction = torch.empty_like(self.Y)
+        self.repulsion = torch.empty_like(self.Y)
+        self.step = torch.zeros_like(self.Y)
+        self.gains = torch.ones_like(self.Y)
+        self.Z = torch.empty(runs, dtype=torch.float64, device=device)
+        self.chunk = int(max(1, min(runs, self._BUFFER_BYTES // (3 * n * n * self.Y.element_size()))))
+        shape = (self.chunk, n, n)
+        self.D = torch.empty(shape, dtype=dtype, device=device)
+        self.W = torch.empty(shape, dtype=dtype, device=device)
+        self.M = torch.empty(shape, dtype=dtype, device=device)
+
+    def _chunk_forces(self, Y: torch.Tensor, ex: float, want_kl: bool, att, rep):
+        c = Y.shape[0]
+        D, W, M = self.D[:c], self.W[:c], self.M[:c]
+        x, y = Y[:, 0], Y[:, 1]
+        torch.sub(x[:, :, None], x[:, None, :], out=D)
+        torch.mul(D, D, out=W)
+        torch.sub(y[:, :, None], y[:, None, :], out=D)
+        W.addcmul_(D, D).add_(1.0)
+        W.reciprocal_()
+        W.diagonal(dim1=1, dim2=2).zero_()
+        Z = W.sum(dim=(1, 2), dtype=torch.float64)
+        # sum_j m_ij (y_i - y_j) = y_i * sum_j m_ij - (M y)_i, for M = P * W and M = W * W
+        Yt = Y.transpose(1, 2)
+        torch.mul(W, self.P, out=M)
+        att.copy_((M.sum(dim=2)[:, None, :] * Y - torch.bmm(M, Yt).transpose(1, 2)) * ex)
+        torch.mul(W, W, out=M)
+        rep.copy_(M.sum(dim=2)[:, None, :] * Y - torch.bmm(M, Yt).transpose(1, 2))
+        kl = None
+        if want_kl:  # the non-negative Bregman form of the compiled kl_rows
+            torch.mul(W, (1.0 / Z).to(W.dtype)[:, None, None], out=M)  # q
+            torch.div(M, self.P, out=D)  # r = q / p (inf where p = 0)
+            use_p = (self.P > 0) & (D < KL_BIG_RATIO)
+            torch.log(D, out=W)
+            D.sub_(1.0).sub_(W).mul_(self.P)
+            kl = torch.where(use_p, D, M).sum(dim=(1, 2), dtype=torch.float64)
+        return Z, kl
+
+    def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
+        kls = []
+        for start in range(0, self.Y.shape[0], self.chunk):
+            sl = slice(start, start + self.chunk)
+            Z, kl = self._chunk_forces(self.Y[sl], exaggeration, want_kl, self.attraction[sl], self.repulsion[sl])
+            self.Z[sl] = Z
+            kls.append(kl)
+        return torch.cat(kls).cpu().numpy() if want_kl else None
+
+    def normalisers(self) -> np.ndarray:
+        return self.Z.cpu().numpy()
+
+    def gradient(self) -> np.ndarray:
+        g = 4.0 * (self.attraction - self.repulsion / self.Z[:, None, None].to(self.Y.dtype))
+        return g.cpu().numpy()
+
+    def restart_optimizer(self) -> None:
+        self.gains.fill_(1.0)
+        self.step.zero_()
+
+    def update(self, momentum: float, learning_rate: float) -> None:
+        g = 4.0 * (self.attraction - self.repulsion * (1.0 / self.Z).to(self.Y.dtype)[:, None, None])
+        grow = self.step * g < 0.0
+        self.gains.copy_(torch.where(grow, self.gains + 0.2, self.gains * 0.8).clamp_(min=MIN_GAIN))
+        self.step.mul_(momentum).sub_(learning_rate * self.gains * g)
+        self.Y.add_(self.step)
+        self.Y.sub_(self.Y.mean(dim=2, keepdim=True))  # zero mean, as in the compiled update
+
+    def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
+        """``count`` iterations of forces + update (no KL)."""
+        for _ in range(count):
+            self.forces(exaggeration, False)
+            self.update(momentum, learning_rate)
+
+    def embeddings(self) -> np.ndarray:
+        return self.Y.cpu().numpy()
+
+
+def make_engine(P: np.ndarray, Y0: np.ndarray, device: torch.device, engine: str | None):
+    engine = engine or ("numba" if device.type == "cpu" else "torch")
+    if engine == "numba":
+        if device.type != "cpu":
+            raise ValueError(f"the compiled kernels run on the CPU only, not on {device}")
+        return NumbaEngine(P, Y0)
+    if engine == "torch":
+        return TorchEngine(P, Y0, device)
+    raise ValueError(f"unknown engine {engine!r}: 'numba' or 'torch'")
