@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from ._parallel import in_shares, workers
+from ._parallel import each, in_shares
 
 #: rows and columns of a square tile (its float32 transposed copy, 256 KiB, stays in L2; rows of 1 KiB stream well)
 TILE = 256
@@ -134,13 +134,12 @@ def _each_pair(n: int, tile: int, pair: Callable[[int], None]) -> None:
     """``pair(k)`` for every pair of tile rows (k, nb - 1 - k) of an n x n matrix: in this thread, or from
     PARALLEL_MIN_N on the worker threads, each pair to whichever is free (the compiled pair functions
     release the GIL)."""
-    pairs = range(((n + tile - 1) // tile + 1) // 2)
-    pool = workers() if n >= PARALLEL_MIN_N else None
-    if pool is None:
-        for k in pairs:
-            pair(k)
+    pairs = ((n + tile - 1) // tile + 1) // 2
+    if n >= PARALLEL_MIN_N:
+        each(pairs, pair)
     else:
-        list(pool.map(pair, pairs))
+        for k in range(pairs):
+            pair(k)
 
 
 def census(M: np.ndarray, tile: int = TILE) -> tuple[float, int, int, int, float]:
@@ -182,7 +181,10 @@ def row_census(M: np.ndarray) -> tuple[float, int, float]:
     n = M.shape[0]
     sums, negative = np.zeros((n, 2)), np.zeros(n, dtype=np.int64)
     part = lambda lo, hi: _row_census_part(M, lo, hi, sums, negative)  # noqa: E731
-    in_shares(n, part) if n >= PARALLEL_MIN_N else part(0, n)
+    if n >= PARALLEL_MIN_N:
+        in_shares(n, part)
+    else:
+        part(0, n)
     off = float(sums[:, 0].sum())
     return off + float(sums[:, 1].sum()), int(negative.sum()), off
 

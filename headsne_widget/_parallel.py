@@ -11,14 +11,13 @@ loop: numba's workqueue layer also aborts the process when two threads launch on
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["WORKER_PREFIX", "in_shares", "workers"]
+__all__ = ["WORKER_PREFIX", "each", "in_shares", "workers"]
 
 _POOL: list[ThreadPoolExecutor | None] = []
 _POOL_LOCK = threading.Lock()
@@ -26,32 +25,40 @@ _POOL_LOCK = threading.Lock()
 WORKER_PREFIX = "headsne-worker"
 
 
-def _one_torch_thread() -> None:
-    """A worker runs torch on one thread (its own setting; see capture.LayerAttention.heads for the default
-    torch keeps for threads that start later)."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
-
-
 def workers() -> ThreadPoolExecutor | None:
     """The shared pool, one thread per core this process may use; None on a single core."""
     with _POOL_LOCK:
         if not _POOL:
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-            pool = ThreadPoolExecutor(cores, WORKER_PREFIX, initializer=_one_torch_thread) if cores > 1 else None
+            pool = ThreadPoolExecutor(cores, WORKER_PREFIX) if cores > 1 else None
             _POOL.append(pool)
         return _POOL[0]
 
 
+def _pool_here() -> ThreadPoolExecutor | None:
+    """The pool, unless there is none (one core) or this thread is one of its workers, which must never wait
+    for its own pool."""
+    pool = workers()
+    return None if pool is None or threading.current_thread().name.startswith(WORKER_PREFIX) else pool
+
+
+def each(count: int, work: Callable[[int], object]) -> None:
+    """``work(k)`` for k in 0 .. count - 1, each to whichever worker thread is free; in order in this thread
+    where :func:`_pool_here` gives no pool."""
+    pool = _pool_here()
+    if pool is None:
+        for k in range(count):
+            work(k)
+    else:
+        list(pool.map(work, range(count)))
+
+
 def in_shares(n: int, part: Callable[[int, int], object], shares: int = 16, multiple: int = 1) -> None:
     """``part(lo, hi)`` over ``shares`` consecutive shares of [0, n), each starting at a multiple of
-    ``multiple``, on the worker threads; in this thread on one core, or when this thread is a worker (it must
-    never wait for its own pool)."""
-    pool = workers()
-    if pool is None or threading.current_thread().name.startswith(WORKER_PREFIX):
+    ``multiple``, on the worker threads; ``part(0, n)`` in this thread where :func:`_pool_here` gives no pool."""
+    if _pool_here() is None:
         part(0, n)
         return
     edges = [int(e) * multiple for e in np.linspace(0, n // multiple, shares + 1).astype(np.int64)]
     edges[-1] = n
-    list(pool.map(lambda k: part(edges[k], edges[k + 1]), range(shares)))
+    each(shares, lambda k: part(edges[k], edges[k + 1]))

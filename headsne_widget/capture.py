@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from ._buffers import SPARE_BYTES, SparePool
-from ._parallel import workers
+from ._parallel import each, workers
 from .errors import MemoryBudgetError, UnsupportedAttentionError
 from .maximum_attention import max_attention, max_attention_update
 
@@ -320,8 +320,8 @@ class LayerAttention:
             raise ValueError(f"out must be a C-contiguous float32 array of shape {shape}")
 
         def fill(rows: slice, pooled: bool = False) -> None:
-            if pooled:  # MKL's thread count is the process's: the caller's restore below may have raised it, and
-                torch.set_num_threads(1)  # a chunk computed over 2 threads gave other bits (1 ulp) than over 1
+            if pooled:  # one torch thread a chunk. MKL's thread count is the process's: the caller's restore
+                torch.set_num_threads(1)  # below may have raised it, and a chunk over 2 threads had other bits
             with torch.inference_mode():  # (thread-local: entered again in a worker)
                 keys, w = self.weights(rows, head)
                 out[:, rows, : keys.start] = 0.0  # outside the chunk's key span every weight is exactly 0
@@ -329,18 +329,17 @@ class LayerAttention:
                 out[:, rows, keys.stop :] = 0.0
 
         chunks = list(self.chunks())
-        # on the CPU, chunks go one at a time to the worker threads, one torch thread each: torch's own threads
-        # split every operation in fixed shares and wait for a core the browser took (_parallel.py)
-        pool = workers() if self.query.device.type == "cpu" and len(chunks) > 1 else None
-        if pool is None:
+        if self.query.device.type != "cpu" or len(chunks) == 1 or workers() is None:
             for rows in chunks:
                 fill(rows)
-        else:
-            threads = torch.get_num_threads()
-            try:
-                list(pool.map(lambda rows: fill(rows, pooled=True), chunks))
-            finally:  # a worker's own setting of 1 is also what torch gives threads that start later: undone
-                torch.set_num_threads(threads)
+            return out
+        # on the CPU, chunks go one at a time to the worker threads, one torch thread each: torch's own threads
+        # split every operation in fixed shares and wait for a core the browser took (_parallel.py)
+        threads = torch.get_num_threads()
+        try:
+            each(len(chunks), lambda k: fill(chunks[k], pooled=True))
+        finally:  # a worker's own setting of 1 is also what torch gives threads that start later: undone
+            torch.set_num_threads(threads)
         return out
 
 

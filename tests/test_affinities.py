@@ -235,6 +235,7 @@ def test_P_on_every_core_is_the_serial_P_bit_for_bit(n, monkeypatch):
     """From PARALLEL_MIN_N P's census and symmetrisation run on the worker threads, tile rows paired (k, nb - 1 -
     k): every band must be visited once, and the result must not depend on which thread took which pair."""
     from headsne_widget import _matrix_kernels as mk
+    from headsne_widget import _parallel
 
     assert n >= mk.PARALLEL_MIN_N
     A = np.random.default_rng(9).random((n, n), dtype=np.float32)
@@ -251,7 +252,7 @@ def test_P_on_every_core_is_the_serial_P_bit_for_bit(n, monkeypatch):
         B[i, j] = -B[i, j]
         bad.append(B)
         assert mk.census(B)[1:4] == (1, 1, 0)
-    monkeypatch.setattr(mk, "workers", lambda: None)  # every pair in this thread, in order
+    monkeypatch.setattr(_parallel, "workers", lambda: None)  # every pair in this thread, in order
     serial = np.empty_like(P)
     mk.symmetrise(A, 2.0 * mk.census(A)[4], serial)
     np.testing.assert_array_equal(P, serial)
