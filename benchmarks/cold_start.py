@@ -68,7 +68,7 @@ from headsne_widget import HeadSNE, texts
 _laps["from headsne_widget import HeadSNE (torch included)"] = _time.perf_counter()
 import torch, transformers
 _laps["import transformers"] = _time.perf_counter()
-from headsne_widget.extraction import load_model
+from headsne_widget.capture.extraction import load_model
 _lm = load_model()
 _laps["load the model"] = _time.perf_counter()
 w = HeadSNE(texts.TSNE_ABSTRACT)

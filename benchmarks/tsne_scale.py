@@ -132,7 +132,7 @@ def initial(n: int, seed: int) -> np.ndarray:
 
 
 def run_ours(P: np.ndarray, n_iter: int, seed: int) -> np.ndarray:
-    from headsne_widget.t_sne import tsne
+    from headsne_widget.embedding.tsne import tsne
 
     init = initial(P.shape[0], seed)
     return tsne(P, n_iter=n_iter, exaggeration_iters=n_iter // 4, init=init, every=n_iter, device="cpu").embedding
@@ -177,7 +177,7 @@ def run_opentsne(P: np.ndarray, n_iter: int, seed: int, n_jobs: int) -> np.ndarr
 def table(sizes: list[int], kinds: list[str], big_iters: int, seeds_override: int | None = None) -> None:
     """Median seconds and median exact KL over the seeds (5 at n <= 512, 3 at 2048, 1 above, or ``--seeds``),
     and the paired KL difference (same P, same start, seed by seed)."""
-    from headsne_widget.t_sne import kl_divergence, warmup
+    from headsne_widget.embedding.tsne import kl_divergence, warmup
 
     warmup()
     makers = {"attention": attention_P, "gaussian": gaussian_P}
@@ -229,7 +229,7 @@ def memory(sizes: list[int]) -> None:
         "import sys, numpy as np\n"
         "def hwm():\n"
         "    return int([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]) / 1024\n"
-        "from headsne_widget.t_sne import tsne, warmup\n"
+        "from headsne_widget.embedding.tsne import tsne, warmup\n"
         "warmup()\n"
         "P = np.load(sys.argv[1])\n"
         "base = hwm()\n"

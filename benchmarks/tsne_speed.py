@@ -4,7 +4,7 @@ Every library optimises the SAME P, from the same start, with the same schedule 
 exaggeration 12 for 250 of them, momentum 0.5 -> 0.8, the same learning rate), and every result is
 scored with our exact ``kl_divergence``:
 
-- ours: ``headsne_widget.t_sne`` (fused compiled CPU kernels, float32), one run per seed;
+- ours: ``headsne_widget.embedding.tsne`` (fused compiled CPU kernels, float32), one run per seed;
 - scikit-learn exact: ``sklearn.manifold._t_sne._gradient_descent`` on ``_kl_divergence`` with P
   in condensed form (``TSNE(metric="precomputed")`` would take distances, not P); convergence
   checks are disabled so that it runs all iterations. scikit-learn restarts its gains and momentum
@@ -67,7 +67,7 @@ def initial(n: int, seed: int) -> np.ndarray:
 
 
 def run_ours(P: np.ndarray, seed: int, lr: float) -> np.ndarray:
-    from headsne_widget.t_sne import tsne
+    from headsne_widget.embedding.tsne import tsne
 
     return tsne(P, seed=seed, learning_rate=lr, n_iter=N_ITER, device="cpu").embedding
 
@@ -118,7 +118,7 @@ RUNNERS = {"ours": run_ours, "sklearn-exact": run_sklearn, "openTSNE-BH": run_op
 
 
 def speed(sizes: list[int], seeds: int, sklearn_max_seeds: dict[int, int], skip: set[str]) -> None:
-    from headsne_widget.t_sne import auto_learning_rate, kl_divergence, warmup
+    from headsne_widget.embedding.tsne import auto_learning_rate, kl_divergence, warmup
 
     warmup()
     for n in sizes:
@@ -164,7 +164,7 @@ def memory(n: int) -> None:
             "def hwm():\n"
             "    line = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
             "    return int(line.split()[1]) / 1024\n"
-            "from headsne_widget.t_sne import tsne, warmup\n"
+            "from headsne_widget.embedding.tsne import tsne, warmup\n"
             "warmup()\n"
             "P = np.load(sys.argv[1])\n"
             "base = hwm()\n"
@@ -177,7 +177,7 @@ def memory(n: int) -> None:
 
 def learning_rates(sizes: list[int], seeds: int) -> None:
     """Median final exact KL per candidate learning rate (all seeds as one batched run)."""
-    from headsne_widget.t_sne import tsne
+    from headsne_widget.embedding.tsne import tsne
 
     candidates = {
         "5 (thesis)": lambda n: 5.0,

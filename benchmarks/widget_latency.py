@@ -56,13 +56,13 @@ import comm
 import numpy as np
 from comm.base_comm import BaseComm
 
-from headsne_widget.affinities import attention_affinities
-from headsne_widget.extraction import extract
-from headsne_widget.headsne import HeadSNE
-from headsne_widget.partners import selection_partners
-from headsne_widget.run_control import KL_EVERY, report_every, start_warmup
-from headsne_widget.t_sne import check_affinities, tsne_frames
+from headsne_widget.affinity.affinities import attention_affinities
+from headsne_widget.capture.extraction import extract
+from headsne_widget.embedding.tsne import check_affinities, tsne_frames
 from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.widget.headsne import HeadSNE
+from headsne_widget.widget.partners import selection_partners
+from headsne_widget.widget.runs import KL_EVERY, report_every, start_warmup
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -185,7 +185,7 @@ def main() -> None:
     if args.p_float32:
         import functools
 
-        import headsne_widget.headsne as headsne_module
+        import headsne_widget.widget.headsne as headsne_module
 
         headsne_module.selection_affinities = functools.partial(  # type: ignore[assignment]
             headsne_module.selection_affinities, dtype=np.float32

@@ -380,13 +380,13 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
         cell = f"import warnings\nwarnings.simplefilter('ignore')\n{cell}"
     if args.p_float32:
         cell = (
-            "import functools, numpy, headsne_widget.headsne as _h\n"
+            "import functools, numpy, headsne_widget.widget.headsne as _h\n"
             "_h.selection_affinities = functools.partial(_h.selection_affinities, dtype=numpy.float32)\n"
             f"{cell}"
         )
     if args.esm is not None:  # an A/B comparison on the same machine at the same time
         cell = (
-            f"from headsne_widget.widget import HeadSNEModel\n"
+            f"from headsne_widget.widget.model import HeadSNEModel\n"
             f"HeadSNEModel._esm = open({str(args.esm.resolve())!r}).read()\n{cell}"
         )
     server = jupyter.start_server()

@@ -2,7 +2,8 @@
 
 The public names are imported lazily, so that ``from headsne_widget import tsne`` does not pay for
 transformers and ``import headsne_widget`` stays fast. Data flows one way:
-model -> arrays (:mod:`.extraction`) -> P (:mod:`.affinities`) -> frames (:mod:`.t_sne`) -> browser (:mod:`.widget`).
+model -> arrays (:mod:`.capture`) -> P (:mod:`.affinity`) -> frames (:mod:`.embedding`) -> browser (:mod:`.widget`)
+-> studies (:mod:`.studies`); each stage imports only from the stages before it.
 """
 
 from __future__ import annotations
@@ -15,24 +16,30 @@ __version__ = importlib.metadata.version("headsne-widget")  # the one place: pyp
 
 # public name -> submodule that defines it (one concept, one named place)
 _EXPORTS = {
-    "extract": "extraction",
-    "Extraction": "extraction",
-    "max_attention": "maximum_attention",
-    "attention_affinities": "affinities",
-    "gaussian_affinities": "affinities",
-    "tsne": "t_sne",
-    "tsne_frames": "t_sne",
-    "kl_divergence": "t_sne",
-    "TSNEResult": "t_sne",
-    "Frame": "t_sne",
-    "quantile_rescale": "rescaling",
-    "align": "alignment",
-    "selection_affinities": "selection",
-    "Selection": "selection",
-    "RunController": "run_control",
-    "HeadSNE": "headsne",
+    "extract": "capture.extraction",
+    "Extraction": "capture.extraction",
+    "load_model": "capture.extraction",
+    "max_attention": "capture.maximum_attention",
+    "attention_affinities": "affinity.affinities",
+    "gaussian_affinities": "affinity.affinities",
+    "selection_affinities": "affinity.selection",
+    "Selection": "affinity.selection",
+    "tsne": "embedding.tsne",
+    "tsne_frames": "embedding.tsne",
+    "kl_divergence": "embedding.tsne",
+    "TSNEResult": "embedding.tsne",
+    "Frame": "embedding.tsne",
+    "quantile_rescale": "embedding.rescaling",
+    "align": "embedding.alignment",
+    "HeadSNE": "widget.headsne",
 }
-_SUBMODULES = {"analyses", "plots", "export", "studies", "texts"}
+# modules reachable as attributes (``headsne_widget.plots``): the name -> where it lives
+_SUBMODULES = {
+    "analyses": "studies.analyses",
+    "plots": "widget.plots",
+    "export": "widget.export",
+    "texts": "texts",
+}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
 
@@ -41,7 +48,7 @@ def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
+        value = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

@@ -14,9 +14,9 @@ import torch
 from hypothesis import settings
 from recording_comm import RecordingComm, run_threads
 
-from headsne_widget.extraction import Extraction, LoadedModel, extract, load_model
-from headsne_widget.headsne import HeadSNE
+from headsne_widget.capture.extraction import Extraction, LoadedModel, extract, load_model
 from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.widget.headsne import HeadSNE
 
 # Property tests run the same examples every time (the README's test command, CI), so that a submission is
 # not failed by a case no change of its own produced; HYPOTHESIS_PROFILE=explore draws new ones on every run

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from headsne_widget import attention_affinities, errors, gaussian_affinities
-from headsne_widget.affinities import binary_search_perplexity, squared_distances
+from headsne_widget.affinity.affinities import binary_search_perplexity, squared_distances
 
 
 def _sklearn_P(X: np.ndarray, perplexity: float) -> np.ndarray:
@@ -234,8 +234,8 @@ def test_blocked_P_equals_the_formula_across_block_edges():
 def test_P_on_every_core_is_the_serial_P_bit_for_bit(n, monkeypatch):
     """From PARALLEL_MIN_N P's census and symmetrisation run on the worker threads, tile rows paired (k, nb - 1 -
     k): every band must be visited once, and the result must not depend on which thread took which pair."""
-    from headsne_widget import _matrix_kernels as mk
     from headsne_widget import _parallel
+    from headsne_widget.affinity import matrix_kernels as mk
 
     assert n >= mk.PARALLEL_MIN_N
     A = np.random.default_rng(9).random((n, n), dtype=np.float32)
@@ -262,7 +262,7 @@ def test_P_on_every_core_is_the_serial_P_bit_for_bit(n, monkeypatch):
 
 
 def test_float32_P_is_the_float64_P_rounded_once_and_taken_as_is_by_tsne():
-    from headsne_widget.t_sne import check_affinities
+    from headsne_widget.embedding.tsne import check_affinities
 
     A = np.random.default_rng(8).random((300, 300), dtype=np.float32)
     A /= A.sum(axis=1, keepdims=True)
@@ -301,8 +301,8 @@ def test_the_row_census_of_a_captured_head_finds_every_bad_entry_and_the_exact_o
     its off-diagonal mass is accumulated apart from the diagonal (a head attending almost only to itself
     keeps its 1e-30s), entries below 0 or NaN are counted and an infinity makes the sum infinite, wherever
     they are, and the shares give the bits of one thread."""
-    from headsne_widget import _matrix_kernels as mk
     from headsne_widget import _parallel
+    from headsne_widget.affinity import matrix_kernels as mk
 
     n = 2100
     assert n >= mk.PARALLEL_MIN_N

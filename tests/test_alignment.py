@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from headsne_widget import align
-from headsne_widget.t_sne import kl_divergence
+from headsne_widget.embedding.tsne import kl_divergence
 
 
 def rotation(theta: float) -> np.ndarray:

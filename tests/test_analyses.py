@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from headsne_widget import analyses, extract
-from headsne_widget.affinities import attention_affinities, gaussian_affinities
-from headsne_widget.t_sne import tsne
+from headsne_widget.affinity.affinities import attention_affinities, gaussian_affinities
+from headsne_widget.embedding.tsne import tsne
 
 TEXT = "the quick brown fox jumps over the lazy dog because the dog was asleep in the warm sun"
 LONG = (
@@ -59,7 +59,7 @@ def test_kl_by_layer_is_reproducible_from_seed(tiny_bert):
 
 
 def test_kl_by_layer_batches_runs_in_one_tsne_call_per_head(tiny_bert, monkeypatch):
-    import headsne_widget.t_sne as tsne_module
+    import headsne_widget.embedding.tsne as tsne_module
 
     calls = []
     real = tsne_module.tsne

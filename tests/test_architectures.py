@@ -10,8 +10,9 @@ import pytest
 import torch
 from conftest import TINY_ARCHITECTURES
 
-from headsne_widget import capture, extract
-from headsne_widget.capture import CapturedAttention
+from headsne_widget import extract
+from headsne_widget.capture import attention as capture
+from headsne_widget.capture.attention import CapturedAttention
 from headsne_widget.texts import TSNE_ABSTRACT
 
 N = 128
@@ -89,13 +90,13 @@ def test_bf16_model_reduces_in_its_dtype(tiny_model_dir):
     """A bf16 model: queries and keys are kept in bf16 and the heads equal the bf16 eager forward."""
     from transformers import AutoModel
 
-    from headsne_widget.extraction import load_model
+    from headsne_widget.capture.extraction import load_model
 
     path = tiny_model_dir("llama")
     model = AutoModel.from_pretrained(path, attn_implementation="eager", dtype=torch.bfloat16).eval()
     loaded = load_model(model, tokenizer=path, device="cpu")
     ids = extract_n(path, n=96).token_ids
-    from headsne_widget.extraction import extract_token_ids
+    from headsne_widget.capture.extraction import extract_token_ids
 
     ex = extract_token_ids(ids, loaded)
     layer0 = ex.attention_source.layers[0]
@@ -127,7 +128,7 @@ def test_device_map_with_an_offloaded_layer_is_captured_exactly(tiny_model_dir, 
     pytest.importorskip("accelerate")
     from transformers import AutoModel
 
-    from headsne_widget.extraction import extract_token_ids, load_model
+    from headsne_widget.capture.extraction import extract_token_ids, load_model
 
     path = tiny_model_dir("llama")
     device_map = {"embed_tokens": "cpu", "layers.0": "cpu", "layers.1": "disk", "norm": "cpu", "rotary_emb": "cpu"}

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from headsne_widget import capture, errors, extract
-from headsne_widget.capture import CapturedAttention, DenseAttention
-from headsne_widget.extraction import load_model
+from headsne_widget import errors, extract
+from headsne_widget.capture import attention as capture
+from headsne_widget.capture.attention import CapturedAttention, DenseAttention
+from headsne_widget.capture.extraction import load_model
 from headsne_widget.texts import TSNE_ABSTRACT
 
 

@@ -61,7 +61,7 @@ def test_demo_executes_offline(monkeypatch, minilm_path):
     seconds = time.perf_counter() - start
     print(f"demo.ipynb executed in {seconds:.1f} s")
     text = "\n".join(outputs_text(c) for c in nb.cells if c.cell_type == "code")
-    from headsne_widget.extraction import BUNDLED_MODEL_NAME
+    from headsne_widget.capture.extraction import BUNDLED_MODEL_NAME
 
     assert f"model used: {BUNDLED_MODEL_NAME}" in text  # offline: the bundled model, and the notebook says so
     assert "standalone page written to" in text

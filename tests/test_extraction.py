@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from headsne_widget import errors, extract
-from headsne_widget import extraction as extraction_module
-from headsne_widget.extraction import BUNDLED_MODEL_NAME, LoadedModel, extract_token_ids, load_model
+from headsne_widget.capture import extraction as extraction_module
+from headsne_widget.capture.extraction import BUNDLED_MODEL_NAME, LoadedModel, extract_token_ids, load_model
 from headsne_widget.texts import TSNE_ABSTRACT
 
 UNICODE_TEXT = "Naïve café 😀 rocket🚀 中文字符 שלום עולם مرحبا\x00\x07 end\u200b."

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headsne_widget.rescaling import quantile_rescale
-from headsne_widget.serialization import array_to_wire
+from headsne_widget.embedding.rescaling import quantile_rescale
+from headsne_widget.widget.serialization import array_to_wire
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,7 +117,7 @@ def test_js_quantile_rescaling_is_the_thesis_definition(k: int, tmp_path: Path) 
 
 
 def test_js_quantile_rescaling_matches_the_python_function(tmp_path: Path) -> None:
-    """The scatter's quantile axes (js/rescaling.js) and headsne_widget.rescaling place points identically."""
+    """The scatter's quantile axes (js/rescaling.js) and headsne_widget.embedding.rescaling place points identically."""
     rng = np.random.default_rng(1)
     Y = np.stack([rng.standard_cauchy(120), rng.exponential(size=120) ** 3, np.full(120, 4.0)], axis=1)
     Y[:15, 0] = 0.0  # ties inside the data

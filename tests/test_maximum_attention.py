@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from headsne_widget import max_attention
-from headsne_widget.maximum_attention import max_attention_update
+from headsne_widget.capture.maximum_attention import max_attention_update
 
 
 def test_hand_computed_example():

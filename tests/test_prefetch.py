@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from recording_comm import wait_until
 
-from headsne_widget.extraction import extract
-from headsne_widget.prefetch import PREFETCH_MIN_N, HoverPrefetch
-from headsne_widget.run_control import start_warmup
-from headsne_widget.selection import selection_affinities
+from headsne_widget.affinity.selection import selection_affinities
+from headsne_widget.capture.extraction import extract
 from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.widget.prefetch import PREFETCH_MIN_N, HoverPrefetch
+from headsne_widget.widget.runs import start_warmup
 
 
 class Gate:
@@ -128,7 +128,7 @@ def test_the_page_uses_the_same_threshold_and_dwell():
     import re
     from pathlib import Path
 
-    from headsne_widget import prefetch
+    from headsne_widget.widget import prefetch
 
     source = (Path(__file__).parents[1] / "js" / "prefetch.js").read_text()
     for name in ("PREFETCH_MIN_N", "DWELL_MS"):

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from headsne_widget import errors
-from headsne_widget.affinities import attention_affinities, gaussian_affinities
-from headsne_widget.alignment import align
-from headsne_widget.rescaling import quantile_rescale
-from headsne_widget.t_sne import kl_divergence, tsne
+from headsne_widget.affinity.affinities import attention_affinities, gaussian_affinities
+from headsne_widget.embedding.alignment import align
+from headsne_widget.embedding.rescaling import quantile_rescale
+from headsne_widget.embedding.tsne import kl_divergence, tsne
 
 CLEAR = (ValueError, TypeError, errors.HeadSNEError)
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from headsne_widget import quantile_rescale
-from headsne_widget.rescaling import QuantileMap
+from headsne_widget.embedding.rescaling import QuantileMap
 
 
 def clustered(n: int = 200, seed: int = 0) -> np.ndarray:
@@ -88,7 +88,7 @@ def test_bad_input(Y, k, error, message):
 
 def test_the_inverse_map_stays_finite_for_knots_near_the_float64_limit():
     """Found by hypothesis: np.interp's slope (v1 - v0) / (l1 - l0) overflowed between -1.8e308 and -1.5e308."""
-    from headsne_widget.rescaling import QuantileMap
+    from headsne_widget.embedding.rescaling import QuantileMap
 
     Y = np.zeros((28, 2))
     Y[0, 0], Y[1, 0] = -np.finfo(np.float64).max, -1.0

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from recording_comm import run_threads, wait_until
 
-from headsne_widget.affinities import gaussian_affinities
-from headsne_widget.run_control import (
+from headsne_widget.affinity.affinities import gaussian_affinities
+from headsne_widget.embedding.tsne import kl_divergence, tsne
+from headsne_widget.widget.runs import (
     FRAME_MARGIN,
     KL_EVERY,
     MAX_FPS,
@@ -21,7 +22,6 @@ from headsne_widget.run_control import (
     run_options,
     start_warmup,
 )
-from headsne_widget.t_sne import kl_divergence, tsne
 
 
 @pytest.fixture(scope="module", autouse=True)

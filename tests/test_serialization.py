@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from headsne_widget.serialization import array_from_wire, array_to_wire
+from headsne_widget.widget.serialization import array_from_wire, array_to_wire
 
 
 def test_float_array_wire_form_is_exact():

@@ -18,9 +18,9 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from headsne_widget import plots  # noqa: E402
-from headsne_widget.corpus import CORPUS  # noqa: E402
 from headsne_widget.errors import TextTooLongError  # noqa: E402
-from headsne_widget.studies import COLUMNS, SUMMARY_COLUMNS, corpus_study, head_summary  # noqa: E402
+from headsne_widget.studies.corpus import COLUMNS, SUMMARY_COLUMNS, corpus_study, head_summary  # noqa: E402
+from headsne_widget.texts import CORPUS  # noqa: E402
 
 TEXTS = [CORPUS[i] for i in (1, 24, 60, 71, 84, 95)]  # science, everyday, dialogue, list, code, question
 SETTINGS = dict(heads=[0, 5], layers=[0, 3], runs=2, n_iter=200, seed=7, progress=False)
@@ -74,9 +74,9 @@ def test_rows_are_tidy(rows, minilm):
 
 
 def test_a_row_is_the_best_of_runs_of_that_head_with_its_derived_seed(rows, minilm):
-    from headsne_widget.analyses import _tsne_kls, study_seed
-    from headsne_widget.extraction import extract
-    from headsne_widget.selection import selection_affinities
+    from headsne_widget.affinity.selection import selection_affinities
+    from headsne_widget.capture.extraction import extract
+    from headsne_widget.studies.analyses import _tsne_kls, study_seed
 
     index, layer, head, runs, n_iter = 2, 3, 5, SETTINGS["runs"], SETTINGS["n_iter"]
     ex = extract(TEXTS[index], minilm)

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from headsne_widget import attention_affinities
-from headsne_widget.t_sne import (
+from headsne_widget.embedding.tsne import (
     THESIS,
     Frame,
     TSNEResult,
@@ -56,11 +56,11 @@ def sklearn_kl_grad(P: np.ndarray, Y: np.ndarray) -> tuple[float, np.ndarray]:
 def test_public_names_are_the_functions_whatever_was_imported_first():
     """``from headsne_widget import tsne`` is the function even after every submodule was imported."""
     code = (
-        "import types, headsne_widget.t_sne, headsne_widget.headsne, headsne_widget.analyses\n"
+        "import types, headsne_widget.embedding.tsne, headsne_widget.widget.headsne, headsne_widget.studies.analyses\n"
         "from headsne_widget import Frame, kl_divergence, tsne, tsne_frames\n"
         "assert callable(tsne) and not isinstance(tsne, types.ModuleType), tsne\n"
         "import headsne_widget\n"
-        "assert headsne_widget.tsne is tsne is headsne_widget.t_sne.tsne and callable(tsne_frames)\n"
+        "assert headsne_widget.tsne is tsne is headsne_widget.embedding.tsne.tsne and callable(tsne_frames)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -433,7 +433,7 @@ def test_bad_types_and_embedding_shapes():
 def test_near_uniform_heads_do_not_collapse_in_float32(abstract_ex, layer, head):
     """Early exaggeration contracts a near-uniform P to spreads of ~1e-15; centred, float32 keeps the
     points apart and they expand afterwards (uncentred, they merged for good at KL(P || uniform))."""
-    from headsne_widget.affinities import attention_affinities
+    from headsne_widget.affinity.affinities import attention_affinities
 
     P = attention_affinities(abstract_ex.attentions[layer, head])
     n = P.shape[0]
@@ -522,7 +522,7 @@ def test_kl_and_gradient_at_extreme_scales_are_finite():
 
 
 def test_restarts_are_bounded_quickly():
-    from headsne_widget.t_sne import MAX_RESTARTS, _check_restarts
+    from headsne_widget.embedding.tsne import MAX_RESTARTS, _check_restarts
 
     P = random_P(6)
     for restarts in (10**6, 200_000, MAX_RESTARTS + 1):  # refused before P is checked or anything allocated
@@ -600,7 +600,7 @@ def test_a_run_thrown_past_float32_range_is_divergence():
 
 
 def test_a_ready_float32_P_is_not_copied():
-    from headsne_widget.t_sne import check_affinities
+    from headsne_widget.embedding.tsne import check_affinities
 
     P = random_P(300, dtype=np.float32)
     assert check_affinities(P, np.float32) is P
@@ -618,7 +618,7 @@ def test_a_half_filled_kernel_cache_does_not_crash_later_processes(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     first = (
         "import numpy as np\n"
-        "from headsne_widget._tsne_kernels import forces, forces_serial\n"
+        "from headsne_widget.embedding.kernels import forces, forces_serial\n"
         "n = 64\n"
         "P = np.full((n, n), 1 / n**2, np.float32); Y = np.random.rand(1, 2, n).astype(np.float32)\n"
         "for f in (forces_serial, forces):\n"
@@ -626,7 +626,7 @@ def test_a_half_filled_kernel_cache_does_not_crash_later_processes(tmp_path):
     )
     run = (
         "import numpy as np\n"
-        "from headsne_widget.t_sne import tsne\n"
+        "from headsne_widget.embedding.tsne import tsne\n"
         "rng = np.random.default_rng(0)\n"
         "P = rng.random((2048, 2048)).astype(np.float32); P = P + P.T; np.fill_diagonal(P, 0); P /= P.sum()\n"
         "print(tsne(P, n_iter=300, seed=0, every=300, device='cpu').kl)\n"
@@ -654,7 +654,7 @@ def test_a_half_filled_kernel_cache_does_not_crash_later_processes(tmp_path):
 def test_one_bad_entry_in_any_tile_is_not_taken_as_is(defect, match, where):
     """P is accepted without a copy by one compiled pass in tiles of 256 (_matrix_kernels.census): an entry
     in the ragged last tile, or either side of a tile edge, must still be seen (n = 600)."""
-    from headsne_widget.t_sne import check_affinities
+    from headsne_widget.embedding.tsne import check_affinities
 
     P = random_P(600, dtype=np.float32)
     i, j = where
@@ -691,7 +691,7 @@ def test_the_kl_kernels_float32_logarithm_is_within_two_ulp_of_log():
     vectorises) against float64 np.log over float32's whole range, and its special values."""
     from numba import njit
 
-    from headsne_widget._tsne_kernels import vector_log
+    from headsne_widget.embedding.kernels import vector_log
 
     @njit
     def logs(a, out):
@@ -732,8 +732,8 @@ def test_the_compiled_passes_leave_python_free_to_run():
     import threading
     import time
 
-    from headsne_widget import _tsne_kernels as kernels
-    from headsne_widget.t_sne import MIN_GAIN
+    from headsne_widget.embedding import kernels
+    from headsne_widget.embedding.tsne import MIN_GAIN
 
     n = 1024
     P = random_P(n, dtype=np.float32)
@@ -765,7 +765,7 @@ def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype):
     """The passes the engine runs from 2048 points (in shares of the rows on the worker threads; the forces
     four rows at a time) give the bits of the one-thread passes, and the sums of the module doc at every
     row: n = 2051 leaves three rows past the last group of four, and two runs share each row of P."""
-    from headsne_widget import _tsne_kernels as kernels
+    from headsne_widget.embedding import kernels
 
     n, runs = 2051, 2
     assert runs * n * n >= kernels.POOL_MIN_PAIRS

@@ -19,17 +19,17 @@ import pytest
 import traitlets
 from recording_comm import run_threads, wait_until
 
-from headsne_widget.affinities import attention_affinities, gaussian_affinities
-from headsne_widget.alignment import align, align_rows
+from headsne_widget.affinity.affinities import attention_affinities, gaussian_affinities
+from headsne_widget.capture.extraction import Extraction, extract
+from headsne_widget.capture.maximum_attention import max_attention
+from headsne_widget.embedding.alignment import align, align_rows
+from headsne_widget.embedding.tsne import kl_divergence
 from headsne_widget.errors import DegenerateAffinitiesError
-from headsne_widget.extraction import Extraction, extract
-from headsne_widget.headsne import HeadSNE
-from headsne_widget.maximum_attention import max_attention
-from headsne_widget.partners import top_edges
-from headsne_widget.run_control import KL_EVERY, start_warmup
-from headsne_widget.serialization import array_from_wire
-from headsne_widget.t_sne import kl_divergence
 from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.widget.headsne import HeadSNE
+from headsne_widget.widget.partners import top_edges
+from headsne_widget.widget.runs import KL_EVERY, start_warmup
+from headsne_widget.widget.serialization import array_from_wire
 
 SHORT_TEXT = TSNE_ABSTRACT[:260]  # about 50 word pieces: fast runs, long enough for t-SNE
 LONG_RUN = dict(n_iter=10_000_000, speed=0.0)  # never ends by itself within a test
@@ -334,7 +334,7 @@ def test_perplexity_changes_restart_only_in_hidden_mode(make, ex):
 def test_long_texts_publish_partners_after_the_first_frame(make, ex, monkeypatch):
     """Above PARTNERS_AT_ONCE_MAX tokens a click clears the old head's partners at once and publishes the
     new head's after the run's first frame (computed in a thread): the same values as at once."""
-    import headsne_widget.headsne as module
+    import headsne_widget.widget.headsne as module
 
     monkeypatch.setattr(module, "PARTNERS_AT_ONCE_MAX", 8)
     shown_at_call: list[int] = []  # the iteration on show when the partners are computed
@@ -369,7 +369,7 @@ def test_long_texts_publish_partners_after_the_first_frame(make, ex, monkeypatch
 def test_wait_waits_for_a_run_the_coalescer_is_still_starting(make, ex, monkeypatch):
     """A change from a script is flushed by the coalescer's timer; ``wait()`` called while that timer is
     still building P must wait for the new run, not return the previous run's KL at once."""
-    import headsne_widget.headsne as module
+    import headsne_widget.widget.headsne as module
 
     w, c = make(ex, n_iter=30, speed=0.0)
     w.wait(10)
@@ -499,7 +499,7 @@ def test_invalid_browser_values_are_reported_in_the_status_not_raised(make, ex):
 
 
 def test_the_bundle_is_the_widgets_front_end(make, ex):
-    from headsne_widget.widget import _ESM_PATH, _MISSING_BUNDLE_ESM
+    from headsne_widget.widget.model import _ESM_PATH, _MISSING_BUNDLE_ESM
 
     w, c = make(ex, autostart=False)
     state = c.states()[0]
@@ -514,7 +514,7 @@ def test_the_bundle_is_the_widgets_front_end(make, ex):
 def test_head_partners_rank_rows_columns_and_edges_as_a_sort_does(ties):
     """The compiled pass (tiles of 256, the last one ragged at n = 600) against a plain sort of each row of A,
     A^T and max(A, A^T): kept partners only, never the token itself, equal weights by lower index first."""
-    from headsne_widget.partners import head_partners
+    from headsne_widget.widget.partners import head_partners
 
     rng = np.random.default_rng(3)
     n, k = 600, 5

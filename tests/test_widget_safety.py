@@ -13,12 +13,12 @@ import pytest
 import traitlets
 from recording_comm import run_threads, wait_until
 
-from headsne_widget.affinities import attention_affinities
-from headsne_widget.extraction import Extraction, extract
-from headsne_widget.headsne import HeadSNE
-from headsne_widget.t_sne import tsne
+from headsne_widget.affinity.affinities import attention_affinities
+from headsne_widget.capture.extraction import Extraction, extract
+from headsne_widget.embedding.tsne import tsne
 from headsne_widget.texts import TSNE_ABSTRACT
-from headsne_widget.widget import BROWSER_WRITABLE
+from headsne_widget.widget.headsne import HeadSNE
+from headsne_widget.widget.model import BROWSER_WRITABLE
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def test_attention_partners_give_both_directions(make, ex):
 
 
 def test_the_head_atlas_fills_in_every_head_of_the_layer(make, ex):
-    from headsne_widget.atlas import head_atlas
+    from headsne_widget.widget.atlas import head_atlas
 
     w, c = make(ex, layer=1, n_iter=30, speed=0.0)
     w.wait(10)
@@ -205,7 +205,7 @@ def test_the_head_atlas_fills_in_every_head_of_the_layer(make, ex):
 
 
 def test_a_finished_run_gets_the_best_kl_of_other_restarts(make, ex):
-    from headsne_widget.atlas import BEST_OF
+    from headsne_widget.widget.atlas import BEST_OF
 
     w, _ = make(ex, n_iter=60, speed=0.0)
     kl = w.wait(10)

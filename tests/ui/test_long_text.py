@@ -8,7 +8,7 @@ from typing import Any
 
 from . import jupyter
 
-N_TOKENS = 2048  # headsne_widget.prefetch.PREFETCH_MIN_N: the shortest text the page reports rows for
+N_TOKENS = 2048  # headsne_widget.widget.prefetch.PREFETCH_MIN_N: the shortest text the page reports rows for
 TEXT = f"(lambda w: ' '.join(w[i % len(w)] for i in range({N_TOKENS + 200})))(texts.TSNE_ABSTRACT.split())"
 
 

@@ -31,7 +31,7 @@ def _cell(text: str, **params: Any) -> str:
     cell = jupyter.widget_cell(text, **params)
     if not ESM:
         return cell
-    return f"from headsne_widget.widget import HeadSNEModel\nHeadSNEModel._esm = open({ESM!r}).read()\n{cell}"
+    return f"from headsne_widget.widget.model import HeadSNEModel\nHeadSNEModel._esm = open({ESM!r}).read()\n{cell}"
 
 
 TEXT_479 = "' '.join([texts.TSNE_ABSTRACT] * 3)"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import real_array
+from .._checks import real_array
 
 __all__ = ["QuantileMap", "quantile_rescale"]
 

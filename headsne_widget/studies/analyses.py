@@ -9,21 +9,23 @@ when interrupted with Ctrl-C, warns and returns what finished. :mod:`headsne_wid
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ._checks import int_at_least
-from .selection import check_index, selection_affinities
+from .._checks import int_at_least
+from ..affinity.selection import check_index, selection_affinities
+from .common import interrupted as _interrupted
+from .common import study_seed
+from .common import tsne_kl_chunks as _tsne_kl_chunks
+from .common import tsne_kls as _tsne_kls
 
 __all__ = [
     "OCCUPATIONS",
     "RobustnessResult",
     "WordEmbeddings",
-    "corpus_study",
-    "head_summary",
     "kl_by_layer",
     "robustness",
     "word_embeddings",
@@ -140,9 +142,6 @@ OCCUPATIONS: tuple[str, ...] = (
 METHODS = ("attention", "hidden")
 CONDITIONS = ("attention", "attention disturbed", "hidden", "hidden disturbed")
 
-# Largest R * n * n handed to one batched t-SNE call (about 160 MB of float64 per working array).
-_MAX_BATCH_ELEMENTS = 20_000_000
-
 
 # ----------------------------------------------------------------------------------------------- helpers
 
@@ -159,56 +158,22 @@ def _check_heads(heads: Iterable[int] | None, n_heads: int) -> list[int]:
     return head_list
 
 
-def study_seed(*keys: int) -> int:
-    """A 32-bit seed determined by ``keys``: independent streams for every (study seed, layer, head, ...).
-
-    ``kl_by_layer`` runs head h of layer l as ``tsne(P, restarts=runs, seed=study_seed(study_seed(seed, l, h),
-    0))`` and layer l's hidden states with ``study_seed(seed, l, H)`` in place of the inner seed, so any row can
-    be recomputed with a direct ``tsne`` call (batches of restarts start at ``study_seed(task_seed, start)``).
-    """
-    return int(np.random.SeedSequence([int(k) for k in keys]).generate_state(1)[0])
-
-
-_seed = study_seed  # the name the corpus study imports
-
-
-def _interrupted(what: str, done: int, total: int) -> None:
-    warnings.warn(f"interrupted: returning the {what} finished so far ({done}/{total})", RuntimeWarning, stacklevel=3)
-
-
 def _load(model: Any) -> Any:
-    from .extraction import load_model
+    from ..capture.extraction import load_model
 
     return load_model(model)
 
 
 def _extract(text: str, loaded: Any) -> Any:
-    from .extraction import extract
+    from ..capture.extraction import extract
 
     return extract(text, loaded)
 
 
 def _extract_ids(token_ids: np.ndarray, loaded: Any) -> Any:
-    from .extraction import extract_token_ids
+    from ..capture.extraction import extract_token_ids
 
     return extract_token_ids(token_ids, loaded)
-
-
-def _tsne_kl_chunks(P: np.ndarray, restarts: int, n_iter: int, seed: int) -> Iterator[np.ndarray]:
-    """Final exact KLs of ``restarts`` batched t-SNE runs on ``P``, chunk by chunk (for progress)."""
-    from .t_sne import tsne
-
-    n = P.shape[0]
-    chunk = max(1, _MAX_BATCH_ELEMENTS // (n * n))
-    for start in range(0, restarts, chunk):
-        r = min(chunk, restarts - start)
-        res = tsne(P, n_iter=n_iter, restarts=r, seed=study_seed(seed, start))
-        yield np.asarray(res.kls, dtype=np.float64).reshape(r)
-
-
-def _tsne_kls(P: np.ndarray, restarts: int, n_iter: int, seed: int) -> np.ndarray:
-    """Final exact KL of each of ``restarts`` batched t-SNE runs on ``P``, shape (restarts,)."""
-    return np.concatenate(list(_tsne_kl_chunks(P, restarts, n_iter, seed)))
 
 
 def _P(ex: Any, method: str, layer: int, head: int, perplexity: float) -> tuple[np.ndarray, float | None]:
@@ -472,7 +437,7 @@ def word_embeddings(
     uses :data:`OCCUPATIONS` (thesis Fig. 6). ``perplexity=None`` uses 20 (thesis A.2), lowered to
     ``(n - 1) / 3`` for short word lists so that it stays below the number of neighbours.
     """
-    from .t_sne import tsne
+    from ..embedding.tsne import tsne
 
     words = _check_words(words)
     n_iter = int_at_least(n_iter, "n_iter", 1)
@@ -489,7 +454,7 @@ def word_embeddings(
     n = len(words)
     if perplexity is None:
         perplexity = min(20.0, max(1.0, (n - 1) / 3))
-    from .affinities import gaussian_affinities
+    from ..affinity.affinities import gaussian_affinities
 
     P = gaussian_affinities(X, perplexity=perplexity)
     res = tsne(P, n_iter=n_iter, seed=study_seed(seed))
@@ -502,6 +467,3 @@ def word_embeddings(
         perplexity=float(perplexity),
         model_name=str(first.model_name),
     )
-
-
-from .studies import corpus_study, head_summary  # noqa: E402  (the corpus study lives in studies.py)

@@ -39,7 +39,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._parallel import in_shares
+from .._parallel import in_shares
 
 _FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 _FTZ_DAZ = 0x8040  # MXCSR bits 15 (flush to zero) and 6 (denormals are zero)

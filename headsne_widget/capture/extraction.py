@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ._device import resolve_device
-from .capture import (
+from .._device import resolve_device
+from ..errors import AttentionUnavailableError, ModelLoadError, TextTooLongError, UnsupportedAttentionError
+from .attention import (
     SUPPORTED,
     CapturedAttention,
     DenseAttention,
@@ -41,7 +42,6 @@ from .capture import (
     capturing,
     check_budget,
 )
-from .errors import AttentionUnavailableError, ModelLoadError, TextTooLongError, UnsupportedAttentionError
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

@@ -20,7 +20,7 @@ import anywidget
 import numpy as np
 import traitlets as t
 
-from .selection import check_index
+from ..affinity.selection import check_index
 from .serialization import array_serializers, arrays_serializers
 
 __all__ = [

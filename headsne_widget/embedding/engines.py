@@ -23,7 +23,7 @@ class NumbaEngine:
     """Fused CPU kernels; buffers allocated once per run."""
 
     def __init__(self, P: np.ndarray, Y0: np.ndarray, one: float = 1.0):
-        from . import _tsne_kernels as kernels
+        from . import kernels as kernels
 
         runs, _, n = Y0.shape
         pooled = runs * n * n >= kernels.POOL_MIN_PAIRS

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from ._parallel import each, in_shares
+from .._parallel import each, in_shares
 
 #: rows and columns of a square tile (its float32 transposed copy, 256 KiB, stays in L2; rows of 1 KiB stream well)
 TILE = 256

@@ -41,11 +41,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._checks import int_at_least, real_array
-from ._device import resolve_device
-from ._tsne_engines import KL_BIG_RATIO as _KL_BIG_RATIO
-from ._tsne_engines import MIN_GAIN, NumbaEngine, make_engine
-from .errors import TSNEDivergedError
+from .._checks import int_at_least, real_array
+from .._device import resolve_device
+from ..errors import TSNEDivergedError
+from .engines import KL_BIG_RATIO as _KL_BIG_RATIO
+from .engines import MIN_GAIN, NumbaEngine, make_engine
 
 __all__ = [
     "THESIS",
@@ -216,7 +216,7 @@ def _ready_as_is(P, dtype: np.dtype) -> bool:
         and P.ndim == 2 and P.shape[0] == P.shape[1] >= 4
     ):  # fmt: skip
         return False
-    from ._matrix_kernels import census  # numba: imported on first use, as _tsne_kernels is
+    from ..affinity.matrix_kernels import census  # numba: imported on first use, as the t-SNE kernels are
 
     total, negative, unequal, diagonal, _ = census(P)
     return bool(np.isfinite(total) and negative == 0 and unequal == 0 and diagonal == 0 and abs(total - 1.0) <= 1e-6)
@@ -669,8 +669,8 @@ def warmup() -> None:
     The widget calls this in a background thread at start so that the first head click does not
     wait for compilation (seconds the first time, well under a second from the cache).
     """
-    from . import _matrix_kernels as matrix_kernels
-    from . import _tsne_kernels as kernels
+    from ..affinity import matrix_kernels
+    from . import kernels
 
     n = 8
     for dtype in (np.float32, np.float64):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import real_array
+from .._checks import real_array
 
 if TYPE_CHECKING:
     import torch

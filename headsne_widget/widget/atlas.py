@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .selection import selection_affinities
-from .t_sne import tsne, tsne_frames
+from ..affinity.selection import selection_affinities
+from ..embedding.tsne import tsne, tsne_frames
 
 __all__ = [
     "ATLAS_N_ITER",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import real_array
+from .._checks import real_array
 
 __all__ = ["align", "procrustes"]
 

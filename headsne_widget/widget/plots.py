@@ -232,7 +232,7 @@ def embedding(
     }
     p = figure(title=title, width=int(width), height=int(height), tools=_TOOLS, toolbar_location="right")
     if quantile_k is not None:
-        from .rescaling import quantile_rescale
+        from ..embedding.rescaling import quantile_rescale
 
         rescaled, maps = quantile_rescale(Y, k=quantile_k)
         rescaled = np.asarray(rescaled, dtype=np.float64)

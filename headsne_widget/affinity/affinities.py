@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from ._checks import real_array
-from .errors import DegenerateAffinitiesError
+from .._checks import real_array
+from ..errors import DegenerateAffinitiesError
 
 __all__ = ["attention_affinities", "binary_search_perplexity", "gaussian_affinities"]
 
@@ -56,7 +56,7 @@ def attention_affinities(
         raise DegenerateAffinitiesError(
             f"P needs at least 2 tokens, but only {M.shape[0]} remain after excluding tokens"
         )
-    from ._matrix_kernels import census, symmetrise  # numba: imported on first use (no numba at a cold start)
+    from .matrix_kernels import census, symmetrise  # numba: imported on first use (no numba at a cold start)
 
     if total is None:
         largest = float(M.max())
@@ -92,7 +92,7 @@ def _captured_head(A: object) -> tuple[np.ndarray, float] | None:
         and A.ndim == 2 and A.shape[0] == A.shape[1] >= 2
     ):  # fmt: skip
         return None
-    from ._matrix_kernels import row_census
+    from .matrix_kernels import row_census
 
     total, negative, off = row_census(A)
     return (A, 2.0 * off) if np.isfinite(total) and negative == 0 else None

@@ -71,7 +71,7 @@ def head_partners(
     weights = np.empty((3, n, k), dtype=np.float32)
     indices = np.empty((3, n, k), dtype=np.int32)
     if k > 0:
-        from ._matrix_kernels import partners  # numba: imported on first use
+        from ..affinity.matrix_kernels import partners  # numba: imported on first use
 
         partners(A, partner, weights, indices)
     to, by, edges = ((indices[r], weights[r]) for r in range(3))

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 DEMO_NAME = "demo.ipynb"
-# The package directory's parent is the repository when the package is installed editable (.ci/setup).
-REPO_ROOT = Path(__file__).resolve().parents[1]
+# Two folders up from here is the repository when the package is installed editable (.ci/setup).
+REPO_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 120.0  # seconds for the server to write its info file and answer /api/status
 STOP_TIMEOUT = 20.0  # seconds for a clean shutdown (kernels included) before the server is killed
 

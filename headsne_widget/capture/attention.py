@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._buffers import SPARE_BYTES, SparePool
-from ._parallel import each, workers
-from .errors import MemoryBudgetError, UnsupportedAttentionError
+from .._parallel import each, workers
+from ..errors import MemoryBudgetError, UnsupportedAttentionError
+from ..widget._buffers import SPARE_BYTES, SparePool
 from .maximum_attention import max_attention, max_attention_update
 
 __all__ = [

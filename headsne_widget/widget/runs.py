@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .alignment import align_rows
-from .t_sne import tsne_frames, warmup
+from ..embedding.alignment import align_rows
+from ..embedding.tsne import tsne_frames, warmup
 
 __all__ = [
     "FRAME_MARGIN",

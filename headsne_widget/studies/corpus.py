@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._checks import int_at_least
+from .._checks import int_at_least
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,7 +88,7 @@ def _texts(texts: Any) -> list[str]:
     except TypeError as err:
         raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}") from err
     if not items:
-        raise ValueError("the corpus is empty: pass at least one text (headsne_widget.corpus.CORPUS is one)")
+        raise ValueError("the corpus is empty: pass at least one text (headsne_widget.texts.CORPUS is one)")
     for i, item in enumerate(items):
         if not isinstance(item, str):
             raise TypeError(f"texts[{i}] is a {type(item).__name__}, not a str: every text must be a string")
@@ -97,7 +97,7 @@ def _texts(texts: Any) -> list[str]:
 
 def _indices(value: Any, count: int, name: str, unit: str) -> list[int]:
     """``None`` -> all of ``range(count)``, else the given indices checked against ``count``; no repeats."""
-    from .selection import check_index
+    from ..affinity.selection import check_index
 
     if value is None:
         return list(range(count))
@@ -112,7 +112,7 @@ def _indices(value: Any, count: int, name: str, unit: str) -> list[int]:
 
 
 def _check_perplexity(perplexity: Any) -> float:
-    from .selection import effective_perplexity
+    from ..affinity.selection import effective_perplexity
 
     if perplexity is None:
         return THESIS_PERPLEXITY
@@ -136,8 +136,8 @@ def _encode(
     Follows :func:`~headsne_widget.extraction.extract`: a text longer than the model's positions is
     refused unless ``max_tokens`` (special tokens included) truncates it.
     """
-    from .errors import TextTooLongError
-    from .selection import MIN_TOKENS
+    from ..affinity.selection import MIN_TOKENS
+    from ..errors import TextTooLongError
 
     tokenizer = loaded.tokenizer
     limit = getattr(loaded, "max_positions", None)
@@ -195,23 +195,23 @@ def text_rows(
     """The rows of one text: what one Dask task computes, in a worker or in-process.
 
     The model is taken from this process's :func:`~headsne_widget.extraction.load_model` cache. Text
-    ``index``'s head ``(layer, head)`` runs as ``_tsne_kls(P, runs, n_iter, study_seed(seed, index, layer, head))``
+    ``index``'s head ``(layer, head)`` runs as ``tsne_kls(P, runs, n_iter, study_seed(seed, index, layer, head))``
     and the hidden states of ``layer`` with ``study_seed(seed, index, layer, n_heads)``
-    (:func:`~headsne_widget.analyses.study_seed`), so the result depends on nothing else.
+    (:func:`~headsne_widget.studies.common.study_seed`), so the result depends on nothing else.
     """
-    from .analyses import _tsne_kls, study_seed
-    from .extraction import extract_token_ids, load_model
-    from .selection import selection_affinities
+    from ..affinity.selection import selection_affinities
+    from ..capture.extraction import extract_token_ids, load_model
+    from .common import study_seed, tsne_kls
 
     ex = extract_token_ids(np.asarray(token_ids, dtype=np.int64), load_model(model))
     rows = []
     for layer in range(ex.n_layers) if layers is None else layers:
         for head in range(ex.n_heads) if heads is None else heads:
             sel = selection_affinities(ex, "attention", layer, head, exclude_special=exclude_special)
-            kl = _tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, head)).min()
+            kl = tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, head)).min()
             rows.append(_row(index, layer, "attention", head, kl, len(sel.kept), None, runs))
         sel = selection_affinities(ex, "hidden", layer, perplexity=perplexity, exclude_special=exclude_special)
-        kl = _tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, ex.n_heads)).min()
+        kl = tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, ex.n_heads)).min()
         rows.append(_row(index, layer, "hidden", None, kl, len(sel.kept), sel.perplexity, runs))
     return rows
 
@@ -375,7 +375,7 @@ def corpus_study(
     Parameters
     ----------
     texts : any iterable of strings, or a pandas Series (its values, in order); e.g.
-        :data:`headsne_widget.corpus.CORPUS`. Row ``text`` is the position in it.
+        :data:`headsne_widget.texts.CORPUS`. Row ``text`` is the position in it.
     model : a hub id or model directory (sent to the workers as that string; each loads it once), a loaded
         model that can be pickled (sent once to each worker), or None for the default model (each worker
         resolves it as :func:`~headsne_widget.extraction.load_model` does: on a cluster, pass a path).
@@ -411,7 +411,7 @@ def corpus_study(
     ValueError : an empty corpus or a bad argument. TypeError : a text that is not a str, a model that
     cannot be sent to the workers. TextTooLongError : see ``max_tokens``. RuntimeError : a closed client.
     """
-    from .extraction import extract_token_ids, load_model
+    from ..capture.extraction import extract_token_ids, load_model
 
     items = _texts(texts)
     runs = int_at_least(runs, "runs", 1)

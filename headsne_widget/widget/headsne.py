@@ -19,16 +19,16 @@ from typing import Any
 import numpy as np
 import traitlets as t
 
+from ..affinity.selection import MIN_TOKENS, Selection, selection_affinities, selection_label
+from ..capture.extraction import Extraction, as_extraction
+from ..errors import HeadSNEError
 from ._buffers import SPARE_BYTES, SparePool
 from .atlas import ATLAS_N_ITER, SideJobs
 from .colors import color_traits, max_attention_colors
-from .errors import HeadSNEError
-from .extraction import Extraction, as_extraction
+from .model import RUN_PARAMETERS, HeadSNEModel, check_parameters, data_traits
 from .partners import selection_partners
 from .prefetch import PREFETCH_MIN_N, HoverPrefetch, prefetch_attention
-from .run_control import Coalescer, FrameReport, RunController, report_every, run_options, start_warmup, status_line
-from .selection import MIN_TOKENS, Selection, selection_affinities, selection_label
-from .widget import RUN_PARAMETERS, HeadSNEModel, check_parameters, data_traits
+from .runs import Coalescer, FrameReport, RunController, report_every, run_options, start_warmup, status_line
 
 __all__ = ["HeadSNE"]
 
