@@ -12,7 +12,7 @@ import comm
 import pytest
 import torch
 from hypothesis import settings
-from recording_comm import RecordingComm, run_threads
+from recording_comm import RecordingComm, run_threads, wait_until
 
 from headsne_widget.capture.extraction import Extraction, LoadedModel, extract, load_model
 from headsne_widget.texts import TSNE_ABSTRACT
@@ -220,9 +220,9 @@ def make(comms):
     def build(*args: Any, **kwargs: Any) -> tuple[HeadSNE, RecordingComm]:
         w = HeadSNE(*args, **kwargs)
         made.append(w)
-        return w, w.comm
+        return w, w.widget.comm
 
     yield build
     for w in made:
         w.close()
-    assert run_threads() == [], "a run thread outlived its widget"
+    wait_until(lambda: run_threads() == [], 5, "every run thread to end after close")

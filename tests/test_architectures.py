@@ -11,8 +11,8 @@ import torch
 from conftest import TINY_ARCHITECTURES
 
 from headsne_widget import extract
-from headsne_widget.capture import attention as capture
-from headsne_widget.capture.attention import CapturedAttention
+from headsne_widget.capture import sources
+from headsne_widget.capture.sources import CapturedAttention
 from headsne_widget.texts import TSNE_ABSTRACT
 
 N = 128
@@ -67,7 +67,7 @@ def test_capture_equals_eager_forward(architecture, tiny_model_dir, monkeypatch)
     if architecture in KV_GROUPS:  # heads sharing a key/value head still differ (their queries differ)
         assert not np.allclose(ex.attention(0, 0), ex.attention(0, 1), atol=1e-3)
     # one head at a time (the path of long texts, where a layer's heads exceed the dense budget)
-    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * N * N)
+    monkeypatch.setattr(sources, "DENSE_BUDGET_BYTES", 4 * N * N)
     single = extract_n(path)
     for layer in range(L):
         for head in range(H):

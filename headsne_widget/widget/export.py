@@ -162,10 +162,11 @@ def widget_html(widget: Any) -> str:
     """The page of :func:`save_html`'s ``"widget"`` view: the bundle and the synced state, inlined."""
     from ipywidgets.widgets.widget import _remove_buffers
 
-    esm, css = str(widget._esm), str(widget._css)
+    model = widget.widget  # the synced model the HeadSNE owns
+    esm, css = str(model._esm), str(model._css)
     if "npm run build" in esm and "is missing" in esm:
         raise RuntimeError("the widget's front end is not built (npm run build): nothing to inline")
-    state, paths, buffers = _remove_buffers({k: v for k, v in widget.get_state().items() if k not in _SKIPPED})
+    state, paths, buffers = _remove_buffers({k: v for k, v in model.get_state().items() if k not in _SKIPPED})
     payload = {
         "state": state,
         "buffer_paths": paths,

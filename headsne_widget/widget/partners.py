@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["attention_partners", "head_partners", "hidden_neighbours", "selection_partners", "top_edges"]
+__all__ = ["attention_partners", "head_partners", "hidden_neighbours", "partner_traits", "top_edges"]
 
 _BLOCK = 1024  # rows per block: bounds the temporary to _BLOCK x n floats
 
@@ -112,15 +112,16 @@ def hidden_neighbours(X: np.ndarray, k: int, kept: np.ndarray | None = None) -> 
     return indices, weights.astype(np.float32)
 
 
-def selection_partners(ex: Any, mode: str, layer: int, head: int, k: int, kept: np.ndarray) -> dict[str, Any]:
-    """The widget's partner traits for one selection: ``edges``, ``attends_to``, ``attended_by``
-    (each ``{"indices", "weights"}`` or None; hidden mode: neighbours in ``ex.layer_output(layer)``)."""
+def partner_traits(A: np.ndarray | None, X: np.ndarray | None, k: int, kept: np.ndarray) -> dict[str, Any]:
+    """The widget's partner traits ``edges``, ``attends_to``, ``attended_by`` (each ``{"indices", "weights"}`` or
+    None): from a head's attention A, or (A None) nearest neighbours in hidden space X."""
 
-    def pack(pair: tuple[np.ndarray, np.ndarray] | None) -> dict[str, np.ndarray] | None:
-        return None if pair is None else {"indices": pair[0], "weights": pair[1]}
+    def pack(pair: tuple[np.ndarray, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"indices": pair[0], "weights": pair[1]}
 
-    if mode == "hidden":
-        return {"edges": pack(hidden_neighbours(ex.layer_output(layer), k, kept)), "attends_to": None,
-                "attended_by": None}  # fmt: skip
-    to, by, edges = head_partners(ex.attention(layer, head), k, kept)
+    if A is None:
+        if X is None:
+            raise ValueError("partner_traits needs a head's attention A or hidden states X")
+        return {"edges": pack(hidden_neighbours(X, k, kept)), "attends_to": None, "attended_by": None}
+    to, by, edges = head_partners(A, k, kept)
     return {"edges": pack(edges), "attends_to": pack(to), "attended_by": pack(by)}

@@ -1,50 +1,57 @@
-"""Run control: one live t-SNE optimisation at a time, in a background thread, without traitlets.
+"""The run job: one t-SNE of the selected head (or hidden states) for the widget, as a background job.
 
-:class:`RunController` starts, cancels, pauses, resumes and waits for runs of
-:func:`~headsne_widget.t_sne.tsne_frames`. It paces frames to a playback ``speed`` (iterations per
-second), reports frames at about the display rate ``MAX_FPS`` (see :func:`frame_due`; always the last
-one), aligns each reported frame to the previous one for display, and tells its owner what happened
-through two callbacks:
-
-- ``on_frame(report)`` for each reported :class:`FrameReport`, the last one with ``done=True`` (called in
-  the run's thread; it returns False when the owner dropped it, e.g. because a newer run started);
-- ``on_end(run_id, "error", message, error)`` when a run that was not cancelled fails.
-
-Exactly one run computes at a time: a new run's thread first waits for the previous one to finish its
-current step, so a cancel never has to block the caller. A paused run waits on an event and uses no CPU.
+:func:`run_job` builds P into leased arrays (or takes the P built while the pointer rested on the head),
+hands the owner the tokens P covers, then streams frames: paced to a playback ``speed`` (iterations per
+second), at most about ``MAX_FPS`` a second (see :func:`frame_due`), the last one always, the exact KL at most
+every ``KL_EVERY`` iterations. Each partner ranking (the hover lines) comes with the start on short texts and
+after the first frame on long ones. A finished run on up to ``BEST_CHECK_MAX_TOKENS`` tokens goes on with
+``BEST_OF`` restarts of other seeds, whose best KL tells whether the map on screen is a good one. Every step
+is a cancel point (:class:`~headsne_widget.widget.jobs.Job`); the leases are given back when the job ends.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import math
 import threading
 import time
 import warnings
-from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 
-from ..embedding.alignment import align_rows
-from ..embedding.tsne import tsne_frames, warmup
+from ..affinity.selection import Selection, selection_affinities
+from ..embedding.tsne import Frame, tsne_frames, warmup
+from .jobs import Job
+from .partners import partner_traits
+from .prefetch import Prefetch
+from .workspace import Lease, Workspace
 
 __all__ = [
+    "BEST_CHECK_MAX_TOKENS",
+    "BEST_OF",
     "FRAME_MARGIN",
     "KL_EVERY",
     "MAX_EVERY",
     "MAX_FPS",
-    "Coalescer",
-    "FrameReport",
-    "Run",
-    "RunController",
+    "PARTNERS_AT_ONCE_MAX",
+    "BestKL",
+    "Pace",
+    "Partners",
+    "RunFrame",
+    "RunRequest",
+    "RunStarted",
+    "SelectionKey",
+    "build_selection",
+    "closing_frames",
     "frame_due",
     "report_every",
-    "run_options",
+    "run_job",
     "start_warmup",
     "status_line",
-]  # fmt: skip
+]
 
 #: the display rate frames are paced to: one report at most every 1 / MAX_FPS - FRAME_MARGIN seconds
 MAX_FPS = 60.0
@@ -58,64 +65,98 @@ MAX_EVERY = 10
 #: cost of one t-SNE iteration per pair of tokens, a cautious bound: 1.2e-9 s measured on an idle
 #: 2-core machine at n = 512 (0.3 ms per iteration), rounded up for loaded or slower machines
 SECONDS_PER_PAIR = 4e-9
-#: fewest iterations between two exact KLs of a run (``tsne_frames(kl_every=)``): the KL pass takes a
-#: logarithm per pair. With libm's log (which did not vectorise) it cost about 10 force passes, held the
-#: frame rate at 8192 tokens to about 4 a second when taken at every report, and stalled the animation
-#: for 0.35 s every 50 iterations; with the kernels' own float32 log (``vector_log``) it costs about 2-3
-#: passes (60 ms at 8192, idle), so every 50 iterations it is about 5% of the run
+#: fewest iterations between two exact KLs of a run: the KL pass takes a float32 logarithm per pair, about
+#: 2-3 force passes (60 ms at 8192 tokens), so every 50 iterations it is about 5% of the run
 KL_EVERY = 50
-#: name prefix of the run threads (tests count them)
-THREAD_PREFIX = "headsne-run"
+#: up to this many kept tokens the partners come with the run's start; above, after its first frame (at
+#: 8192 tokens they take 0.3 s, which the first frame of a click would otherwise wait for)
+PARTNERS_AT_ONCE_MAX = 2048
+#: restarts of the best-of check; 10 restarts at n = 271 cost 1.5 s (thesis abstract, MiniLM)
+BEST_OF = 10
+#: above this many tokens one restart takes seconds: no best-of check
+BEST_CHECK_MAX_TOKENS = 2048
 
 
-@dataclass(frozen=True, eq=False)
-class FrameReport:
-    """One reported step of a run: the raw embedding and its display (aligned) version.
+@dataclass(frozen=True)
+class SelectionKey:
+    """What P depends on: the selection and, in hidden mode, the perplexity."""
 
-    ``kl`` is the latest exact KL of the run, computed after ``kl_iteration`` steps (see ``KL_EVERY``):
-    this step's own when ``kl_fresh``; both None before the run's first KL (its first frames go out
-    without one, see ``run_options``).
-    """
+    mode: str
+    layer: int
+    head: int
+    exclude_special: bool
+    perplexity: float
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One run as the owner asks for it."""
+
+    run_id: int
+    key: SelectionKey
+    options: dict[str, Any]  # tsne_frames keywords
+    edge_k: int
+
+
+@dataclass
+class Pace:
+    """The playback speed, set by the owner and read by the run at each frame (iterations per second)."""
+
+    speed: float = 0.0
+
+
+# --------------------------------------------------------------------------------- results for the owner
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """P is built: the tokens it covers, and the note of a lowered perplexity."""
+
+    run_id: int
+    kept: np.ndarray
+    note: str
+    partners_later: bool  # a long text: the partners come after the first frame (the old ones go now)
+
+
+@dataclass(frozen=True)
+class RunFrame:
+    """A reported step: the raw embedding, its KL (the latest exact one) and the KL history's length."""
 
     run_id: int
     iteration: int
     kl: float | None
-    embedding: np.ndarray  # float32 (m, 2), raw: the same for the same seed and settings
-    display: np.ndarray  # float32 (m, 2), Procrustes-aligned to the previously reported frame
-    kept: np.ndarray
+    embedding: np.ndarray
+    kl_count: int
     done: bool
-    kl_iteration: int | None
-
-    @property
-    def kl_fresh(self) -> bool:
-        """Whether ``kl`` is the KL of this very step."""
-        return self.kl_iteration == self.iteration
+    replaces: str = "frame"  # only the newest frame waits for the owner
 
 
-@dataclass(eq=False)
-class Run:
-    """One optimisation: its inputs, its thread, the events that steer it and its KL history."""
+@dataclass(frozen=True)
+class Partners:
+    """The partner traits (edges, attends_to, attended_by) of a run."""
 
     run_id: int
-    P: np.ndarray
-    kept: np.ndarray
-    options: dict[str, Any]
-    cancel: threading.Event = field(default_factory=threading.Event)
-    go: threading.Event = field(default_factory=threading.Event)  # cleared = paused
-    thread: threading.Thread | None = None
-    state: str = "running"  # running, paused, done, error, cancelled
-    error: BaseException | None = None
-    kl_history: list[float] = field(default_factory=list)  # every exact KL computed (see KL_EVERY)
+    traits: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BestKL:
+    """The best KL so far of the run and its best-of restarts."""
+
+    run_id: int
+    kl: float
+    replaces: str = "best"
+
+
+@dataclass
+class RunRecord:
+    """What a run keeps for the owner to read: its exact KLs and their iterations (appended by the job)."""
+
+    kl_history: list[float] = field(default_factory=list)
     kl_iterations: list[int] = field(default_factory=list)
-    embedding: np.ndarray | None = None  # raw latest frame
 
-    @property
-    def n_iter(self) -> int:
-        return int(self.options["n_iter"])
 
-    @property
-    def alive(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
+# --------------------------------------------------------------------------------------------- helpers
 
 
 def frame_due(since_last: float) -> bool:
@@ -134,185 +175,16 @@ def report_every(n: int, restarts: int, speed: float) -> int:
     return max(1, min(by_time, by_speed, MAX_EVERY))
 
 
-class RunController:
-    """Start, cancel, pause, resume and wait for background t-SNE runs; see the module docstring."""
-
-    def __init__(
-        self,
-        on_frame: Callable[[FrameReport], bool],
-        on_end: Callable[[int, str, str, BaseException | None], None],
-    ) -> None:
-        self._on_frame = on_frame
-        self._on_end = on_end
-        self._lock = threading.Lock()
-        self._run: Run | None = None
-        self._next_id = 0
-        self._reference: tuple[np.ndarray, np.ndarray] | None = None  # last display frame and its tokens
-        self.speed = 0.0  # playback speed, iterations per second; 0 = as fast as computed; read at each frame
-
-    # ---------------------------------------------------------------------------------- state
-
-    @property
-    def run(self) -> Run | None:
-        """The latest run (running, paused or ended), or None."""
-        return self._run
-
-    def is_current(self, run_id: int) -> bool:
-        """Whether ``run_id`` is the latest run and was not cancelled."""
-        run = self._run
-        return run is not None and run.run_id == run_id and not run.cancel.is_set()
-
-    def forget_reference(self) -> None:
-        """Align the next frame to nothing (e.g. the tokens changed)."""
-        self._reference = None
-
-    # -------------------------------------------------------------------------------- control
-
-    def start(self, P: np.ndarray, kept: np.ndarray, options: dict[str, Any], run_id: int | None = None) -> Run:
-        """Cancel the current run and start a new one on ``P`` with ``tsne_frames(P, **options)``."""
-        with self._lock:
-            previous = self._run
-            if previous is not None:
-                previous.cancel.set()
-                previous.go.set()
-            self._next_id = self._next_id + 1 if run_id is None else int(run_id)
-            run = Run(self._next_id, P, np.asarray(kept, dtype=np.int64), dict(options))
-            run.go.set()
-            run.thread = threading.Thread(
-                target=self._work, args=(run, previous), name=f"{THREAD_PREFIX}-{run.run_id}", daemon=True
-            )
-            self._run = run
-            run.thread.start()
-            return run
-
-    def cancel(self, *, wait: bool = True) -> None:
-        """Stop the current run; with ``wait`` join its thread (it exits at its next report)."""
-        run = self._run
-        if run is None:
-            return
-        run.cancel.set()
-        run.go.set()  # wake it if paused
-        if run.state in ("running", "paused"):
-            run.state = "cancelled"
-        if wait and run.thread is not None and run.thread is not threading.current_thread():
-            run.thread.join()
-
-    def pause(self) -> bool:
-        """Hold the running run between two steps; False when there is none."""
-        run = self._run
-        if run is None or run.state != "running":
-            return False
-        run.go.clear()
-        run.state = "paused"
-        return True
-
-    def resume(self) -> bool:
-        """Continue a paused run; False when there is none."""
-        run = self._run
-        if run is None or run.state != "paused":
-            return False
-        run.state = "running"
-        run.go.set()
-        return True
-
-    def wait(self, timeout: float | None = None) -> Run | None:
-        """Block until the current run ends; raise TimeoutError after ``timeout`` s, RuntimeError if paused."""
-        run = self._run
-        if run is None or run.thread is None:
-            return run
-        if run.state == "paused":
-            raise RuntimeError("the run is paused and would never end: resume() it first")
-        run.thread.join(timeout)
-        if run.thread.is_alive():
-            raise TimeoutError(f"the run is still going after {timeout} s")
-        return run
-
-    # --------------------------------------------------------------------------------- worker
-
-    def _work(self, run: Run, previous: Run | None) -> None:
-        if previous is not None and previous.thread is not None:
-            previous.thread.join()  # one run computes at a time
-        if run.cancel.is_set():
-            return
-        frames: Generator[Any, None, None] | None = None
-        try:
-            frames = tsne_frames(run.P, **run.options)  # type: ignore[assignment]
-            self._consume(run, frames)
-        except Exception as err:  # reported to the owner: shown in the status line, re-raised by wait()
-            self._end(run, "error", f"t-SNE failed: {err}", err)
-        finally:
-            if frames is not None:
-                frames.close()
-
-    def _consume(self, run: Run, frames: Any) -> None:
-        last, sent_at, clock = None, -math.inf, None
-        for frame in frames:
-            if not run.go.is_set():
-                run.go.wait()
-                clock = None  # re-anchor the playback clock after a pause
-            if run.cancel.is_set():
-                return
-            if not ((frame.kl is None or math.isfinite(frame.kl)) and np.isfinite(frame.embedding).all()):
-                self._end(
-                    run,
-                    "error",
-                    f"the optimisation produced non-finite values at iteration {frame.iteration}; "
-                    "stopped (try a smaller learning_rate)",
-                    FloatingPointError("non-finite t-SNE values"),
-                )
-                return
-            last = frame
-            if frame.fresh:  # a frame between two KLs repeats the last one
-                run.kl_history.append(float(frame.kl))
-                run.kl_iterations.append(int(frame.iteration))
-            run.embedding = frame.embedding
-            speed = self.speed
-            if speed > 0:  # playback: iteration i is due at anchor + i / speed
-                now = time.perf_counter()
-                if clock is None or clock[2] != speed:
-                    clock = (now, frame.iteration, speed)
-                delay = clock[0] + (frame.iteration - clock[1]) / speed - now
-                if delay > 0 and run.cancel.wait(delay):
-                    return
-            now = time.perf_counter()
-            if frame_due(now - sent_at):
-                if not self._report(run, frame, done=False):
-                    return
-                sent_at = now
-        if run.cancel.is_set():
-            return
-        if last is None:
-            self._end(run, "error", "the optimisation reported no frame", RuntimeError("no frame"))
-            return
-        run.state = "done"
-        self._report(run, last, done=True)  # always: it carries done=True
-
-    def _report(self, run: Run, frame: Any, *, done: bool) -> bool:
-        display = frame.embedding
-        if self._reference is not None:
-            display = align_rows(display, run.kept, *self._reference)
-        report = FrameReport(
-            run.run_id,
-            int(frame.iteration),
-            None if frame.kl is None else float(frame.kl),
-            frame.embedding,
-            display,
-            run.kept,
-            done,
-            frame.kl_iteration,
-        )
-        if run.cancel.is_set():
-            return False
-        delivered = self._on_frame(report)
-        if delivered:
-            self._reference = (display, run.kept)
-        return delivered
-
-    def _end(self, run: Run, state: str, message: str, error: BaseException | None) -> None:
-        if run.cancel.is_set():
-            return
-        run.state, run.error = state, error
-        self._on_end(run.run_id, state, message, error)
+def run_options(params: Any, every: int) -> dict[str, Any]:
+    """``tsne_frames`` keywords from the run parameters: the exact KL at most every ``KL_EVERY`` iterations and
+    at the last frame but not at the first (a click waits for its first frame), and P taken as built by
+    ``selection_affinities`` (valid by construction: the O(n^2) checks are skipped)."""
+    return dict(
+        n_iter=params.n_iter, learning_rate="auto" if params.learning_rate is None else params.learning_rate,
+        early_exaggeration=params.early_exaggeration, exaggeration_iters=params.exaggeration_iters,
+        seed=params.seed, restarts=params.restarts, every=every, kl_every=max(every, KL_EVERY), first_kl=False,
+        check_input=False,
+    )  # fmt: skip
 
 
 def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | None = None, note: str = "") -> str:
@@ -327,43 +199,166 @@ def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | 
     return f"{text} ({note})" if note and what != "stopped" else text
 
 
-def run_options(params: Any, device: Any, every: int) -> dict[str, Any]:
-    """``tsne_frames`` keywords from an object holding the run parameters (the widget's traits); the exact
-    KL at most every ``KL_EVERY`` iterations and at the last report, but not at the first, and P taken as
-    built by :func:`~headsne_widget.selection.selection_affinities` (unchecked, see ``tsne_frames``): a head click
-    waits for its first frame, and at n = 8192 the KL pass (a logarithm per pair) is 60 ms of it (it was
-    0.35 s with libm's log)."""
-    return dict(
-        n_iter=params.n_iter, learning_rate="auto" if params.learning_rate is None else params.learning_rate,
-        early_exaggeration=params.early_exaggeration, exaggeration_iters=params.exaggeration_iters,
-        seed=params.seed, restarts=params.restarts, device=device, every=every, kl_every=max(every, KL_EVERY),
-        first_kl=False, check_input=False,  # P comes from selection_affinities: valid by construction
-    )  # fmt: skip
+def build_selection(
+    job: Job, ex: Any, key: SelectionKey, workspace: Workspace
+) -> tuple[Selection, Lease, Lease | None]:
+    """P of ``key`` in a leased array, and in attention mode the head's attention A in another (for the
+    partners; the caller releases both). A cancel point before each n x n pass."""
+    P_lease = workspace.lease()
+    A_lease = None
+    try:
+        job.check()
+        if key.mode == "attention":
+            A_lease = workspace.lease()
+            n = ex.n_tokens
+            A = ex.attention_into(key.layer, key.head, A_lease.array((n, n)))
+            job.check()
+            m = n - (int(np.count_nonzero(ex.special)) if key.exclude_special else 0)
+            sel = selection_affinities(
+                ex, "attention", key.layer, key.head, exclude_special=key.exclude_special, dtype=np.float32,
+                out=P_lease.array((m, m)), attention=A,
+            )  # fmt: skip
+        else:
+            sel = selection_affinities(
+                ex, "hidden", key.layer, perplexity=key.perplexity, exclude_special=key.exclude_special,
+                dtype=np.float32,
+            )  # fmt: skip
+            m = len(sel.kept)
+            P = P_lease.array((m, m))
+            np.copyto(P, sel.P)
+            sel = replace(sel, P=P)
+        return sel, P_lease, A_lease
+    except BaseException:
+        P_lease.release()
+        if A_lease is not None:
+            A_lease.release()
+        raise
 
 
-class Coalescer:
-    """Calls ``flush`` once for a batch of changes: at the next turn of the running event loop (all the
-    changes of a notebook cell), or ``delay`` seconds later without a loop (a script); the owner may also
-    call ``flush`` itself first (``flush`` must do nothing when there is nothing pending)."""
-
-    def __init__(self, flush: Callable[[], None], delay: float = 0.005) -> None:
-        self._flush, self._delay = flush, delay
-        self._timer: threading.Timer | None = None
-
-    def arm(self) -> None:
-        try:
-            asyncio.get_running_loop().call_soon(self._flush)
-        except RuntimeError:  # no running loop in this thread
-            self._timer = threading.Timer(self._delay, self._flush)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+def selection_partners(ex: Any, key: SelectionKey, A: np.ndarray | None, k: int, kept: np.ndarray) -> dict[str, Any]:
+    """The partner traits of a selection: from the head's attention A, or hidden-space neighbours."""
+    X = ex.layer_output(key.layer) if key.mode == "hidden" else None
+    return partner_traits(A, X, k, kept)
 
 
-# ------------------------------------------------------------------------------------------- warm-up
+def closing_frames(P: np.ndarray, **options: Any) -> contextlib.closing[Generator[Frame, None, None]]:
+    """``tsne_frames(P, **options)`` closed at the end of a ``with`` block (its optimisation stops there)."""
+    return contextlib.closing(cast(Generator[Frame, None, None], tsne_frames(P, **options)))
+
+
+# ----------------------------------------------------------------------------------------------- the job
+
+
+def run_job(
+    job: Job, ex: Any, request: RunRequest, record: RunRecord, workspace: Workspace,
+    prefetch: Prefetch | None, pace: Pace,
+) -> None:  # fmt: skip
+    """One run (see the module doc): P, then frames, then the best-of check; every result to the owner."""
+    key = request.key
+    with contextlib.ExitStack() as held:
+        taken = prefetch.take(key, job) if prefetch is not None and key.mode == "attention" else None
+        if taken is not None:
+            sel, P_lease = taken
+            A_lease = None
+        else:
+            sel, P_lease, A_lease = build_selection(job, ex, key, workspace)
+        held.callback(P_lease.release)
+        at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX
+        job.emit(RunStarted(request.run_id, sel.kept, sel.note, partners_later=not at_once))
+        if at_once:
+            A = None if A_lease is None else A_lease.array((ex.n_tokens, ex.n_tokens))
+            if key.mode == "attention" and A is None:
+                A = ex.attention(key.layer, key.head)  # a prefetched P on a short text: the head is cached
+            job.emit(Partners(request.run_id, selection_partners(ex, key, A, request.edge_k, sel.kept)))
+        if A_lease is not None:
+            A_lease.release()
+        last = None
+        for frame, due in _paced_frames(job, sel.P, request.options, pace, record):
+            last = frame
+            if due and frame.iteration != request.options["n_iter"]:
+                job.emit(RunFrame(request.run_id, frame.iteration, frame.kl, frame.embedding,
+                                  len(record.kl_history), done=False))  # fmt: skip
+                if not at_once:  # a long text: the partners once the first frame is out
+                    at_once = True
+                    _partners_now(job, ex, request, sel.kept, workspace)
+        if last is None:
+            raise RuntimeError("the optimisation reported no frame")
+        job.emit(RunFrame(request.run_id, last.iteration, last.kl, last.embedding, len(record.kl_history), done=True))
+        if not at_once:
+            _partners_now(job, ex, request, sel.kept, workspace)
+        if len(sel.kept) <= BEST_CHECK_MAX_TOKENS and last.kl is not None:
+            _best_of(job, sel.P, request, last.kl)
+
+
+def _best_of(job: Job, P: np.ndarray, request: RunRequest, kl: float) -> None:
+    """``BEST_OF`` more runs with the next seeds, one at a time; the best KL so far after each."""
+    options = {k: request.options[k] for k in ("n_iter", "learning_rate", "early_exaggeration", "exaggeration_iters")}
+    best = kl
+    for r in range(BEST_OF):
+        last = None
+        seed = request.options["seed"] + 1 + r
+        with closing_frames(P, seed=seed, every=50, check_input=False, **options) as frames:
+            for last in frames:  # noqa: B007 - the last frame has the final KL
+                job.check()
+        if last is not None and last.kl is not None:
+            best = min(best, last.kl)
+        job.emit(BestKL(request.run_id, best))
+
+
+def _partners_now(job: Job, ex: Any, request: RunRequest, kept: np.ndarray, workspace: Workspace) -> None:
+    """The partners of a long text's run, after its first frame (the head recomputed into a lease)."""
+    key = request.key
+    if key.mode == "hidden":
+        job.emit(Partners(request.run_id, selection_partners(ex, key, None, request.edge_k, kept)))
+        return
+    with workspace.lease() as lease:
+        n = ex.n_tokens
+        A = ex.attention_into(key.layer, key.head, lease.array((n, n)))
+        job.check()
+        job.emit(Partners(request.run_id, selection_partners(ex, key, A, request.edge_k, kept)))
+
+
+def partners_job(
+    job: Job, ex: Any, *, run_id: int, key: SelectionKey, k: int, kept: np.ndarray, workspace: Workspace
+) -> None:
+    """The partners again (``edge_k`` changed), for the run ``run_id``."""
+    _partners_now(job, ex, RunRequest(run_id, key, {}, k), kept, workspace)
+
+
+def _paced_frames(
+    job: Job, P: np.ndarray, options: dict[str, Any], pace: Pace, record: RunRecord
+) -> Iterator[tuple[Frame, bool]]:
+    """Every frame of ``tsne_frames(P, **options)`` with whether it is due for the display: paced to
+    ``pace.speed``, at most one per display frame (``frame_due``), each checked finite, every exact KL
+    recorded in ``record``."""
+    sent_at, clock = -math.inf, None
+    with closing_frames(P, **options) as frames:
+        for frame in frames:
+            if job.paused:
+                clock = None  # re-anchor the playback clock after a pause
+            job.check()
+            if not ((frame.kl is None or math.isfinite(frame.kl)) and np.isfinite(frame.embedding).all()):
+                raise FloatingPointError(
+                    f"the optimisation produced non-finite values at iteration {frame.iteration}; stopped "
+                    "(try a smaller learning_rate)"
+                )
+            if frame.fresh and frame.kl is not None:  # a frame between two KLs repeats the last one
+                record.kl_history.append(float(frame.kl))
+                record.kl_iterations.append(int(frame.iteration))
+            speed = pace.speed
+            if speed > 0:  # playback: iteration i is due at anchor + i / speed
+                now = time.perf_counter()
+                if clock is None or clock[2] != speed:
+                    clock = (now, frame.iteration, speed)
+                job.sleep(clock[0] + (frame.iteration - clock[1]) / speed - now)
+            now = time.perf_counter()
+            due = frame_due(now - sent_at)
+            if due:
+                sent_at = now
+            yield frame, due
+
+
+# ------------------------------------------------------------------------------------------------ warm-up
 
 _warmup_lock = threading.Lock()
 _warmup_thread: threading.Thread | None = None
@@ -377,7 +372,8 @@ def _warm() -> None:
 
 
 def start_warmup() -> threading.Thread:
-    """Compile the t-SNE kernels once per process in the background, so the first click is fast."""
+    """Compile (or load from numba's cache) the t-SNE kernels once per process, in the background, so that the
+    first click does not wait for them (a process-wide thread, not a widget's job: it holds no widget state)."""
     global _warmup_thread
     with _warmup_lock:
         if _warmup_thread is None:

@@ -15,6 +15,8 @@ from headsne_widget import HeadSNE, export
 
 from . import jupyter
 
+pytestmark = [pytest.mark.ui, pytest.mark.timeout(240)]
+
 HOSTILE = 'a </script><script>alert("x")</script> <img src=x onerror=alert(1)> token & more words here'
 
 

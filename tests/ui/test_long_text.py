@@ -1,12 +1,16 @@
 """The widget on a long text in JupyterLab with headless chromium: the grid row the pointer rests on reaches
-the kernel, which builds that head's P before the click, and the click runs on it (headsne_widget/prefetch.py,
+the kernel, which builds that head's P before the click, and the click runs on it (headsne_widget/widget/prefetch.py,
 js/prefetch.js). A tiny random Llama with 16384 positions (tests/conftest.py), 2048 tokens."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from . import jupyter
+
+pytestmark = [pytest.mark.ui, pytest.mark.timeout(240)]
 
 N_TOKENS = 2048  # headsne_widget.widget.prefetch.PREFETCH_MIN_N: the shortest text the page reports rows for
 TEXT = f"(lambda w: ' '.join(w[i % len(w)] for i in range({N_TOKENS + 200})))(texts.TSNE_ABSTRACT.split())"
@@ -24,8 +28,18 @@ def _until(opened: jupyter.OpenedWidget, expression: str, expected: Any, timeout
 
 
 def test_the_row_the_pointer_rests_on_is_built_before_the_click(browser: Any, long_llama_dir: str) -> None:
-    cell = "import warnings\nwarnings.simplefilter('ignore')\n" + jupyter.widget_cell(
-        TEXT, model=long_llama_dir, max_tokens=N_TOKENS, n_iter=30, speed=0.0
+    # every P the widget builds, by (mode, layer, head): the click must not build the hovered head's again
+    count = (
+        "from headsne_widget.widget import runs\n"
+        "built = []\n"
+        "_real = runs.selection_affinities\n"
+        "runs.selection_affinities = lambda ex, mode, layer, head=0, **kw: built.append([mode, layer, head]) or "
+        "_real(ex, mode, layer, head, **kw)\n"
+    )
+    cell = (
+        "import warnings\nwarnings.simplefilter('ignore')\n"
+        + count
+        + jupyter.widget_cell(TEXT, model=long_llama_dir, max_tokens=N_TOKENS, n_iter=30, speed=0.0)
     )
     server = jupyter.start_server()  # its own workspace: no restored tab of another module's notebook
     try:
@@ -45,14 +59,13 @@ def test_the_row_the_pointer_rests_on_is_built_before_the_click(browser: Any, lo
                 break
         else:
             raise AssertionError(f"the kernel never got the row: {opened.ui.query('[w.hovered_head, w.status]')}")
-        _until(opened, "w._hover_prefetch.ready_key", ["attention", 1, 2, False])
-        built = opened.ui.query("id(w._hover_prefetch._ready[1].P)")
+        _until(opened, "['attention', 1, 2] in built", True)  # the rested-on row's P, built before the click
         run0 = int(jupyter.dataset(root)["runId"])
         jupyter.click_grid_cell(root, 1, 2, token=5)
         jupyter.wait_dataset(root, lambda d: int(d.get("runId", "0")) > run0, 60, "the clicked head's run")
-        _until(opened, "[w.layer, w.head, w._hover_prefetch.ready_key]", [1, 2, None])
-        assert opened.ui.query("id(w._controller.run.P)") == built, "the click built its P again"
+        _until(opened, "[w.layer, w.head]", [1, 2])
         jupyter.wait_state(root, ("done",), timeout=120)
+        assert opened.ui.query("built.count(['attention', 1, 2])") == 1, "the click built its P again"
         assert opened.log.widget_errors() == [], opened.log.widget_errors()
     finally:
         opened.close()

@@ -1,0 +1,172 @@
+"""transformers' attention mask, kept as its mask function and built one query chunk at a time.
+
+:func:`capture_mask` is the ``AttentionMaskInterface`` entry: instead of the n x n mask eager attention would
+add, it keeps :class:`MaskRows` (causal, sliding window, bidirectional window, padding), whose rows are built
+per chunk with transformers' ``sdpa_mask``; masked logits get the dtype's minimum, as ``eager_mask`` adds it.
+A chunk computes only the key span its queries may see (:func:`key_span`): outside it every weight is exactly
+0. After a chunk's first build, rows that see one unbroken run of keys are masked from two comparisons
+(:meth:`MaskRows.spans`), with the same entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["MaskRows", "additive_rows", "allowed_rows", "capture_mask", "key_span", "mask_spans"]
+
+
+@dataclass(frozen=True)
+class MaskRows:
+    """transformers' mask for one layer, kept as its mask function so that only query chunks are built."""
+
+    batch_size: int
+    q_length: int
+    kv_length: int
+    q_offset: int
+    kv_offset: int
+    mask_function: Callable
+    padding: torch.Tensor | None
+    use_vmap: bool
+    dtype: torch.dtype
+    #: per query chunk (start, stop): (keys, first, last) when each of its rows may attend to one unbroken run of
+    #: keys, first[r]..last[r] (causal, sliding and bidirectional windows), else None (see :meth:`spans`)
+    _spans: dict[tuple[int, int], tuple[slice, torch.Tensor, torch.Tensor] | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return (self.batch_size, 1, self.q_length, self.kv_length)
+
+    @property
+    def ndim(self) -> int:
+        return 4
+
+    def allowed(self, start: int, stop: int, device: torch.device) -> torch.Tensor:
+        """Boolean ``(B, 1, stop - start, kv)``: which keys the query rows ``start:stop`` may attend to."""
+        from transformers.masking_utils import sdpa_mask
+
+        allowed = sdpa_mask(
+            batch_size=self.batch_size,
+            q_length=stop - start,
+            kv_length=self.kv_length,
+            q_offset=self.q_offset + start,
+            kv_offset=self.kv_offset,
+            mask_function=self.mask_function,
+            attention_mask=None if self.padding is None else self.padding.to(device),
+            allow_is_causal_skip=False,
+            allow_is_bidirectional_skip=False,
+            use_vmap=self.use_vmap,
+            device=device,
+        )
+        if allowed is None:  # sdpa_mask skips only when allowed to, and both skips are off here
+            raise RuntimeError("transformers' sdpa_mask returned no mask with its skips turned off")
+        return allowed
+
+    def spans(self, rows: slice) -> tuple[slice, torch.Tensor, torch.Tensor] | None:
+        """``(keys, first, last)`` of a chunk seen before (:meth:`learn_spans`), when every row of it may attend
+        to the keys first[r]..last[r] and no other: its mask is then two comparisons, instead of transformers'
+        mask function (1.4 of a chunk's 6 ms at 8192 tokens, causal, on one core), and the same entries."""
+        return self._spans.get((rows.start, rows.stop))
+
+    def learn_spans(self, rows: slice, allowed: torch.Tensor, keys: slice) -> None:
+        """Remember the chunk's spans from its mask ``allowed`` (``(1, r, kv)``) if every row's allowed keys are one
+        unbroken run (not a padding hole, not a row with no key at all), else that it has none."""
+        if allowed.device.type != "cpu" or (rows.start, rows.stop) in self._spans:
+            return
+        grid = allowed.numpy().reshape(-1, allowed.shape[-1])
+        first = grid.argmax(axis=1)
+        last = grid.shape[1] - 1 - grid[:, ::-1].argmax(axis=1)
+        unbroken = grid.any(axis=1).all() and bool((grid.sum(axis=1) == last - first + 1).all())
+        spans = (keys, torch.from_numpy(first)[:, None], torch.from_numpy(last)[:, None]) if unbroken else None
+        self._spans[(rows.start, rows.stop)] = spans
+
+
+def capture_mask(
+    batch_size: int,
+    q_length: int,
+    kv_length: int,
+    q_offset: int = 0,
+    kv_offset: int = 0,
+    mask_function: Callable | None = None,
+    attention_mask: torch.Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+    use_vmap: bool = False,
+    **_: Any,
+) -> MaskRows | None:
+    """The ``AttentionMaskInterface`` entry: the arguments ``eager_mask`` would get, kept instead of an n x n mask
+    (None where every query sees every key, as eager adds no bias there)."""
+    from transformers.masking_utils import bidirectional_mask_function, causal_mask_function
+
+    if attention_mask is not None and bool(attention_mask.all()):
+        attention_mask = None  # no padding: the mask function alone (cheaper per chunk, same rows)
+    if attention_mask is None and mask_function is bidirectional_mask_function:
+        return None
+    return MaskRows(
+        batch_size=batch_size,
+        q_length=q_length,
+        kv_length=kv_length,
+        q_offset=int(q_offset),
+        kv_offset=int(kv_offset),
+        mask_function=causal_mask_function if mask_function is None else mask_function,
+        padding=attention_mask,
+        use_vmap=use_vmap,
+        dtype=dtype,
+    )
+
+
+def allowed_rows(mask: MaskRows, rows: slice | list[int], device: torch.device) -> torch.Tensor:
+    """Boolean ``(1, 1, r, kv)`` of transformers' mask for the query ``rows`` (a slice, or a few row indices)."""
+    if isinstance(rows, slice):
+        return mask.allowed(rows.start, rows.stop, device)[:1]
+    return torch.cat([mask.allowed(r, r + 1, device)[:1] for r in rows], dim=2)
+
+
+def additive_rows(mask: MaskRows | torch.Tensor | None, rows: slice | list[int], device: torch.device) -> Any:
+    """The eager additive mask ``(1, 1 or H, r, kv)`` of the query ``rows`` (0 where allowed, dtype min elsewhere)."""
+    if mask is None:
+        return None
+    if isinstance(mask, MaskRows):
+        allowed, dtype = allowed_rows(mask, rows, device), mask.dtype
+    else:  # a 4D mask the model prepared itself (bool or additive float), rows sliced from it
+        allowed, dtype = mask[:1, :, rows].to(device), torch.float32
+        if allowed.dtype != torch.bool:
+            return allowed
+    return torch.where(allowed, torch.zeros((), device=device, dtype=dtype), torch.finfo(dtype).min)
+
+
+def mask_spans(logits: torch.Tensor, keys: slice, first: torch.Tensor, last: torch.Tensor, dtype: torch.dtype) -> None:
+    """Set ``logits`` (h, r, keys) to dtype's minimum outside each row's keys first[r]..last[r] ((r, 1) each), in
+    place. Only the columns some row may not see are visited: before the largest first key and after the smallest
+    last key (a causal chunk of 256 rows at 8192 tokens: its last 256 columns instead of all 4352)."""
+    start, stop = keys.start, keys.stop
+    inner_start, inner_stop = int(first.max()), int(last.min()) + 1  # every row sees [inner_start, inner_stop)
+    edges = [(start, inner_start), (inner_stop, stop)] if inner_start < inner_stop else [(start, stop)]
+    for a, b in edges:
+        if a < b:
+            columns = torch.arange(a, b, device=logits.device)
+            blocked = (columns < first) | (columns > last)
+            logits[..., a - start : b - start].masked_fill_(blocked, torch.finfo(dtype).min)
+
+
+def key_span(allowed: torch.Tensor | None, n: int) -> slice:
+    """The keys from the first to the last that some query of the chunk may attend to: outside them every weight
+    is exactly 0 (exp of the dtype's minimum), so a causal or sliding-window chunk computes only its span. A row
+    with no key allowed (eager then spreads it uniformly over all n keys) keeps the full width."""
+    if allowed is None:
+        return slice(0, n)
+    if allowed.device.type == "cpu":  # numpy's boolean reductions: 0.05 ms a chunk where torch's took 1 to 8 ms
+        rows = allowed.numpy().reshape(-1, allowed.shape[-1])
+        if not rows.any(axis=1).all():
+            return slice(0, n)
+        columns = np.flatnonzero(rows.any(axis=0))
+        return slice(int(columns[0]), int(columns[-1]) + 1)
+    if not bool(allowed.any(dim=-1).all()):
+        return slice(0, n)
+    found = allowed.any(dim=(0, 1)).nonzero()
+    return slice(int(found[0]), int(found[-1]) + 1)

@@ -1,0 +1,251 @@
+"""The widget's protocol, declared once: every synced trait with its type, default, role and meaning.
+
+Everything else derives from :data:`TRAITS`: the trait model (:mod:`.model`), what the browser may write,
+which changes restart a run, which keywords ``HeadSNE(...)`` takes, which attributes ``HeadSNE`` exposes, and
+the trait tables of ``js/PROTOCOL.md`` (:func:`markdown_table`; a test compares them, and ``js/model.js``'s
+trait names, with these declarations). Roles:
+
+- ``data``: set by Python once per text;
+- ``selection``: layer, head and mode; both ways; a change restarts the run;
+- ``parameter``: both ways; a change restarts a run that is going or has finished;
+- ``display``: both ways; display only, an invalid value from the browser is refused and the run goes on;
+- ``state``: set by Python only (the run, derived data, the background jobs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import traitlets as t
+
+from ..embedding.rescaling import MAX_QUANTILE_K
+from .serialization import array_serializers, arrays_serializers
+
+__all__ = [
+    "BROWSER_WRITABLE",
+    "DISPLAY_ONLY",
+    "KEYWORDS",
+    "RESTARTS_RUN",
+    "RUN_PARAMETERS",
+    "TRAITS",
+    "Array",
+    "StrictFloat",
+    "StrictInt",
+    "TokenIndices",
+    "TraitSpec",
+    "markdown_table",
+]
+
+ROLES = ("data", "selection", "parameter", "display", "state")
+COLOR_MODES = ("position", "kind", "sentence", "max_attention", "user")
+#: most iterations of one run: 100 000 at 512 tokens take about 30 s, at 8192 tokens 20 minutes
+MAX_N_ITER = 100_000
+
+
+class StrictInt(t.Int):
+    """An int that is not a bool: ``True`` is not layer 1 (JSON ``true`` from the browser neither)."""
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if isinstance(value, bool):
+            self.error(obj, value)
+        if isinstance(value, np.integer):
+            value = int(value)
+        return super().validate(obj, value)
+
+
+class StrictFloat(t.Float):
+    """A finite float that is not a bool; with ``positive``, also > 0."""
+
+    def __init__(self, *args: Any, positive: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.positive = positive
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if isinstance(value, bool):
+            self.error(obj, value)
+        if isinstance(value, np.floating | np.integer):
+            value = float(value)
+        if isinstance(value, float | int) and not (math.isfinite(value) and (value > 0 or not self.positive)):
+            raise t.TraitError(f"{self.name} must be a finite number{' > 0' if self.positive else ''}, got {value!r}")
+        return super().validate(obj, value)
+
+
+class Array(t.TraitType):
+    """A numpy array (or None) of a fixed dtype and number of dimensions; finite when floating."""
+
+    info_text = "a numpy array or None"
+
+    def __init__(self, dtype: str, ndim: int, **kwargs: Any) -> None:
+        super().__init__(default_value=None, allow_none=True, **kwargs)
+        self.dtype, self.ndim = np.dtype(dtype), ndim
+
+    def validate(self, obj: Any, value: Any) -> np.ndarray | None:
+        if value is None:
+            return None
+        a = np.asarray(value)
+        if a.ndim != self.ndim or a.dtype.kind not in "fiub":
+            raise t.TraitError(f"{self.name} must be a real {self.ndim}-D array, got {a.dtype} of shape {a.shape}")
+        out = np.array(a, dtype=self.dtype)  # a copy of its own: the caller's array may change afterwards
+        if out.dtype.kind == "f" and not np.isfinite(out).all():
+            raise t.TraitError(f"{self.name} holds NaN or inf (or values beyond {self.dtype})")
+        out.flags.writeable = False
+        return out
+
+
+class TokenIndices(t.TraitType):
+    """Token indices of the text: a list, tuple, set or integer numpy array of ints in [0, n); stored sorted and
+    without repeats (n = the owner's ``tokens``)."""
+
+    info_text = "a list of token indices"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(default_value=[], **kwargs)
+
+    def make_dynamic_default(self) -> list[int]:
+        return []  # a list of each widget's own
+
+    def validate(self, obj: Any, value: Any) -> list[int]:
+        n = len(getattr(obj, "tokens", None) or [])
+        if isinstance(value, np.ndarray):
+            if value.ndim != 1 or value.dtype.kind not in "iu":
+                raise t.TraitError(f"{self.name} takes token indices (integers), got an array of {value.dtype}")
+            value = value.tolist()
+        if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
+            raise t.TraitError(f"{self.name} takes a list of token indices, got {type(value).__name__}")
+        indices = []
+        for i in value:
+            if isinstance(i, bool) or not isinstance(i, int | np.integer):
+                raise t.TraitError(f"{self.name} takes token indices (integers), got {type(i).__name__} {i!r}")
+            indices.append(int(i))
+        bad = [i for i in indices if not 0 <= i < n]
+        if bad:
+            raise t.TraitError(f"{self.name} token(s) {bad[:5]} out of range: the text has {n} tokens (0 to {n - 1})")
+        return sorted(set(indices))
+
+
+def _array(dtype: str, ndim: int) -> Array:
+    return Array(dtype, ndim).tag(**array_serializers(dtype))
+
+
+def _partners() -> t.Dict:
+    return t.Dict(default_value=None, allow_none=True).tag(
+        **arrays_serializers({"indices": "int32", "weights": "float32"})
+    )
+
+
+@dataclass(frozen=True)
+class TraitSpec:
+    """One synced trait: its name, traitlets type (with default and bounds), role, meaning, and whether
+    ``HeadSNE(...)`` takes it as a keyword."""
+
+    name: str
+    trait: t.TraitType
+    role: str
+    doc: str
+    keyword: bool = False
+
+    @property
+    def browser_writable(self) -> bool:
+        return self.role in ("selection", "parameter", "display")
+
+    @property
+    def restarts_run(self) -> bool:
+        return self.role in ("selection", "parameter")
+
+
+def _spec(name: str, trait: t.TraitType, role: str, doc: str, keyword: bool | None = None) -> TraitSpec:
+    assert role in ROLES, role
+    return TraitSpec(name, trait, role, doc, role in ("parameter", "display") if keyword is None else keyword)
+
+
+_U = t.Unicode
+TRAITS: tuple[TraitSpec, ...] = (
+    # data, set once per text
+    _spec("text", _U(""), "data", "the input text"),
+    _spec("tokens", t.List(_U()), "data", "word pieces, special tokens included (render as TEXT, never HTML)"),
+    _spec("offsets", t.List(t.Any()), "data", "character span [start, end] of each token in `text`, or null"),
+    _spec("special", t.List(t.Bool()), "data", "special tokens ([CLS], [SEP], <s>, ...)"),
+    _spec("model_name", _U(""), "data", "shown in the header"),
+    _spec("n_layers", StrictInt(0), "data", "L"),
+    _spec("n_heads", StrictInt(0), "data", "H, query heads per layer"),
+    _spec("kv_groups", StrictInt(1, min=1), "data", "query heads per key/value head (GQA): the grid's separators"),
+    _spec("max_attention", _array("float32", 3), "data", "float32 (L, H, n): the layer-wise maximum-attention grid"),
+    # the selection
+    _spec("layer", StrictInt(0, min=0), "selection", "selected layer"),
+    _spec("head", StrictInt(0, min=0), "selection", "selected head (attention mode)"),
+    _spec("mode", t.Enum(("attention", "hidden"), default_value="attention"), "selection",
+          "P from one attention head, or from the layer's hidden states"),
+    # run parameters
+    _spec("perplexity", StrictFloat(20.0, positive=True, max=1e4), "parameter", "hidden mode only"),
+    _spec("learning_rate", t.Union([StrictFloat(max=1e9), t.Enum(("auto",))], default_value=None,
+                                   allow_none=True), "parameter", "null = auto: max(m / early_exaggeration, 5)"),
+    _spec("n_iter", StrictInt(1000, min=1, max=MAX_N_ITER), "parameter", "iterations of a run"),
+    _spec("early_exaggeration", StrictFloat(12.0, min=1.0, max=1000.0), "parameter", "P's factor at first"),
+    _spec("exaggeration_iters", StrictInt(250, min=0, max=MAX_N_ITER), "parameter", "iterations exaggerated"),
+    _spec("seed", StrictInt(0, min=0, max=2**32 - 1), "parameter", "the run's seed (restart r uses seed + r)"),
+    _spec("restarts", StrictInt(1, min=1, max=1000), "parameter", "runs optimised together; the lowest KL shows"),
+    _spec("exclude_special", t.Bool(False), "parameter", "leave special tokens out of P"),
+    # display
+    _spec("quantile", t.Bool(False), "display", "quantile-equidistant axes (thesis A.3)"),
+    _spec("quantile_k", StrictInt(100, min=2, max=MAX_QUANTILE_K), "display", "quantile knots per axis"),
+    _spec("speed", StrictFloat(250.0, min=0.0, max=1e6), "display",
+          "iterations per second of playback (0 = as fast as computed, else at least 0.1)"),
+    _spec("edge_k", StrictInt(5, min=1, max=100), "display", "top-k partners drawn for the hovered token"),
+    _spec("selected", TokenIndices(), "display", "selected token indices", keyword=False),
+    _spec("hovered", StrictInt(None, allow_none=True, min=0), "display", "the hovered token, or null", keyword=False),
+    _spec("hovered_head", t.List(StrictInt(min=0), default_value=None, allow_none=True, minlen=2, maxlen=2),
+          "display", "[layer, head] of the grid row the pointer rests on (from 2048 tokens)", keyword=False),
+    _spec("color_mode", t.Enum(COLOR_MODES, default_value="position"), "display", "how tokens are coloured"),
+    _spec("label_density", StrictFloat(0.5, min=0.0, max=1.0), "display", "0 = no labels, 1 = all that fit"),
+    _spec("edge_direction", t.Enum(("both", "to", "from", "off"), default_value="both"), "display",
+          "which hover edges to draw"),
+    # run state and derived data
+    _spec("frame", _array("float32", 2), "state", "float32 (m, 2): the latest frame, aligned to the previous one"),
+    _spec("kept", t.List(t.Int()), "state", "token index of each frame row"),
+    _spec("iteration", t.Int(0), "state", "iteration of `frame`"),
+    _spec("kl", t.Float(None, allow_none=True), "state", "exact KL(P || Q) of the latest KL step, or null"),
+    _spec("best_kl", t.Float(None, allow_none=True), "state", "best KL of the background best-of-restarts check"),
+    _spec("run_id", t.Int(0), "state", "increments at each (re)start"),
+    _spec("status", _U(""), "state", "one human line: what is computed, or the error"),
+    _spec("state", t.Enum(("loading", "idle", "running", "paused", "done", "error"), default_value="idle"), "state",
+          "the widget's state"),
+    _spec("progress", t.Float(None, allow_none=True, min=0.0, max=1.0), "state",
+          "fraction done of what `status` names (loading, building P), or null"),
+    _spec("edges", _partners(), "state", "per token: its top-k partners by max(A_ij, A_ji) (hidden: neighbours)"),
+    _spec("attends_to", _partners(), "state", "per token i: top-k keys of row i of A (null in hidden mode)"),
+    _spec("attended_by", _partners(), "state", "per token i: top-k queries of column i of A (null in hidden mode)"),
+    _spec("color_values", _array("float32", 1), "state", "float32 (n,) for color modes max_attention and user"),
+    _spec("color_categories", t.List(_U()), "state", "non-empty: color_values are integer codes into it"),
+    _spec("atlas", _array("float32", 3), "state", "float32 (H, m, 2): a small t-SNE per head of `atlas_layer`"),
+    _spec("atlas_kl", _array("float32", 1), "state", "float32 (H,): each head's KL (0 where not done)"),
+    _spec("atlas_heads", t.List(t.Int()), "state", "the heads of the atlas done so far"),
+    _spec("atlas_layer", t.Int(None, allow_none=True), "state", "the layer the atlas shows, or null"),
+    _spec("atlas_state", t.Enum(("idle", "running", "done", "error"), default_value="idle"), "state",
+          "the atlas job's state"),
+)  # fmt: skip
+
+_BY_ROLE = {role: tuple(s.name for s in TRAITS if s.role == role) for role in ROLES}
+#: what the browser may set; every other trait is Python's only
+BROWSER_WRITABLE = frozenset(s.name for s in TRAITS if s.browser_writable)
+#: display-only traits: an invalid browser value is refused without touching the run
+DISPLAY_ONLY = frozenset(_BY_ROLE["display"])
+#: traits whose change restarts a run that is going or has finished
+RUN_PARAMETERS = _BY_ROLE["parameter"]
+#: traits whose change (re)starts the run
+RESTARTS_RUN = frozenset(s.name for s in TRAITS if s.restarts_run)
+#: keywords of ``HeadSNE(...)`` besides the selection's own
+KEYWORDS = tuple(s.name for s in TRAITS if s.keyword)
+
+
+def markdown_table(role: str) -> str:
+    """The table of ``js/PROTOCOL.md`` for one role: trait, type, default, meaning."""
+    rows = ["| trait | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for spec in TRAITS:
+        if spec.role == role:
+            default = spec.trait.default_value
+            shown = "null" if default is None else repr(default).replace("'", '"')
+            rows.append(f"| `{spec.name}` | {spec.trait.info()} | {shown} | {spec.doc} |")
+    return "\n".join(rows)

@@ -1,0 +1,354 @@
+"""The widget's background machinery alone, no widget: jobs in slots (cancel at once, one job per slot, the
+latest start wins), the inbox (only the owner applies, newest frame only, nothing from a cancelled job), the
+workspace (an array in use is never handed out twice, one ceiling), and the run job (frames paced, capped
+and ending on the optimiser's result; a pause uses no CPU)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from recording_comm import wait_until
+
+from headsne_widget.embedding.tsne import tsne
+from headsne_widget.widget.inbox import Inbox, OwnerThreadError
+from headsne_widget.widget.jobs import Cancelled, Failed, Job, Slot
+from headsne_widget.widget.runs import (
+    FRAME_MARGIN,
+    MAX_FPS,
+    Pace,
+    RunFrame,
+    RunRecord,
+    RunRequest,
+    RunStarted,
+    SelectionKey,
+    frame_due,
+    report_every,
+    run_job,
+    run_options,
+    start_warmup,
+)
+from headsne_widget.widget.workspace import Workspace, WorkspaceFullError
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_kernels():
+    start_warmup().join()
+
+
+class Collect:
+    """A deliver function that records (job, result) pairs and the thread each came from."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Job, Any]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, job: Job, result: Any) -> None:
+        with self.lock:
+            self.items.append((job, result))
+
+    def results(self, kind: type = object) -> list[Any]:
+        with self.lock:
+            return [r for _, r in self.items if isinstance(r, kind)]
+
+
+# ------------------------------------------------------------------------------------------- slots
+
+
+def test_cancel_returns_at_once_and_the_job_stops_at_its_next_check():
+    collect = Collect()
+    slot = Slot("test", collect)
+    entered, checks = threading.Event(), []
+
+    def work(job: Job) -> None:
+        entered.set()
+        while True:
+            time.sleep(0.02)  # a step of work
+            checks.append(1)
+            job.check()
+
+    job = slot.start(work)
+    assert entered.wait(5)
+    start = time.perf_counter()
+    slot.cancel()
+    assert time.perf_counter() - start < 0.01, "cancel must not wait for the job"
+    assert job.cancelled
+    assert slot.join(5), "the job ends at its next check"
+    count = len(checks)
+    time.sleep(0.1)
+    assert len(checks) == count and collect.items == [], "nothing runs or is delivered after a cancel"
+
+
+def test_one_job_per_slot_computes_and_the_latest_start_wins():
+    collect = Collect()
+    slot = Slot("test", collect)
+    running, ran, release = [], [], threading.Event()
+
+    def work(label: int):
+        def body(job: Job) -> None:
+            running.append(label)
+            assert len(running) - len(ran) == 1, "two jobs of one slot computed at once"
+            release.wait(5)
+            ran.append(label)
+            job.emit(label)
+
+        return body
+
+    first = slot.start(work(0))
+    wait_until(lambda: running == [0], 5, "the first job")
+    jobs = [slot.start(work(i)) for i in range(1, 10)]  # nine starts while the first computes
+    release.set()
+    assert slot.join(5)
+    assert ran == [0, 9], "jobs replaced before they began never run"
+    assert first.cancelled and all(j.cancelled for j in jobs[:-1]) and not jobs[-1].cancelled
+    assert [r for j, r in collect.items if not j.cancelled] == [9]
+
+
+def test_a_failing_job_hands_over_its_error_once_and_a_cancelled_one_none():
+    collect = Collect()
+    slot = Slot("test", collect)
+
+    def fails(job: Job) -> None:
+        raise ValueError("no P for this head")
+
+    slot.start(fails)
+    assert slot.join(5)
+    (failed,) = collect.results(Failed)
+    assert isinstance(failed.error, ValueError) and "no P" in str(failed.error)
+
+    def fails_after_cancel(job: Job) -> None:
+        job.cancel()
+        raise RuntimeError("while unwinding")
+
+    slot.start(fails_after_cancel)
+    assert slot.join(5)
+    assert len(collect.results(Failed)) == 1
+
+
+def test_a_paused_job_uses_no_cpu_and_resumes():
+    collect = Collect()
+    slot = Slot("test", collect)
+    steps = []
+
+    def spin(job: Job) -> None:
+        while True:
+            steps.append(sum(range(2000)))  # some CPU per step
+            job.check()
+
+    job = slot.start(spin)
+    wait_until(lambda: len(steps) > 10, 5, "steps")
+    job.pause()
+    time.sleep(0.05)
+    count, cpu = len(steps), time.process_time()
+    time.sleep(0.3)
+    assert len(steps) <= count + 1 and time.process_time() - cpu < 0.1, "a paused job computes nothing"
+    job.resume()
+    wait_until(lambda: len(steps) > count + 10, 5, "steps after resume")
+    job.cancel()
+    assert slot.join(5)
+
+
+# ------------------------------------------------------------------------------------------- inbox
+
+
+class Owner:
+    def __init__(self) -> None:
+        self.applied: list[Any] = []
+        self.threads: set[int] = set()
+        self.inbox = Inbox(self.apply)
+
+    def apply(self, job: Job, result: Any) -> None:
+        self.threads.add(threading.get_ident())
+        self.applied.append(result)
+
+
+def test_only_the_owner_applies_and_only_the_newest_frame_waits():
+    owner = Owner()
+    job = Job(owner.inbox.put)
+    frames = [RunFrame(1, i, None, np.zeros((4, 2), np.float32), 0, done=False) for i in range(5)]
+    worker = threading.Thread(target=lambda: [job.emit(f) for f in frames] + [job.emit("partners")])
+    worker.start()
+    worker.join()
+    assert owner.applied == [], "nothing is applied off the owner thread"
+    owner.inbox.drain()
+    assert [getattr(r, "iteration", r) for r in owner.applied] == [4, "partners"]
+    owner.applied.clear()
+    job.emit(frames[0])
+    job.emit("partners")
+    job.emit(frames[1])  # replaces frame 0 in its place: the first frame still comes before the partners
+    owner.inbox.drain()
+    assert [getattr(r, "iteration", r) for r in owner.applied] == [1, "partners"]
+    assert owner.threads == {threading.get_ident()}
+
+
+def test_a_cancelled_jobs_results_are_dropped_and_what_they_hold_given_back():
+    owner = Owner()
+    job = Job(owner.inbox.put)
+    given_back = []
+
+    class Holding:
+        def discard(self) -> None:
+            given_back.append(True)
+
+    job.emit(Holding())
+    job.cancel()
+    owner.inbox.drain()
+    assert owner.applied == [] and given_back == [True]
+
+
+def test_wait_applies_results_as_they_come_and_times_out():
+    owner = Owner()
+    job = Job(owner.inbox.put)
+    threading.Timer(0.05, lambda: job.emit("done")).start()
+    assert owner.inbox.wait(lambda: "done" in owner.applied, 5)
+    assert not owner.inbox.wait(lambda: False, 0.05)
+
+
+def test_calls_from_another_thread_are_refused():
+    owner = Owner()
+    errors = []
+    thread = threading.Thread(target=lambda: errors.append(_raises(owner.inbox.check_owner)))
+    thread.start()
+    thread.join()
+    assert errors == [True]
+
+
+def _raises(fn) -> bool:
+    try:
+        fn()
+    except OwnerThreadError:
+        return True
+    return False
+
+
+# ------------------------------------------------------------------------------------------- workspace
+
+
+def test_an_array_in_use_is_never_handed_out_twice_and_the_ceiling_holds():
+    ws = Workspace(64, slots=3)
+    leases = [ws.lease() for _ in range(3)]
+    buffers = {lease.array((64, 64)).ctypes.data for lease in leases}
+    assert len(buffers) == 3, "three leases, three distinct arrays"
+    with pytest.raises(WorkspaceFullError, match="all 3 arrays"):
+        ws.lease()
+    leases[1].array((64, 64))[:] = 5.0
+    leases[0].release()
+    again = ws.lease()
+    assert again.array((64, 64)).ctypes.data not in {leases[1].array((64, 64)).ctypes.data,
+                                                       leases[2].array((64, 64)).ctypes.data}  # fmt: skip
+    assert (leases[1].array((64, 64)) == 5.0).all(), "a leased array is never written by another lease"
+    assert ws.ceiling_bytes == 3 * 4 * 64 * 64
+    with pytest.raises(RuntimeError, match="released"):
+        leases[0].array((64, 64))
+    leases[0].release()  # twice: nothing happens
+    assert ws.leased == 3
+
+
+def test_leases_from_many_threads_never_share_an_array():
+    ws = Workspace(32, slots=4)
+    clashes, lock, owners = [], threading.Lock(), {}
+
+    def worker(k: int) -> None:
+        for _ in range(200):
+            try:
+                lease = ws.lease()
+            except WorkspaceFullError:
+                continue
+            with lease:
+                address = lease.array((32, 32)).ctypes.data
+                with lock:
+                    if address in owners:
+                        clashes.append(address)
+                    owners[address] = k
+                lease.array((32, 32))[:] = k
+                time.sleep(0.0005)
+                if not (lease.array((32, 32)) == k).all():
+                    clashes.append(address)
+                with lock:
+                    del owners[address]
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert clashes == [] and ws.leased == 0
+
+
+# ------------------------------------------------------------------------------------------- the run job
+
+
+@pytest.fixture(scope="module")
+def small_ex(tiny_bert):
+    from headsne_widget.capture.extraction import extract
+    from headsne_widget.texts import TSNE_ABSTRACT
+
+    return extract(TSNE_ABSTRACT[:200], tiny_bert)
+
+
+def run(ex, n_iter: int, speed: float = 0.0, seed: int = 0) -> tuple[Collect, Job, RunRecord, Slot]:
+    class Params:
+        pass
+
+    params = Params()
+    params.__dict__.update(n_iter=n_iter, learning_rate=None, early_exaggeration=12.0, exaggeration_iters=250,
+                           seed=seed, restarts=1)  # fmt: skip
+    request = RunRequest(1, SelectionKey("attention", 1, 2, False, 20.0), run_options(params, 1), 3)
+    collect, record = Collect(), RunRecord()
+    slot = Slot("run", collect)
+    job = slot.start(lambda job: run_job(job, ex, request, record, Workspace(ex.n_tokens), None, Pace(speed)))
+    return collect, job, record, slot
+
+
+def test_a_run_reports_frames_and_ends_with_the_optimisers_result(small_ex):
+    from headsne_widget.affinity.selection import selection_affinities
+
+    collect, job, record, slot = run(small_ex, n_iter=200, speed=1000.0)
+    wait_until(lambda: any(f.done for f in collect.results(RunFrame)), 10, "the last frame")
+    (started,) = collect.results(RunStarted)
+    assert started.kept.tolist() == list(range(small_ex.n_tokens))
+    frames = collect.results(RunFrame)
+    assert frames[-1].done and frames[-1].iteration == 200 and not any(f.done for f in frames[:-1])
+    P = selection_affinities(small_ex, "attention", 1, 2, dtype=np.float32).P
+    direct = tsne(P, n_iter=200, seed=0)
+    np.testing.assert_allclose(frames[-1].embedding, direct.embedding, rtol=1e-5, atol=1e-6)
+    assert frames[-1].kl == pytest.approx(direct.kl, rel=1e-5)
+    assert record.kl_history[-1] == pytest.approx(direct.kl, rel=1e-5) and record.kl_iterations[-1] == 200
+    slot.cancel()
+    slot.join(30)
+
+
+def test_frames_are_paced_and_capped_at_the_display_rate(small_ex):
+    collect, job, record, slot = run(small_ex, n_iter=120, speed=400.0)
+    wait_until(lambda: any(f.done for f in collect.results(RunFrame)), 10, "the last frame")
+    frames = collect.results(RunFrame)
+    assert len(frames) <= 120 / 400 * MAX_FPS * 1.3 + 3, "at most about one frame per display period"
+    assert [f.iteration for f in frames] == sorted(f.iteration for f in frames)
+    slot.cancel()
+    slot.join(30)
+
+
+def test_a_frame_is_due_a_margin_before_the_display_period():
+    assert frame_due(1 / MAX_FPS - FRAME_MARGIN) and not frame_due(1 / MAX_FPS - 2 * FRAME_MARGIN)
+    assert report_every(64, 1, 0.0) >= 1 and report_every(8192, 1, 0.0) == 1
+    assert report_every(64, 1, 120.0) == 2  # 120 iterations a second, 60 frames: every second one
+
+
+def test_a_cancelled_run_stops_and_hands_over_nothing_more(small_ex):
+    collect, job, record, slot = run(small_ex, n_iter=50_000, speed=500.0)
+    wait_until(lambda: len(collect.results(RunFrame)) > 2, 10, "frames")
+    slot.cancel()
+    assert slot.join(5)
+    count = len(collect.items)
+    time.sleep(0.1)
+    assert len(collect.items) == count and not any(f.done for f in collect.results(RunFrame))
+
+
+def test_cancelled_raises_inside_the_job():
+    job = Job(Collect())
+    job.cancel()
+    with pytest.raises(Cancelled):
+        job.check()
