@@ -5,7 +5,8 @@ Jobs :meth:`Inbox.put` results from any thread; only the owner thread applies th
 schedules a drain on it with ``call_soon_threadsafe``, so results show while the kernel is idle; without one
 (a script) the owner drains at its next public call, and :meth:`Inbox.wait` drains while it waits. A result
 with a ``replaces`` key replaces the pending result of the same job and key, in its place in the queue (only
-the newest frame of a run waits), so a busy owner never piles up work. Results of a cancelled job are dropped, never applied.
+the newest frame of a run waits), so a busy owner never piles up work. Results of a cancelled job are dropped,
+never applied.
 """
 
 from __future__ import annotations
