@@ -51,3 +51,31 @@ export function keepKeys(root) {
     root.removeEventListener("keypress", stop);
   };
 }
+
+/**
+ * What a view must undo when it goes: listeners, subscriptions, timers. `listen` adds a DOM listener and
+ * remembers to remove it; `add` remembers any undo function; `dispose` runs them all, newest first.
+ */
+export function disposer() {
+  /** @type {(() => void)[]} */
+  const undo = [];
+  return {
+    /** @param {() => void} fn */
+    add(fn) {
+      undo.push(fn);
+    },
+    /**
+     * @param {EventTarget} target
+     * @param {string} type
+     * @param {(event: any) => void} fn
+     * @param {AddEventListenerOptions} [options]
+     */
+    listen(target, type, fn, options) {
+      target.addEventListener(type, fn, options);
+      undo.push(() => target.removeEventListener(type, fn, options));
+    },
+    dispose() {
+      for (const fn of undo.splice(0).reverse()) fn();
+    },
+  };
+}

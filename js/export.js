@@ -1,14 +1,19 @@
 // Exports of what the widget shows: a PNG of the grid, the map and the legend at twice the CSS size on
 // an opaque background, an SVG of the map, and a WebM video of the map (MediaRecorder on the canvas).
-// Files are handed to the browser as downloads (an <a download> click on an object URL).
+// Files are handed to the browser as downloads (an <a download> click on an object URL). The exporter
+// answers the store's "export" and "record" events (js/intents.js).
+
+import { paintLegend } from "./legend.js";
+import { realClock } from "./schedule.js";
 
 /**
  * Offer `blob` as a download named `name` from inside `parent`.
  * @param {Blob} blob
  * @param {string} name
  * @param {HTMLElement} parent
+ * @param {import("./schedule.js").Clock} [clock]
  */
-export function download(blob, name, parent) {
+export function download(blob, name, parent, clock = realClock) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
   a.href = url;
@@ -17,7 +22,7 @@ export function download(blob, name, parent) {
   parent.appendChild(a);
   a.click();
   a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10000);
+  clock.later(() => URL.revokeObjectURL(url), 10000);
 }
 
 export const PNG_SCALE = 2;
@@ -146,43 +151,75 @@ export function downloadCanvas(canvas, name, parent, onError) {
 }
 
 /**
- * The widget's export actions: png(), svg(), toggleVideo() (start, or stop and save; returns whether
- * recording), for the views and the legend of one widget.
- * @param {{root: HTMLElement, grid: any, scatter: any, legend: any, theme: () => any, title: () => string,
- *   name: (ext: string) => string, onError: (message: string) => void}} parts
+ * @typedef {import("./state.js").State} State
+ * @typedef {{canvas: HTMLCanvasElement, render: (scale: number) => HTMLCanvasElement,
+ *   size: {width: number, height: number}, snapshot: () => any}} ScatterView
  */
-export function createExports({ root, grid, scatter, legend, theme, title, name, onError }) {
+
+/**
+ * The widget's exports: a PNG or SVG on the store's "export" event, a WebM video started or stopped
+ * and saved on "record" (the state's `recording`).
+ * @param {{dom: {root: HTMLElement, subtitle: HTMLElement, scatterCaption: HTMLElement},
+ *   store: import("./store.js").Store<State>, clock: import("./schedule.js").Clock,
+ *   recorder: import("./recorder.js").FrameRecorder}} ctx
+ * @param {{grid: {canvas: HTMLCanvasElement}, scatter: ScatterView}} views
+ */
+export function createExporter({ dom, store, clock, recorder }, { grid, scatter }) {
+  const { root } = dom;
+  /** @type {{stop: () => void} | null} */
   let video = null;
-  return {
-    png() {
-      const gridRect = grid.canvas.getBoundingClientRect();
-      const out = composePng({
-        grid: grid.canvas,
-        gridSize: { width: gridRect.width, height: gridRect.height },
-        scatter: scatter.render(PNG_SCALE),
-        scatterSize: scatter.size,
-        paintLegend: (c, x, y) => legend.paint(c, x, y, theme()),
-        theme: theme(),
-        title: title(),
-      });
-      downloadCanvas(out, name("png"), root, onError);
-    },
-    svg() {
-      const svg = scatterSvg(scatter.snapshot(), theme(), title());
-      download(new Blob([svg], { type: "image/svg+xml" }), name("svg"), root);
-    },
-    toggleVideo() {
-      if (video) {
-        video.stop();
-        video = null;
-        return false;
-      }
+  const onError = (/** @type {string} */ message) => store.emit("error", message);
+  const theme = () => /** @type {import("./theme.js").Theme} */ (store.state.theme);
+  const shown = () => recorder.frames[recorder.shown];
+  const title = () => {
+    const f = shown();
+    const parts = [dom.subtitle.textContent, dom.scatterCaption.textContent, f ? `iteration ${f.iteration}` : ""];
+    return [...parts, f && f.kl != null ? `KL ${f.kl.toFixed(3)}` : ""].filter(Boolean).join(" · ");
+  };
+  const name = (/** @type {string} */ ext) => {
+    const f = shown();
+    return `headsne-layer${store.state.layer}-head${store.state.head}-iter${f ? f.iteration : 0}.${ext}`;
+  };
+
+  function png() {
+    const gridRect = grid.canvas.getBoundingClientRect();
+    const legend = store.state.colours ? store.state.colours.legend : null;
+    const out = composePng({
+      grid: grid.canvas,
+      gridSize: { width: gridRect.width, height: gridRect.height },
+      scatter: scatter.render(PNG_SCALE),
+      scatterSize: scatter.size,
+      paintLegend: (c, x, y) => paintLegend(c, legend, { x, y }, theme()),
+      theme: theme(),
+      title: title(),
+    });
+    downloadCanvas(out, name("png"), root, onError);
+  }
+
+  function svg() {
+    const text = scatterSvg(scatter.snapshot(), theme(), title());
+    download(new Blob([text], { type: "image/svg+xml" }), name("svg"), root, clock);
+  }
+
+  function toggleVideo() {
+    if (video) {
+      video.stop();
+      video = null;
+    } else {
       const file = name("webm");
-      video = recordCanvas(scatter.canvas, (blob) => download(blob, file, root), onError);
-      return video != null;
-    },
+      video = recordCanvas(scatter.canvas, (blob) => download(blob, file, root, clock), onError);
+    }
+    store.set({ recording: video != null });
+  }
+
+  const stops = [
+    store.on("export", (/** @type {"png" | "svg"} */ kind) => (kind === "svg" ? svg() : png())),
+    store.on("record", toggleVideo),
+  ];
+  return {
     destroy() {
       if (video) video.stop();
+      for (const stop of stops) stop();
     },
   };
 }

@@ -17,7 +17,17 @@ export function luminance(css) {
   return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
 }
 
-/** The resolved theme of the widget root `el`. */
+/**
+ * The colours and fonts the canvases draw with.
+ * @typedef {{dark: boolean, bg: string, panel: string, fg: string, muted: string, border: string,
+ *   accent: string, highlight: string, font: string, mono: string, heat: (t: number) => string}} Theme
+ */
+
+/**
+ * The resolved theme of the widget root `el`.
+ * @param {Element} el
+ * @returns {Theme}
+ */
 export function readTheme(el) {
   const cs = getComputedStyle(el);
   const v = (name, fallback) => cs.getPropertyValue(name).trim() || fallback;

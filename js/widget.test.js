@@ -1,10 +1,12 @@
 // Wiring of js/widget.js against a fake model (lonboard's pattern): DOM events become the right trait
-// writes, trait changes from Python reach the DOM, and closing the view removes every listener.
+// writes, trait changes from Python reach the DOM, and closing the view removes every listener. Time is
+// a fake clock (js/testing.js): timers and animation frames run only when a test advances it.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import { installDom, fakeModel } from "./fake-dom.js";
 import { encodeArray } from "./codecs.js";
+import { fakeClock } from "./testing.js";
 
 let widget;
 before(async () => {
@@ -60,8 +62,9 @@ function mount(extra) {
   const model = fakeModel(traits(extra));
   const el = document.createElement("div");
   document.body.appendChild(el);
-  const cleanup = widget.render({ model, el });
-  return { model, el, cleanup, root: el.querySelector(".hs-root") };
+  const clock = fakeClock();
+  const cleanup = widget.render({ model, el, clock });
+  return { model, el, cleanup, clock, root: el.querySelector(".hs-root") };
 }
 
 /** A mouse event of `type` on the grid canvas at cell (layer, head, token), from its published layout. */
@@ -87,14 +90,14 @@ test("a grid click writes layer and head in one save_changes", async () => {
 test("a grid click right after a hover sends the hover with layer and head, in one message", async () => {
   // the host keeps one update per model in flight: a hover written on its own just before the click would
   // hold the click's write back until the kernel answered it
-  const { model, el, cleanup } = mount();
+  const { model, el, cleanup, clock } = mount();
   await Promise.resolve();
   model.calls.length = 0;
   gridEvent(el, "mousemove", 1, 2, 3);
   assert.deepEqual(model.calls, [], "a hover is written at the end of its 50 ms window, not at once");
   clickCell(el, 1, 2, 3);
   assert.deepEqual(model.calls, [["set", "hovered", 3], ["set", "layer", 1], ["set", "head", 2], ["save_changes"]]);
-  await new Promise((resolve) => setTimeout(resolve, 80));
+  clock.advance(80);
   assert.equal(model.calls.filter(([what]) => what === "save_changes").length, 1, "the hover is not sent again");
   cleanup();
 });
@@ -193,27 +196,27 @@ test("search highlights matches and Enter turns them into the selection", () => 
   cleanup();
 });
 
-test("hovering writes `hovered` at most every 50 ms, the latest value, and null on leave", async () => {
-  const { model, root, cleanup } = mount();
+test("hovering writes `hovered` at most every 50 ms, the latest value, and null on leave", () => {
+  const { model, root, cleanup, clock } = mount();
   const span = (i) => root.querySelector(`[data-testid=headsne-text] [data-index='${i}']`);
   const times = [];
   const set = model.set;
   model.set = (name, value) => {
-    if (name === "hovered") times.push([performance.now(), value]);
+    if (name === "hovered") times.push([clock.now(), value]);
     set(name, value);
   };
   for (let k = 0; k < 30; k++) {
     span(1 + (k % 3)).dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    clock.advance(5);
   }
   // a token not hovered before: whenever the windows ended under load, it makes one more write
   span(4).dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
-  await new Promise((resolve) => setTimeout(resolve, 120));
+  clock.advance(120);
   assert.ok(times.length >= 2 && times.length < 31, `${times.length} writes for 31 hovers`);
   for (let k = 1; k < times.length; k++) assert.ok(times[k][0] - times[k - 1][0] >= 45, "writes 50 ms apart");
   assert.equal(times[times.length - 1][1], 4, "the last hovered token is written");
   root.querySelector("[data-testid=headsne-text]").dispatchEvent(new MouseEvent("mouseleave"));
-  await new Promise((resolve) => setTimeout(resolve, 120));
+  clock.advance(120);
   assert.equal(times[times.length - 1][1], null);
   cleanup();
 });
@@ -303,11 +306,11 @@ test("ctrl + wheel zooms the grid's token axis and double-click resets it", () =
   big.cleanup();
 });
 
-test("a few far outliers are pinned to the plot's edge and counted", async () => {
+test("a few far outliers are pinned to the plot's edge and counted", () => {
   const n = 40;
   const xy = Float32Array.from({ length: 2 * n }, (_, i) => (i * 7919) % 13);
   xy.set([700, 3, -690, 5], 0); // tokens 0 and 1 far out
-  const { root, cleanup } = mount({
+  const { root, cleanup, clock } = mount({
     tokens: Array.from({ length: n }, (_, i) => `t${i}`),
     offsets: [],
     special: new Array(n).fill(false),
@@ -315,7 +318,7 @@ test("a few far outliers are pinned to the plot's edge and counted", async () =>
     frame: encodeArray(xy, [n, 2]),
     kept: Array.from({ length: n }, (_, i) => i),
   });
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  clock.advance(100);
   assert.equal(root.querySelector("[data-testid=headsne-scatter]").dataset.pinned, "2");
   cleanup();
 });
@@ -334,28 +337,28 @@ function longTraits(n) {
 }
 
 test("resting on a grid row writes hovered_head on long texts only; sweeping or the selected head writes nothing", async () => {
-  const rest = async (el, moves) => {
+  const rest = (el, clock, moves) => {
     for (const [layer, head] of moves) {
       gridEvent(el, "mousemove", layer, head, 2);
-      await new Promise((resolve) => setTimeout(resolve, 40));
+      clock.advance(40);
     }
-    await new Promise((resolve) => setTimeout(resolve, 160));
+    clock.advance(160);
   };
   const written = (model) => model.calls.filter(([, name]) => name === "hovered_head").map(([, , value]) => value);
   for (const [n, expected] of [
     [2048, [[1, 2]]],
     [TOKENS.length, []],
   ]) {
-    const { model, el, cleanup } = mount(n === TOKENS.length ? {} : longTraits(n));
+    const { model, el, cleanup, clock } = mount(n === TOKENS.length ? {} : longTraits(n));
     await Promise.resolve();
-    await rest(el, [
+    rest(el, clock, [
       [1, 0],
       [0, 1],
       [1, 1],
       [1, 2],
     ]); // 40 ms on each row, then rests on (1, 2)
     assert.deepEqual(written(model), expected, `${n} tokens`);
-    await rest(el, [[0, 0]]); // the selected head
+    rest(el, clock, [[0, 0]]); // the selected head
     assert.deepEqual(written(model), expected, `${n} tokens, the selected head`);
     cleanup();
   }
