@@ -49,7 +49,11 @@ export function gridGeometry(
   };
 }
 
-/** Top (CSS px) of layer l's heat map in the grid canvas. */
+/**
+ * Top (CSS px) of layer l's heat map in the grid canvas.
+ * @param {{gap: number, blockH: number}} g
+ * @param {number} l
+ */
 export function layerTop(g, l) {
   return l * (g.gap + g.blockH) + g.gap;
 }
@@ -57,8 +61,9 @@ export function layerTop(g, l) {
 /**
  * Column maxima of one (rows, n) block over the tokens [t0, t1) in `columns` bins: out[row * columns + c].
  * @param {ArrayLike<number>} values row-major (rows, n)
+ * @param {{rows: number, n: number, t0: number, t1: number, columns: number}} bins
  */
-export function binColumns(values, rows, n, t0, t1, columns) {
+export function binColumns(values, { rows, n, t0, t1, columns }) {
   const out = new Float32Array(rows * columns);
   const count = t1 - t0;
   for (let r = 0; r < rows; r++) {
@@ -94,6 +99,9 @@ export function zoomRange(t0, t1, n, factor, at) {
 /**
  * The key/value group of `head` when every `perGroup` consecutive query heads share one key/value head
  * (GQA; the `kv_groups` trait); -1 when heads do not share (perGroup 1) or the count does not divide H.
+ * @param {number} head
+ * @param {number} H
+ * @param {number} perGroup
  */
 export function kvGroup(head, H, perGroup) {
   if (!(perGroup > 1 && perGroup < H && H % perGroup === 0)) return -1;

@@ -34,7 +34,7 @@ const TOKEN_LABEL_W = 12; // columns at least this wide get token labels
 export function colourTable(interpolator) {
   const lut = new Uint8ClampedArray(256 * 3);
   for (let i = 0; i < 256; i++) {
-    const c = /** @type {import("d3-color").RGBColor} */ (parseColor(interpolator(i / 255))).rgb();
+    const c = /** @type {import("d3-color").Color} */ (parseColor(interpolator(i / 255))).rgb();
     lut.set([c.r, c.g, c.b], 3 * i);
   }
   return lut;
@@ -50,7 +50,8 @@ export function colourTable(interpolator) {
 export function paintHeat(image, { values, n, vmax, geom, theme }) {
   const rows = geom.L * geom.H;
   const cols = geom.columns;
-  const data = geom.binned || geom.count < n ? binColumns(values, rows, n, geom.t0, geom.t1, cols) : values;
+  const data =
+    geom.binned || geom.count < n ? binColumns(values, { rows, n, t0: geom.t0, t1: geom.t1, columns: cols }) : values;
   image.width = cols;
   image.height = Math.max(rows, 1);
   const ictx = /** @type {CanvasRenderingContext2D} */ (image.getContext("2d"));

@@ -4,9 +4,9 @@
 // exports and small texts.
 
 import { chooseLabels } from "./labels.js";
+import { createPointRaster } from "./point-raster.js";
 import {
   RADIUS,
-  createPointRaster,
   drawAxes,
   drawEdges,
   drawLasso,
@@ -119,11 +119,17 @@ export function createCanvasBackend() {
     if (scene.hoverRow < 0 || !scene.points) return;
     const { sx, sy, tokenRow, colours } = scene.points;
     const { theme, hover } = scene;
-    for (const t of scene.partners)
-      ring(c, sx[tokenRow[t]], sy[tokenRow[t]], colours[t] || theme.muted, theme.highlight, false);
-    ring(c, sx[scene.hoverRow], sy[scene.hoverRow], colours[hover] || theme.muted, theme.fg, true);
+    for (const t of scene.partners) {
+      ring(c, sx[tokenRow[t]], sy[tokenRow[t]], { fill: colours[t] || theme.muted, stroke: theme.highlight });
+    }
+    ring(c, sx[scene.hoverRow], sy[scene.hoverRow], {
+      fill: colours[hover] || theme.muted,
+      stroke: theme.fg,
+      main: true,
+    });
     for (const b of boxes) {
-      if (emphasised.has(b.key)) haloText(c, theme, scene.tokens[b.key] ?? "", b.x, b.y, b.h, b.key === hover);
+      const text = scene.tokens[b.key] ?? "";
+      if (emphasised.has(b.key)) haloText(c, theme, { text, x: b.x, y: b.y, h: b.h, main: b.key === hover });
     }
   }
 
@@ -166,7 +172,7 @@ export function createCanvasBackend() {
       c.fillText(scene.message, w / 2, h / 2);
       return [];
     }
-    drawAxes(c, theme, scene.x, scene.y, plot.x1 - plot.x0, plot.y1 - plot.y0, scene.knots);
+    drawAxes(c, theme, { x: scene.x, y: scene.y, w: plot.x1 - plot.x0, h: plot.y1 - plot.y0, knots: scene.knots });
     c.save();
     c.beginPath();
     c.rect(plot.x0, plot.y0, plot.x1 - plot.x0, plot.y1 - plot.y0);
@@ -178,7 +184,7 @@ export function createCanvasBackend() {
     // in the script but 3-4 µs each in chromium's raster at the commit (30-40 ms at 8192 points, never in
     // data-paint-ms); an export draws them all as arcs
     const alpha = (/** @type {number} */ tok) => (!dim || selected.has(tok) ? 1 : 0.3);
-    const rastered = !exporting && pointRaster.draw(c, theme, scale, plot, points, alpha);
+    const rastered = !exporting && pointRaster.draw(c, { theme, scale, box: plot, points, alpha });
     drawPoints(c, theme, points, { selected, matches, dim, filled: !rastered });
     drawPinned(c, theme, scene.pinned, points.sx, points.sy);
     const boxes = layoutLabels(c, scene, scale);

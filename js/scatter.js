@@ -4,22 +4,19 @@
 // matches highlighted, and lasso (shift + drag) or box selection (js/lasso.js). It reads the state and
 // draws through a backend (js/scatter-canvas.js); the user's hovers and selections go to the intents.
 
-import { scaleLinear } from "d3-scale";
 import { select } from "d3-selection";
 import { zoom as d3zoom, zoomIdentity } from "d3-zoom";
 import { nearestPoint, pointsInPolygon } from "./hittest.js";
-import { partnerTokens, shownPartners } from "./partners.js";
 import { createLasso } from "./lasso.js";
-import { MARGIN, RADIUS } from "./scatter-paint.js";
+import { MARGIN } from "./scatter-paint.js";
 import { ScatterPoints } from "./scatter-points.js";
 import { createCanvasBackend } from "./scatter-canvas.js";
 import { disposer } from "./dom.js";
 import { setData, throttle } from "./schedule.js";
 import { changed } from "./store.js";
-import { directionOf, partnersAt } from "./state.js";
+import { sceneOf, snapshotOf } from "./scatter-scene.js";
 
 const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often (and after the last draw)
-const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
 
 /**
  * @typedef {import("./state.js").State} State
@@ -27,10 +24,47 @@ const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
  * @typedef {import("./scatter-canvas.js").LabelBox} LabelBox
  */
 
-/** The label density of the state, in [0, 1]. @param {State} s */
-function densityOf(s) {
-  const value = s.label_density == null ? 0.5 : Number(s.label_density);
-  return Math.max(0, Math.min(1, Number.isFinite(value) ? value : 0.5));
+/**
+ * d3-zoom on the canvas: wheel zooms, drag pans (not with shift, in box mode, or with ctrl but for the
+ * wheel; double-click resets elsewhere). `onZoom(transform, byUser)`.
+ * @param {HTMLCanvasElement} canvas
+ * @param {{boxMode: () => boolean, onZoom: (transform: any, byUser: boolean) => void}} options
+ */
+function attachZoom(canvas, { boxMode, onZoom }) {
+  const zoom = d3zoom()
+    .scaleExtent([0.25, 200])
+    .filter(
+      (/** @type {any} */ event) =>
+        (!event.ctrlKey || event.type === "wheel") &&
+        !event.button &&
+        event.type !== "dblclick" &&
+        !(event.type === "mousedown" && (event.shiftKey || boxMode())),
+    )
+    .on("zoom", (/** @type {any} */ event) => onZoom(event.transform, Boolean(event.sourceEvent)));
+  const selection = select(canvas).call(zoom);
+  return {
+    reset: () => selection.call(zoom.transform, zoomIdentity),
+    destroy: () => selection.on(".zoom", null),
+  };
+}
+
+/**
+ * The points follow the state: a new frame is queued, a new token set or an empty frame clears them, the
+ * axes follow the quantile traits. Returns whether the axes' kind switched (the zoom resets).
+ * @param {ScatterPoints} points
+ * @param {State} s
+ * @param {State | null} prev
+ * @param {{w: number, h: number}} plot
+ */
+function follow(points, s, prev, plot) {
+  if (changed(s, prev, "rows") && s.rows.kept.length !== points.m) points.clear();
+  if (changed(s, prev, "frame")) {
+    if (s.frame) points.enqueue(s.frame);
+    else if (prev) points.clear();
+  }
+  const k = Math.max(2, Math.floor(s.quantile_k ?? 100));
+  if (Boolean(s.quantile) === points.quantile && k === points.quantileK) return false;
+  return points.setQuantile(Boolean(s.quantile), k, plot);
 }
 
 /**
@@ -102,22 +136,15 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
     return { w: b.x1 - b.x0, h: b.y1 - b.y0 };
   };
 
-  const zoom = d3zoom()
-    .scaleExtent([0.25, 200])
-    .filter(
-      (/** @type {any} */ event) =>
-        (!event.ctrlKey || event.type === "wheel") &&
-        !event.button &&
-        event.type !== "dblclick" &&
-        !(event.type === "mousedown" && (event.shiftKey || store.state.boxMode)),
-    )
-    .on("zoom", (/** @type {any} */ event) => {
-      view.transform = event.transform;
-      if (event.sourceEvent) view.userZoomed = true;
+  const zoom = attachZoom(canvas, {
+    boxMode: () => store.state.boxMode,
+    onZoom: (transform, byUser) => {
+      view.transform = transform;
+      if (byUser) view.userZoomed = true;
       request();
-    });
-  const selection = select(canvas).call(zoom);
-  scope.add(() => selection.on(".zoom", null));
+    },
+  });
+  scope.add(zoom.destroy);
 
   const lasso = createLasso({
     canvas,
@@ -146,46 +173,8 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
     if (busy) request();
   }
 
-  /** What the map shows now, or null before there is a theme and a size. @returns {Scene | null} */
-  function scene() {
-    const s = store.state;
-    if (!s.theme || !view.width) return null;
-    const plot = plotBox();
-    const { kept, tokenRow } = s.rows;
-    const colours = s.colours ? s.colours.colours : [];
-    const base = {
-      theme: s.theme,
-      width: view.width,
-      height: view.height,
-      plot,
-      x: null,
-      y: null,
-      knots: null,
-      points: null,
-      message: s.doc.tokens.length ? "waiting for the first t-SNE frame…" : "no text yet",
-      pinned: points.pinned,
-      hover: s.hover,
-      hoverRow: -1,
-      shown: NO_PARTNERS,
-      partners: [],
-      selected: s.selected,
-      matches: s.search.matches,
-      density: densityOf(s),
-      subword: s.doc.subword,
-      tokens: s.doc.tokens,
-      lasso: view.lasso,
-    };
-    if (!points.domains || points.m === 0) return base;
-    const x = view.transform.rescaleX(scaleLinear(points.domains.x, [plot.x0, plot.x1]));
-    const y = view.transform.rescaleY(scaleLinear(points.domains.y, [plot.y1, plot.y0]));
-    points.toScreen(x, y, plot, points.pinOutliers && !view.userZoomed);
-    const hoverRow = s.hover >= 0 && s.hover < tokenRow.length ? tokenRow[s.hover] : -1;
-    const shown = shownPartners(hoverRow >= 0 ? partnersAt(s, s.hover) : NO_PARTNERS, directionOf(s));
-    const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);
-    const { sx, sy, m } = points;
-    const pts = { sx, sy, m, kept, tokenRow, colours, special: s.doc.special };
-    return { ...base, x, y, knots: points.quantile ? points.knots : null, points: pts, hoverRow, shown, partners };
-  }
+  /** What the map shows now, or null before there is a theme and a size. */
+  const scene = () => sceneOf(store.state, points, { ...view, plot: plotBox() });
 
   function paint() {
     const s = scene();
@@ -224,14 +213,14 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
 
   function resetView() {
     view.userZoomed = false;
-    selection.call(zoom.transform, zoomIdentity);
+    zoom.reset();
     request();
   }
 
   /** @param {MouseEvent} event */
   function pointAt(event) {
     const rect = canvas.getBoundingClientRect();
-    const r = nearestPoint(points.sx, points.sy, points.m, event.clientX - rect.left, event.clientY - rect.top, 10);
+    const r = nearestPoint(points, [event.clientX - rect.left, event.clientY - rect.top], 10);
     return r >= 0 ? store.state.rows.kept[r] : -1;
   }
   scope.listen(canvas, "dblclick", resetView);
@@ -245,20 +234,9 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
 
   /** @param {State} s @param {State | null} prev */
   function update(s, prev) {
-    const is = (/** @type {keyof State} */ key) => changed(s, prev, key);
-    if (is("theme") || is("doc")) backend.forgetLabels();
-    if (is("rows") && s.rows.kept.length !== points.m) points.clear();
-    if (is("frame")) {
-      if (s.frame) points.enqueue(s.frame);
-      else if (prev) points.clear();
-    }
-    if (is("quantile") || is("quantile_k")) {
-      const k = Math.max(2, Math.floor(s.quantile_k ?? 100));
-      if (Boolean(s.quantile) !== points.quantile || k !== points.quantileK) {
-        if (points.setQuantile(Boolean(s.quantile), k, plotSize())) resetView();
-      }
-    }
-    if (is("boxMode")) canvas.classList.toggle("hs-box-mode", s.boxMode);
+    if (follow(points, s, prev, plotSize())) resetView();
+    if (changed(s, prev, "theme") || changed(s, prev, "doc")) backend.forgetLabels();
+    if (changed(s, prev, "boxMode")) canvas.classList.toggle("hs-box-mode", s.boxMode);
     request();
   }
   /** @type {(keyof State)[]} */
@@ -287,23 +265,7 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
       return { width: view.width, height: view.height };
     },
     /** What is on screen, for the SVG export: points and label boxes in CSS px. */
-    snapshot() {
-      const { doc, rows, colours } = store.state;
-      const list = colours ? colours.colours : [];
-      const pts = [];
-      for (let r = 0; r < points.m; r++) {
-        const t = rows.kept[r];
-        pts.push({
-          x: points.sx[r],
-          y: points.sy[r],
-          colour: list[t] || "#888",
-          special: Boolean(doc.special[t]),
-          token: t,
-        });
-      }
-      const labels = view.lastBoxes.map((b) => ({ ...b, text: doc.tokens[b.key] ?? "" }));
-      return { width: view.width, height: view.height, margin: MARGIN, radius: RADIUS, points: pts, labels };
-    },
+    snapshot: () => snapshotOf(store.state, points, view),
     destroy: () => scope.dispose(),
   };
 }

@@ -5,6 +5,21 @@ const SPARK_W = 110;
 const SPARK_H = 24; // CSS px of the KL sparkline
 
 /**
+ * The iteration and KL ranges of the frames with a finite KL, and their number.
+ * @param {{iteration: number, kl: number | null}[]} frames
+ */
+function klExtent(frames) {
+  let [i0, i1, k0, k1, n] = [Infinity, -Infinity, Infinity, -Infinity, 0];
+  for (const f of frames) {
+    if (f.kl == null || !Number.isFinite(f.kl)) continue;
+    n++;
+    [i0, i1] = [Math.min(i0, f.iteration), Math.max(i1, f.iteration)];
+    [k0, k1] = [Math.min(k0, f.kl), Math.max(k1, f.kl)];
+  }
+  return { i0, i1, k0, k1, n };
+}
+
+/**
  * The KL sparkline of `frames` in a `w` x `h` box: vertices (x, y interleaved) and the marker at frame
  * `shown`, or null with fewer than two finite KLs. A long run is thinned to the first, lowest, highest
  * and last point of each pixel column (what the line looks like at that width), so drawing it costs the
@@ -16,21 +31,10 @@ const SPARK_H = 24; // CSS px of the KL sparkline
  * @returns {{xy: number[], marker: [number, number] | null} | null}
  */
 export function sparkLine(frames, shown, w, h) {
-  let i0 = Infinity,
-    i1 = -Infinity,
-    k0 = Infinity,
-    k1 = -Infinity,
-    n = 0;
-  for (const f of frames) {
-    if (f.kl == null || !Number.isFinite(f.kl)) continue;
-    n++;
-    if (f.iteration < i0) i0 = f.iteration;
-    if (f.iteration > i1) i1 = f.iteration;
-    if (f.kl < k0) k0 = f.kl;
-    if (f.kl > k1) k1 = f.kl;
-  }
+  const { i0, i1, k0, k1, n } = klExtent(frames);
   if (n < 2) return null;
   // the scales of d3's scaleLinear(extent, range): a flat extent maps to the range's middle
+  /** @type {(a: number, b: number, r0: number, r1: number) => (v: number) => number} */
   const lin = (a, b, r0, r1) => (v) => (b > a ? r0 + ((v - a) / (b - a)) * (r1 - r0) : (r0 + r1) / 2);
   const x = lin(i0, i1, 2, w - 2);
   const y = lin(k0, k1, h - 3, 3);

@@ -100,27 +100,32 @@ export function createViewBar({ dom, store, intents }) {
   scope.listen(e.labels, "change", () => intents.write({ [T.label_density]: Number(e.labels.value) }));
   scope.listen(e.edges, "change", () => intents.write({ [T.edge_direction]: e.edges.value }));
 
+  /** The trait-backed inputs follow the state. @param {State} s */
+  function syncInputs(s) {
+    e.colour.value = s.color_mode || "position";
+    e.labels.value = String(s.label_density ?? 0.5);
+    e.edges.value = s.edge_direction || "both";
+    const hidden = s.mode === "hidden";
+    e.edges.disabled = hidden;
+    e.edges.title = hidden
+      ? "hidden-state mode: hover edges are the nearest neighbours"
+      : "hover edges of the selected head";
+  }
+
+  /** Matches of the current query: a count, or the reason the query is invalid. @param {State} s */
+  function showFound(s) {
+    const { matches, error } = s.search;
+    e.found.textContent = error ? "invalid /regex/" : e.search.value.trim() ? `${matches.size} found` : "";
+    e.found.title = error || "";
+    if (error) e.search.setAttribute("aria-invalid", "true");
+    else e.search.removeAttribute("aria-invalid");
+  }
+
   /** @param {State} s @param {State | null} prev */
   function update(s, prev) {
     const is = (/** @type {keyof State} */ key) => changed(s, prev, key);
-    if (is("color_mode") || is("label_density") || is("edge_direction") || is("mode")) {
-      e.colour.value = s.color_mode || "position";
-      e.labels.value = String(s.label_density ?? 0.5);
-      e.edges.value = s.edge_direction || "both";
-      const hidden = s.mode === "hidden";
-      e.edges.disabled = hidden;
-      e.edges.title = hidden
-        ? "hidden-state mode: hover edges are the nearest neighbours"
-        : "hover edges of the selected head";
-    }
-    if (is("search")) {
-      // matches of the current query: a count, or the reason the query is invalid
-      const { matches, error } = s.search;
-      e.found.textContent = error ? "invalid /regex/" : e.search.value.trim() ? `${matches.size} found` : "";
-      e.found.title = error || "";
-      if (error) e.search.setAttribute("aria-invalid", "true");
-      else e.search.removeAttribute("aria-invalid");
-    }
+    if (is("color_mode") || is("label_density") || is("edge_direction") || is("mode")) syncInputs(s);
+    if (is("search")) showFound(s);
     if (is("selected")) {
       e.chosen.textContent = s.selected.size ? `${s.selected.size} selected ✕` : "none selected";
       e.chosen.disabled = s.selected.size === 0;
