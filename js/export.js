@@ -44,7 +44,7 @@ export function composePng({ grid, gridSize, scatter, scatterSize, paintLegend, 
   const out = document.createElement("canvas");
   out.width = Math.round(width * s);
   out.height = Math.round(height * s);
-  const c = out.getContext("2d");
+  const c = /** @type {CanvasRenderingContext2D} */ (out.getContext("2d"));
   c.setTransform(s, 0, 0, s, 0, 0);
   c.fillStyle = theme.bg;
   c.fillRect(0, 0, width, height);
@@ -74,6 +74,7 @@ export function composePng({ grid, gridSize, scatter, scatterSize, paintLegend, 
  */
 export function scatterSvg(snap, theme, title) {
   const NS = "http://www.w3.org/2000/svg";
+  /** @param {string} tag @param {Record<string, any>} [attrs] @param {string | null} [text] */
   const node = (tag, attrs = {}, text = null) => {
     const e = document.createElementNS(NS, tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
@@ -87,7 +88,8 @@ export function scatterSvg(snap, theme, title) {
   const w = width - M.left - M.right;
   const h = height - M.top - M.bottom;
   svg.append(node("rect", { x: M.left, y: M.top, width: w, height: h, fill: "none", stroke: theme.border }));
-  const inside = (p) => p.x >= M.left && p.x <= M.left + w && p.y >= M.top && p.y <= M.top + h;
+  const inside = (/** @type {{x: number, y: number}} */ p) =>
+    p.x >= M.left && p.x <= M.left + w && p.y >= M.top && p.y <= M.top + h;
   const points = node("g", { class: "points" });
   for (const p of snap.points) {
     if (!inside(p)) continue;
@@ -126,6 +128,7 @@ export function recordCanvas(canvas, onDone, onError) {
   }
   const stream = canvas.captureStream(30);
   const recorder = new MediaRecorder(stream, { mimeType: type });
+  /** @type {Blob[]} */
   const chunks = [];
   recorder.ondataavailable = (event) => event.data.size && chunks.push(event.data);
   recorder.onstop = () => {

@@ -9,7 +9,12 @@ import { T } from "./model.js";
  * @typedef {{iteration: number, kl: number | null, data: Float32Array, m: number, run: number}} Frame
  */
 
-/** Index of the recorded frame to show: the newest while following, else the scrubbed one (clamped). */
+/**
+ * Index of the recorded frame to show: the newest while following, else the scrubbed one (clamped).
+ * @param {number} count
+ * @param {number | null} scrub
+ * @param {boolean} following
+ */
 export function shownFrameIndex(count, scrub, following) {
   if (count === 0) return -1;
   if (following || scrub == null) return count - 1;
@@ -29,6 +34,7 @@ export class FrameRecorder {
   }
 
   /** Start a new recording when `runId` differs from the recorded run; true if it did. */
+  /** @param {number} runId */
   follow(runId) {
     if (runId === this.run) return false;
     this.run = runId;

@@ -44,7 +44,7 @@ export function createTooltip(root, tooltip) {
         span("hs-tip-meta", `  #${token}${special[token] ? " · special" : ""}`),
       ]);
       const context = el("div", { className: "hs-tip-context" }, [ctx.before, el("b", { text: ctx.token }), ctx.after]);
-      const meta = (line) => el("div", { className: "hs-tip-meta", text: line });
+      const meta = (/** @type {string} */ line) => el("div", { className: "hs-tip-meta", text: line });
       tooltip.replaceChildren(head, ...above.map(meta), context, ...below.map(meta));
       tooltip.hidden = false;
       place(pointer);
