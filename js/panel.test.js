@@ -59,15 +59,15 @@ function mount() {
   const root = el.querySelector(".hs-root");
   const text = (id) => root.querySelector(`[data-testid=${id}]`).textContent;
   /** `ms` pass: the message handlers' microtasks first, then the timers and animation frames that fall due. */
-  const sleep = async (ms) => {
+  const elapse = async (ms) => {
     await Promise.resolve();
     clock.advance(ms);
   };
-  return { model, cleanup, root, text, clock, sleep };
+  return { model, cleanup, root, text, clock, elapse };
 }
 
 test("while running the panel is written at most ~15 times a second, and the last frame always lands", async () => {
-  const { model, cleanup, root, text, clock, sleep } = mount();
+  const { model, cleanup, root, text, clock, elapse } = mount();
   const counter = root.querySelector("[data-testid=headsne-iteration]");
   let writes = 0;
   const observer = new MutationObserver((records) => (writes += records.length));
@@ -79,7 +79,7 @@ test("while running the panel is written at most ~15 times a second, and the las
   while (clock.now() - t0 < 500) {
     i++;
     model.emit({ frame: frame(i), iteration: i, kl: 2 - i / 1000, status: `running ${i}` });
-    await sleep(16);
+    await elapse(16);
     // the counter never lags more than one window (+ timer slack) behind the newest frame
     const shown = Number(counter.textContent);
     if (shown !== i) maxStale = Math.max(maxStale, i - shown);
@@ -90,7 +90,7 @@ test("while running the panel is written at most ~15 times a second, and the las
   assert.ok(writes <= Math.ceil(ms / 66) + 2, `${writes} counter writes for ${i} frames in ${ms.toFixed(0)} ms`);
   assert.ok(writes >= 3, `the counter moved while running (${writes} writes)`);
   assert.ok(maxStale <= 8, `the counter lagged ${maxStale} frames`);
-  await sleep(80);
+  await elapse(80);
   assert.equal(text("headsne-iteration"), String(i), "the last frame shows within a window");
   assert.equal(text("headsne-status"), `running ${i}`);
   // the final message (done) shows at once, with no wait
@@ -106,16 +106,16 @@ test("while running the panel is written at most ~15 times a second, and the las
 });
 
 test("pausing shows the newest status and frame at once", async () => {
-  const { model, cleanup, text, sleep } = mount();
-  await sleep(150); // past the window of the panel writes at mount (the mount's, then its first frame's)
+  const { model, cleanup, text, elapse } = mount();
+  await elapse(150); // past the window of the panel writes at mount (the mount's, then its first frame's)
   model.emit({ frame: frame(1), iteration: 1, kl: 2, status: "running 1" });
   await Promise.resolve();
   assert.equal(text("headsne-iteration"), "0", "written in the next animation frame, not in the message");
-  await sleep(30);
+  await elapse(30);
   assert.equal(text("headsne-iteration"), "1");
   assert.equal(text("headsne-status"), "running 1");
   model.emit({ frame: frame(2), iteration: 2, kl: 1.9, status: "running 2" });
-  await sleep(20);
+  await elapse(20);
   assert.equal(text("headsne-iteration"), "1", "inside the window: not yet");
   model.emit({ state: "paused", status: "paused at 2" });
   assert.equal(text("headsne-status"), "paused at 2");
@@ -143,16 +143,16 @@ test("sparkLine keeps every point of a short run and thins a long one to four pe
 });
 
 test("frames that arrive within one display frame are each shown, one animation frame apart", async () => {
-  const { model, cleanup, root, sleep } = mount();
+  const { model, cleanup, root, elapse } = mount();
   model.emit({ frame: frame(1), iteration: 1, kl: 2 });
-  await sleep(60);
+  await elapse(60);
   const drawn0 = Number(root.dataset.framesDrawn);
   // three frames in one go (network jitter), then a fourth and fifth: at most three wait, the oldest drops
   for (let i = 2; i <= 6; i++) {
     model.emit({ frame: frame(i), iteration: i, kl: 2 - i / 100 });
     await Promise.resolve();
   }
-  await sleep(150);
+  await elapse(150);
   assert.equal(Number(root.dataset.framesDrawn) - drawn0, 3, "the three newest of five shown, one per paint");
   // a new run's first frame does not wait behind the old run's
   model.emit({ frame: frame(7), iteration: 7, kl: 1.9 });
@@ -160,7 +160,7 @@ test("frames that arrive within one display frame are each shown, one animation 
   model.emit({ frame: frame(8), iteration: 8, kl: 1.8 });
   await Promise.resolve();
   model.emit({ run_id: 2, frame: frame(9), iteration: 0, kl: null });
-  await sleep(150);
+  await elapse(150);
   assert.equal(Number(root.dataset.framesDrawn) - drawn0, 4, "the new run's frame replaced the waiting ones");
   cleanup();
 });
