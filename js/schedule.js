@@ -41,7 +41,7 @@ export const realClock = {
  * `fn` run at most once every `ms` milliseconds: a request after a quiet window runs it at once, a request
  * inside the window runs it once at the window's end (so the last state always goes out, at most `ms`
  * late). With `leading: false` every request waits for a window's end, even after a quiet time (so that
- * a later write can take it along: see `hovered` in js/widget.js). `flush()` runs it now (a pending run is
+ * a later write can take it along: see `hovered` in js/intents.js). `flush()` runs it now (a pending run is
  * dropped: it would show the same state). Returns {request(), flush(), cancel(), pending}.
  * @param {() => void} fn
  * @param {number} ms
