@@ -52,7 +52,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
  * A drawing backend of the scatter.
  * @typedef {object} ScatterBackend
  * @property {HTMLCanvasElement} canvas the element on screen (the view adds its listeners and data-*)
- * @property {(width: number, height: number) => void} resize CSS px
+ * @property {(width: number, height: number) => void} resize the size it is laid out at (CSS px, by the
+ *   stylesheet)
  * @property {(scene: Scene) => LabelBox[]} draw draw on screen; returns the labels drawn
  * @property {(scene: Scene, scale: number) => HTMLCanvasElement} render the scene on a new canvas at
  *   `scale` device px per CSS px (an export)
@@ -199,7 +200,6 @@ export function createCanvasBackend() {
     resize(w, h) {
       const dpr = window.devicePixelRatio || 1;
       width = w;
-      canvas.style.height = `${h}px`;
       canvas.width = Math.round(w * dpr);
       canvas.height = Math.round(h * dpr);
     },

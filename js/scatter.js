@@ -16,6 +16,8 @@ import { setData, throttle } from "./schedule.js";
 import { changed } from "./store.js";
 import { sceneOf, snapshotOf } from "./scatter-scene.js";
 
+const MIN_W = 200; // CSS px
+const MIN_H = 300; // widget.css's min-height of the map
 const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often (and after the last draw)
 
 /**
@@ -199,9 +201,11 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
     metrics.drawn(view.framesDrawn, points.shownTag, ms);
   }
 
+  // The map's size is the stylesheet's (js/widget.css: the box's width, a height that follows it within
+  // bounds); the view draws at the size it gets, at least MIN_W x MIN_H (also without a layout, in node).
   function resize() {
-    const w = Math.max(200, wrap.clientWidth);
-    const h = Math.round(Math.min(620, Math.max(300, w * 0.78)));
+    const w = Math.max(MIN_W, wrap.clientWidth);
+    const h = Math.max(MIN_H, canvas.clientHeight);
     if (w === view.width && h === view.height) return;
     view.width = w;
     view.height = h;
