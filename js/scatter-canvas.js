@@ -60,140 +60,161 @@ const LABEL_H = 14; // CSS px of a plain label's box
  * @property {() => void} forgetLabels the token strings or the theme changed
  */
 
+/**
+ * @typedef {ReturnType<typeof labelAtlas>} LabelAtlas every token's label pre-rendered once: drawImage
+ *   is far cheaper than fillText
+ */
+
+/**
+ * Label boxes of the tokens to label, collision-free, in priority order (CSS px).
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ * @param {LabelAtlas | null} labels
+ * @param {number} dpr
+ */
+function layoutLabels(c, scene, labels, dpr) {
+  const { theme, tokens } = scene;
+  if (!labels || !scene.points) return [];
+  return chooseLabels({
+    points: scene.points,
+    plot: scene.plot,
+    hovered: scene.hoverRow >= 0 ? scene.hover : -1,
+    selected: scene.selected,
+    partners: scene.partners,
+    matches: scene.matches,
+    subword: scene.subword,
+    density: scene.density,
+    radius: RADIUS,
+    size: (t, emphasis) => {
+      if (!emphasis) return [labels.boxes[4 * t + 2] / dpr, LABEL_H];
+      c.font = haloFont(theme, emphasis === "main");
+      return [c.measureText(tokens[t] ?? "").width + 3, emphasis === "main" ? 17 : 15];
+    },
+    labelH: LABEL_H,
+  });
+}
+
+/**
+ * The labels: plain ones from the atlas, the hovered token's and its partners' with a halo.
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ * @param {LabelBox[]} boxes
+ * @param {LabelAtlas | null} labels
+ */
+function drawLabels(c, scene, boxes, labels) {
+  const emphasised = new Set([scene.hover, ...scene.partners]);
+  c.globalAlpha = scene.hoverRow >= 0 ? 0.45 : 0.85;
+  if (labels) {
+    const a = labels.boxes;
+    for (const b of boxes) {
+      const k = 4 * b.key;
+      if (!emphasised.has(b.key)) c.drawImage(labels.canvas, a[k], a[k + 1], a[k + 2], a[k + 3], b.x, b.y, b.w, b.h);
+    }
+  }
+  c.globalAlpha = 1;
+  if (scene.hoverRow < 0 || !scene.points) return;
+  const { sx, sy, tokenRow, colours } = scene.points;
+  const { theme, hover } = scene;
+  for (const t of scene.partners) {
+    ring(c, sx[tokenRow[t]], sy[tokenRow[t]], { fill: colours[t] || theme.muted, stroke: theme.highlight });
+  }
+  ring(c, sx[scene.hoverRow], sy[scene.hoverRow], {
+    fill: colours[hover] || theme.muted,
+    stroke: theme.fg,
+    main: true,
+  });
+  for (const b of boxes) {
+    const text = scene.tokens[b.key] ?? "";
+    if (emphasised.has(b.key)) haloText(c, theme, { text, x: b.x, y: b.y, h: b.h, main: b.key === hover });
+  }
+}
+
+/**
+ * The hovered token's edges to its partners.
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ */
+function drawHoverEdges(c, scene) {
+  if (scene.hoverRow < 0 || !scene.points) return;
+  const { sx, sy, tokenRow } = scene.points;
+  const { theme, shown } = scene;
+  const at = (/** @type {Partner[]} */ list) =>
+    list.map((p) => ({ x: sx[tokenRow[p.token]], y: sy[tokenRow[p.token]], weight: p.weight }));
+  const hx = sx[scene.hoverRow];
+  const hy = sy[scene.hoverRow];
+  drawEdges(c, hx, hy, at(shown.near), { colour: theme.highlight });
+  drawEdges(c, hx, hy, at(shown.from), { colour: theme.highlight, dash: [5, 4], arrow: "in" });
+  drawEdges(c, hx, hy, at(shown.to), { colour: theme.accent, arrow: "out" });
+}
+
+/**
+ * The message of an empty map.
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ */
+function drawMessage(c, { theme, width, height, message }) {
+  c.fillStyle = theme.muted;
+  c.font = `12px ${theme.font}`;
+  c.textAlign = "center";
+  c.textBaseline = "middle";
+  c.fillText(message, width / 2, height / 2);
+}
+
+/**
+ * Draw the whole scene into `c` at `scale` device px per CSS px; returns the labels drawn. An export
+ * draws every point as an arc and no lasso; on screen the filled points are rasterised in script
+ * (js/point-raster.js): canvas arcs cost little in the script but 3-4 µs each in chromium's raster at
+ * the commit (30-40 ms at 8192 points, never in data-paint-ms).
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ * @param {{scale: number, exporting: boolean, raster: ReturnType<typeof createPointRaster>,
+ *   labels: (scene: Scene, dpr: number) => LabelAtlas | null}} how
+ * @returns {LabelBox[]}
+ */
+function paint(c, scene, { scale, exporting, raster, labels }) {
+  const { theme, plot, points } = scene;
+  c.setTransform(scale, 0, 0, scale, 0, 0);
+  c.fillStyle = theme.panel;
+  c.fillRect(0, 0, scene.width, scene.height);
+  if (!points) {
+    drawMessage(c, scene);
+    return [];
+  }
+  drawAxes(c, theme, { x: scene.x, y: scene.y, w: plot.x1 - plot.x0, h: plot.y1 - plot.y0, knots: scene.knots });
+  c.save();
+  c.beginPath();
+  c.rect(plot.x0, plot.y0, plot.x1 - plot.x0, plot.y1 - plot.y0);
+  c.clip();
+  drawHoverEdges(c, scene);
+  const { selected, matches } = scene;
+  const dim = selected.size > 0 || scene.hoverRow >= 0;
+  const alpha = (/** @type {number} */ tok) => (!dim || selected.has(tok) ? 1 : 0.3);
+  const rastered = !exporting && raster.draw(c, { theme, scale, box: plot, points, alpha });
+  drawPoints(c, theme, points, { selected, matches, dim, filled: !rastered });
+  drawPinned(c, theme, scene.pinned, points.sx, points.sy);
+  const atlas = labels(scene, scale);
+  const boxes = layoutLabels(c, scene, atlas, scale);
+  drawLabels(c, scene, boxes, atlas);
+  if (scene.lasso && !exporting) drawLasso(c, theme, scene.lasso);
+  c.restore();
+  return boxes;
+}
+
 /** @returns {ScatterBackend} */
 export function createCanvasBackend() {
   const canvas = document.createElement("canvas");
   const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
-  const pointRaster = createPointRaster();
-  /** @type {ReturnType<typeof labelAtlas> | null} token labels pre-rendered once: drawImage is far cheaper than fillText */
+  const raster = createPointRaster();
+  /** @type {LabelAtlas | null} */
   let atlas = null;
   let width = 0;
-
-  /**
-   * Label boxes of the tokens to label, collision-free, in priority order (CSS px).
-   * @param {CanvasRenderingContext2D} c
-   * @param {Scene} scene
-   * @param {number} dpr
-   */
-  function layoutLabels(c, scene, dpr) {
-    const { theme, tokens } = scene;
+  /** @type {(scene: Scene, dpr: number) => LabelAtlas | null} */
+  const labels = ({ tokens, theme }, dpr) => {
     if (!atlas || atlas.dpr !== dpr) atlas = tokens.length ? labelAtlas(tokens, theme, dpr, LABEL_H) : null;
-    const labels = atlas;
-    if (!labels || !scene.points) return [];
-    return chooseLabels({
-      points: scene.points,
-      plot: scene.plot,
-      hovered: scene.hoverRow >= 0 ? scene.hover : -1,
-      selected: scene.selected,
-      partners: scene.partners,
-      matches: scene.matches,
-      subword: scene.subword,
-      density: scene.density,
-      radius: RADIUS,
-      size: (t, emphasis) => {
-        if (!emphasis) return [labels.boxes[4 * t + 2] / dpr, LABEL_H];
-        c.font = haloFont(theme, emphasis === "main");
-        return [c.measureText(tokens[t] ?? "").width + 3, emphasis === "main" ? 17 : 15];
-      },
-      labelH: LABEL_H,
-    });
-  }
-
-  /**
-   * The labels: plain ones from the atlas, the hovered token's and its partners' with a halo.
-   * @param {CanvasRenderingContext2D} c
-   * @param {Scene} scene
-   * @param {LabelBox[]} boxes
-   */
-  function drawLabels(c, scene, boxes) {
-    const emphasised = new Set([scene.hover, ...scene.partners]);
-    const labels = atlas;
-    c.globalAlpha = scene.hoverRow >= 0 ? 0.45 : 0.85;
-    if (labels) {
-      const a = labels.boxes;
-      for (const b of boxes) {
-        const k = 4 * b.key;
-        if (!emphasised.has(b.key)) c.drawImage(labels.canvas, a[k], a[k + 1], a[k + 2], a[k + 3], b.x, b.y, b.w, b.h);
-      }
-    }
-    c.globalAlpha = 1;
-    if (scene.hoverRow < 0 || !scene.points) return;
-    const { sx, sy, tokenRow, colours } = scene.points;
-    const { theme, hover } = scene;
-    for (const t of scene.partners) {
-      ring(c, sx[tokenRow[t]], sy[tokenRow[t]], { fill: colours[t] || theme.muted, stroke: theme.highlight });
-    }
-    ring(c, sx[scene.hoverRow], sy[scene.hoverRow], {
-      fill: colours[hover] || theme.muted,
-      stroke: theme.fg,
-      main: true,
-    });
-    for (const b of boxes) {
-      const text = scene.tokens[b.key] ?? "";
-      if (emphasised.has(b.key)) haloText(c, theme, { text, x: b.x, y: b.y, h: b.h, main: b.key === hover });
-    }
-  }
-
-  /**
-   * The hovered token's edges to its partners.
-   * @param {CanvasRenderingContext2D} c
-   * @param {Scene} scene
-   */
-  function drawHoverEdges(c, scene) {
-    if (scene.hoverRow < 0 || !scene.points) return;
-    const { sx, sy, tokenRow } = scene.points;
-    const { theme, shown } = scene;
-    const at = (/** @type {Partner[]} */ list) =>
-      list.map((p) => ({ x: sx[tokenRow[p.token]], y: sy[tokenRow[p.token]], weight: p.weight }));
-    const hx = sx[scene.hoverRow];
-    const hy = sy[scene.hoverRow];
-    drawEdges(c, hx, hy, at(shown.near), { colour: theme.highlight });
-    drawEdges(c, hx, hy, at(shown.from), { colour: theme.highlight, dash: [5, 4], arrow: "in" });
-    drawEdges(c, hx, hy, at(shown.to), { colour: theme.accent, arrow: "out" });
-  }
-
-  /**
-   * Draw the whole scene into `c` at `scale` device px per CSS px; returns the labels drawn.
-   * @param {CanvasRenderingContext2D} c
-   * @param {Scene} scene
-   * @param {number} scale
-   * @param {boolean} exporting an export: every point as an arc, no lasso
-   * @returns {LabelBox[]}
-   */
-  function paint(c, scene, scale, exporting) {
-    const { theme, width: w, height: h, plot, points } = scene;
-    c.setTransform(scale, 0, 0, scale, 0, 0);
-    c.fillStyle = theme.panel;
-    c.fillRect(0, 0, w, h);
-    if (!points) {
-      c.fillStyle = theme.muted;
-      c.font = `12px ${theme.font}`;
-      c.textAlign = "center";
-      c.textBaseline = "middle";
-      c.fillText(scene.message, w / 2, h / 2);
-      return [];
-    }
-    drawAxes(c, theme, { x: scene.x, y: scene.y, w: plot.x1 - plot.x0, h: plot.y1 - plot.y0, knots: scene.knots });
-    c.save();
-    c.beginPath();
-    c.rect(plot.x0, plot.y0, plot.x1 - plot.x0, plot.y1 - plot.y0);
-    c.clip();
-    drawHoverEdges(c, scene);
-    const { selected, matches } = scene;
-    const dim = selected.size > 0 || scene.hoverRow >= 0;
-    // on screen the filled points are rasterised in script (js/scatter-paint.js): canvas arcs cost little
-    // in the script but 3-4 µs each in chromium's raster at the commit (30-40 ms at 8192 points, never in
-    // data-paint-ms); an export draws them all as arcs
-    const alpha = (/** @type {number} */ tok) => (!dim || selected.has(tok) ? 1 : 0.3);
-    const rastered = !exporting && pointRaster.draw(c, { theme, scale, box: plot, points, alpha });
-    drawPoints(c, theme, points, { selected, matches, dim, filled: !rastered });
-    drawPinned(c, theme, scene.pinned, points.sx, points.sy);
-    const boxes = layoutLabels(c, scene, scale);
-    drawLabels(c, scene, boxes);
-    if (scene.lasso && !exporting) drawLasso(c, theme, scene.lasso);
-    c.restore();
-    return boxes;
-  }
+    return atlas;
+  };
+  /** @param {CanvasRenderingContext2D} c @param {Scene} scene @param {number} scale @param {boolean} exporting */
+  const paintWith = (c, scene, scale, exporting) => paint(c, scene, { scale, exporting, raster, labels });
 
   return {
     canvas,
@@ -203,12 +224,12 @@ export function createCanvasBackend() {
       canvas.width = Math.round(w * dpr);
       canvas.height = Math.round(h * dpr);
     },
-    draw: (scene) => paint(ctx, scene, canvas.width / Math.max(width, 1), false),
+    draw: (scene) => paintWith(ctx, scene, canvas.width / Math.max(width, 1), false),
     render(scene, scale) {
       const out = document.createElement("canvas");
       out.width = Math.round(scene.width * scale);
       out.height = Math.round(scene.height * scale);
-      paint(/** @type {CanvasRenderingContext2D} */ (out.getContext("2d")), scene, scale, true);
+      paintWith(/** @type {CanvasRenderingContext2D} */ (out.getContext("2d")), scene, scale, true);
       atlas = null; // built at the export's scale: rebuild for the screen
       return out;
     },

@@ -12,18 +12,16 @@ import { MARGIN } from "./scatter-paint.js";
 import { ScatterPoints } from "./scatter-points.js";
 import { createCanvasBackend } from "./scatter-canvas.js";
 import { disposer } from "./dom.js";
-import { setData, throttle } from "./schedule.js";
+import { createRedraw } from "./scatter-draw.js";
 import { changed } from "./store.js";
 import { sceneOf, snapshotOf } from "./scatter-scene.js";
 
 const MIN_W = 200; // CSS px
 const MIN_H = 300; // widget.css's min-height of the map
-const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often (and after the last draw)
 
 /**
  * @typedef {import("./state.js").State} State
  * @typedef {import("./scatter-canvas.js").Scene} Scene
- * @typedef {import("./scatter-canvas.js").LabelBox} LabelBox
  */
 
 /**
@@ -70,34 +68,6 @@ function follow(points, s, prev, plot) {
 }
 
 /**
- * The label boxes drawn last as data-label-boxes and data-label-tokens, at most every BOXES_EVERY_MS
- * (the last draw always lands).
- * @param {HTMLCanvasElement} canvas
- * @param {import("./schedule.js").Clock} clock
- */
-function boxPublisher(canvas, clock) {
-  /** @type {LabelBox[]} */
-  let boxes = [];
-  const r = (/** @type {number} */ v) => Math.round(v * 10) / 10;
-  const writer = throttle(
-    () => {
-      canvas.dataset.labelBoxes = JSON.stringify(boxes.map((b) => [r(b.x), r(b.y), r(b.w), r(b.h)]));
-      canvas.dataset.labelTokens = JSON.stringify(boxes.map((b) => b.key));
-    },
-    BOXES_EVERY_MS,
-    clock,
-  );
-  return {
-    /** @param {LabelBox[]} next */
-    write(next) {
-      boxes = next;
-      writer.request();
-    },
-    cancel: () => writer.cancel(),
-  };
-}
-
-/**
  * @param {{dom: {scatterWrap: HTMLElement}, store: import("./store.js").Store<State>,
  *   intents: import("./intents.js").Intents, clock: import("./schedule.js").Clock,
  *   metrics: {drawn: (count: number, run: any, ms: number) => void},
@@ -111,7 +81,6 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
   canvas.setAttribute("aria-label", "t-SNE map of the tokens");
   wrap.appendChild(canvas);
   const points = new ScatterPoints();
-  const boxes = boxPublisher(canvas, clock);
   const scope = disposer();
   const view = {
     width: 0,
@@ -120,11 +89,6 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
     userZoomed: false,
     /** @type {[number, number][] | null} */
     lasso: null,
-    /** @type {any} */
-    frameId: null,
-    framesDrawn: 0, // paints that showed a frame not shown before (tweens and repaints not counted)
-    /** @type {LabelBox[]} */
-    lastBoxes: [],
   };
 
   const plotBox = () => ({
@@ -162,44 +126,18 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
   });
   scope.add(() => lasso.destroy());
 
-  function request() {
-    if (view.frameId === null) view.frameId = clock.frame(tick);
-  }
-  scope.add(() => view.frameId !== null && clock.cancelFrame(view.frameId));
-
-  /** @param {number} frameTime */
-  function tick(frameTime) {
-    view.frameId = null;
-    const busy = points.step({ frameTime, now: clock.now(), plot: plotSize(), userZoomed: view.userZoomed });
-    paint();
-    if (busy) request();
-  }
-
   /** What the map shows now, or null before there is a theme and a size. */
   const scene = () => sceneOf(store.state, points, { ...view, plot: plotBox() });
-
-  function paint() {
-    const s = scene();
-    if (!s) return;
-    const t0 = clock.now();
-    const drawn = backend.draw(s);
-    if (!s.points) {
-      boxes.write([]);
-      return;
-    }
-    const ms = clock.now() - t0;
-    points.paintMs += (ms - points.paintMs) / 4;
-    view.lastBoxes = drawn;
-    setData(canvas, "pinned", String(points.pinned.length));
-    boxes.write(drawn);
-    points.hasDrawnPoints = true;
-    if (!points.freshFrame) return;
-    // a frame counts once, at the first paint that shows it: frames that arrive between two paints are
-    // drawn as one, and the tween's in-between paints and hover or zoom repaints are not counted
-    points.freshFrame = false;
-    view.framesDrawn++;
-    metrics.drawn(view.framesDrawn, points.shownTag, ms);
-  }
+  const redraw = createRedraw({
+    clock,
+    backend,
+    points,
+    scene,
+    step: (frameTime) => points.step({ frameTime, now: clock.now(), plot: plotSize(), userZoomed: view.userZoomed }),
+    onFrame: (count, run, ms) => metrics.drawn(count, run, ms),
+  });
+  const request = () => redraw.request();
+  scope.add(() => redraw.destroy());
 
   // The map's size is the stylesheet's (js/widget.css: the box's width, a height that follows it within
   // bounds); the view draws at the size it gets, at least MIN_W x MIN_H (also without a layout, in node).
@@ -251,7 +189,6 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
   const observer = new ResizeObserver(resize);
   observer.observe(wrap);
   scope.add(() => observer.disconnect());
-  scope.add(() => boxes.cancel());
   resize();
 
   return {
@@ -269,7 +206,7 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
       return { width: view.width, height: view.height };
     },
     /** What is on screen, for the SVG export: points and label boxes in CSS px. */
-    snapshot: () => snapshotOf(store.state, points, view),
+    snapshot: () => snapshotOf(store.state, points, { ...view, lastBoxes: redraw.lastBoxes }),
     destroy: () => scope.dispose(),
   };
 }
