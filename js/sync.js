@@ -129,13 +129,16 @@ export function connectModel({ model, store, feed, onError }) {
   const n = () => store.state.doc.tokens.length;
   const recolour = () => store.set({ colours: readColours(model, store.state, onError) });
 
-  /** The text changed: everything that depends on it at once. */
+  /** The text changed: everything that depends on it, in one change of the state. */
   function onText() {
     const doc = readDoc(model);
     const n = doc.tokens.length;
-    store.set({ doc, rows: readRows(model, n), hover: -1, hoverInfo: null });
     store.set({
-      colours: readColours(model, store.state, onError),
+      doc,
+      rows: readRows(model, n),
+      hover: -1,
+      hoverInfo: null,
+      colours: readColours(model, { ...store.state, doc }, onError),
       selected: selectionOf(model.get(T.selected), n),
       search: searchOf(store.state.search.query, doc),
       grid: readGrid(model, onError),
