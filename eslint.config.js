@@ -1,4 +1,6 @@
-// eslint (flat config) for the front end: recommended rules, browser + node globals for js/.
+// eslint (flat config) for the front end: recommended rules, browser + node globals for js/, and limits
+// that keep the views small controllers (js/views.js): short, simple functions with few parameters (pass
+// an options object), and modules of at most 300 lines.
 import js from "@eslint/js";
 import globals from "globals";
 
@@ -17,6 +19,12 @@ export default [
       eqeqeq: ["error", "smart"],
       "no-var": "error",
       "prefer-const": "error",
+      "max-lines-per-function": ["error", { max: 150, skipBlankLines: true, skipComments: true }],
+      complexity: ["error", 15],
+      "max-depth": ["error", 4],
+      "max-params": ["error", 5],
+      "max-nested-callbacks": ["error", 4],
+      "max-lines": ["error", { max: 300 }],
     },
   },
 ];

@@ -3,21 +3,58 @@
 // with its progress, sortable by head or by KL; a click on a thumbnail selects that head.
 
 import { decodeArray } from "./codecs.js";
-import { el } from "./dom.js";
-import { T, changes, control } from "./model.js";
+import { disposer, el } from "./dom.js";
 import { frameExtent, fitDomains } from "./viewport.js";
+import { headOf } from "./state.js";
 
 const SIZE = 92; // CSS px of a thumbnail
 
 /**
- * @param {{model: import("./model.js").Model, panel: HTMLElement, onSelect: (head: number) => void}} options
+ * @typedef {import("./state.js").State} State
  */
-export function createAtlas({ model, panel, onSelect }) {
-  const listeners = [];
-  const on = (name, fn) => {
-    model.on(name, fn);
-    listeners.push([name, fn]);
-  };
+
+/**
+ * A thumbnail: the head's small t-SNE, each token in its colour.
+ * @param {CanvasRenderingContext2D} c
+ * @param {{data: ArrayLike<number>, m: number, dpr: number, kept: number[], colours: string[],
+ *   theme: import("./theme.js").Theme}} thumb
+ */
+function paintThumb(c, { data, m, dpr, kept, colours, theme }) {
+  c.setTransform(dpr, 0, 0, dpr, 0, 0);
+  c.fillStyle = theme.panel;
+  c.fillRect(0, 0, SIZE, SIZE);
+  const extent = frameExtent(data, m);
+  if (!extent) return;
+  const d = fitDomains(extent, SIZE, SIZE, 0.08);
+  const sx = (/** @type {number} */ x) => ((x - d.x[0]) / (d.x[1] - d.x[0])) * SIZE;
+  const sy = (/** @type {number} */ y) => SIZE - ((y - d.y[0]) / (d.y[1] - d.y[0])) * SIZE;
+  for (let r = 0; r < m; r++) {
+    c.fillStyle = colours[kept[r]] || theme.muted;
+    c.fillRect(sx(data[2 * r]) - 1.25, sy(data[2 * r + 1]) - 1.25, 2.5, 2.5);
+  }
+}
+
+/**
+ * The atlas and its KLs from the state; `error` when they cannot be read.
+ * @param {State} s
+ */
+function readAtlas(s) {
+  try {
+    const atlas = decodeArray(s.atlas ?? null);
+    const k = decodeArray(s.atlas_kl ?? null);
+    return { atlas, kl: k ? k.data : null, error: "" };
+  } catch (err) {
+    return { atlas: null, kl: null, error: `cannot read the atlas: ${/** @type {Error} */ (err).message}` };
+  }
+}
+
+/**
+ * @param {{dom: {atlasPanel: HTMLElement}, store: import("./store.js").Store<State>,
+ *   intents: import("./intents.js").Intents}} ctx
+ */
+export function createAtlas({ dom, store, intents }) {
+  const panel = dom.atlasPanel;
+  const scope = disposer();
   const title = el("span", { className: "hs-atlas-title", text: "head atlas" });
   const run = el("button", {
     dataset: { testid: "headsne-atlas-run" },
@@ -33,102 +70,60 @@ export function createAtlas({ model, panel, onSelect }) {
     el("div", { className: "hs-panel-title" }, [title, run, progress, el("label", {}, ["sort", sort])]),
     thumbs,
   );
+  scope.listen(run, "click", () => intents.toggleAtlas());
+  scope.listen(sort, "change", () => draw());
 
-  let theme = null;
-  let colours = [];
-  let kept = [];
-  let selection = { layer: 0, head: 0, hidden: false };
-
-  run.addEventListener("click", () => control(model, model.get(T.atlas_state) === "running" ? "atlas_stop" : "atlas"));
-  sort.addEventListener("change", () => draw());
+  /** One thumbnail button. @param {number} h @param {{data: Float32Array | Int32Array, shape: number[]}} atlas @param {ArrayLike<number> | null} kl */
+  function thumbnail(h, atlas, kl) {
+    const s = store.state;
+    const m = atlas.shape[1];
+    const dpr = window.devicePixelRatio || 1;
+    const canvas = el("canvas", { width: SIZE * dpr, height: SIZE * dpr });
+    canvas.style.width = canvas.style.height = `${SIZE}px`;
+    const data = atlas.data.subarray(h * m * 2, (h + 1) * m * 2);
+    const colours = s.colours ? s.colours.colours : [];
+    const theme = /** @type {import("./theme.js").Theme} */ (s.theme);
+    paintThumb(canvas.getContext("2d"), { data, m, dpr, kept: s.rows.kept, colours, theme });
+    const klText = kl && Number.isFinite(kl[h]) ? ` · KL ${kl[h].toFixed(2)}` : "";
+    const sel = headOf(s);
+    const isSel = !sel.hidden && h === sel.head;
+    const button = el(
+      "button",
+      {
+        className: `hs-thumb${isSel ? " hs-thumb-selected" : ""}`,
+        dataset: { head: String(h) },
+        title: `select head ${h}`,
+      },
+      [canvas, el("span", { text: `H${h}${klText}` })],
+    );
+    button.addEventListener("click", () => intents.selectAtlasHead(h));
+    return button;
+  }
 
   function draw() {
-    const state = model.get(T.atlas_state) || "idle";
-    const H = model.get(T.n_heads) || 0;
+    const s = store.state;
+    const state = s.atlas_state || "idle";
+    const H = s.n_heads || 0;
     panel.dataset.state = state;
     run.textContent = state === "running" ? "■ stop" : state === "done" ? "↻ recompute" : "▦ compute atlas";
-    const done = model.get(T.atlas_progress) ?? 0;
+    const done = s.atlas_progress ?? 0;
     progress.textContent = state === "running" ? `${done} / ${H} heads…` : state === "error" ? "failed" : "";
-    title.textContent = `head atlas · layer ${selection.layer}`;
-    let atlas = null;
-    let kl = null;
-    try {
-      atlas = decodeArray(model.get(T.atlas) ?? null);
-      const k = decodeArray(model.get(T.atlas_kl) ?? null);
-      kl = k ? k.data : null;
-    } catch (err) {
-      progress.textContent = `cannot read the atlas: ${err.message}`;
-    }
-    if (!atlas || atlas.shape.length !== 3 || !theme) {
+    title.textContent = `head atlas · layer ${headOf(s).layer}`;
+    const { atlas, kl, error } = readAtlas(s);
+    if (error) progress.textContent = error;
+    if (!atlas || atlas.shape.length !== 3 || !s.theme) {
       thumbs.replaceChildren();
       panel.dataset.thumbnails = "0";
       return;
     }
-    const [heads, m] = atlas.shape;
-    const order = Array.from({ length: heads }, (_, h) => h);
+    const order = Array.from({ length: atlas.shape[0] }, (_, h) => h);
     if (sort.value === "kl" && kl) order.sort((a, b) => (kl[a] ?? Infinity) - (kl[b] ?? Infinity));
-    const dpr = window.devicePixelRatio || 1;
-    thumbs.replaceChildren(
-      ...order.map((h) => {
-        const canvas = el("canvas", { width: SIZE * dpr, height: SIZE * dpr });
-        canvas.style.width = canvas.style.height = `${SIZE}px`;
-        const data = atlas.data.subarray(h * m * 2, (h + 1) * m * 2);
-        paintThumb(canvas.getContext("2d"), data, m, dpr);
-        const klText = kl && Number.isFinite(kl[h]) ? ` · KL ${kl[h].toFixed(2)}` : "";
-        const isSel = !selection.hidden && h === selection.head;
-        const button = el(
-          "button",
-          {
-            className: `hs-thumb${isSel ? " hs-thumb-selected" : ""}`,
-            dataset: { head: String(h) },
-            title: `select head ${h}`,
-          },
-          [canvas, el("span", { text: `H${h}${klText}` })],
-        );
-        button.addEventListener("click", () => onSelect(h));
-        return button;
-      }),
-    );
-    panel.dataset.thumbnails = String(heads);
+    thumbs.replaceChildren(...order.map((h) => thumbnail(h, atlas, kl)));
+    panel.dataset.thumbnails = String(atlas.shape[0]);
   }
 
-  function paintThumb(c, data, m, dpr) {
-    c.setTransform(dpr, 0, 0, dpr, 0, 0);
-    c.fillStyle = theme.panel;
-    c.fillRect(0, 0, SIZE, SIZE);
-    const extent = frameExtent(data, m);
-    if (!extent) return;
-    const d = fitDomains(extent, SIZE, SIZE, 0.08);
-    const sx = (x) => ((x - d.x[0]) / (d.x[1] - d.x[0])) * SIZE;
-    const sy = (y) => SIZE - ((y - d.y[0]) / (d.y[1] - d.y[0])) * SIZE;
-    for (let r = 0; r < m; r++) {
-      c.fillStyle = colours[kept[r]] || theme.muted;
-      c.fillRect(sx(data[2 * r]) - 1.25, sy(data[2 * r + 1]) - 1.25, 2.5, 2.5);
-    }
-  }
-
-  on(changes(T.atlas, T.atlas_kl, T.atlas_state, T.atlas_progress, T.n_heads), draw);
-  draw();
-
-  return {
-    setTheme(t) {
-      theme = t;
-      draw();
-    },
-    setColours(list) {
-      colours = list;
-      draw();
-    },
-    setKept(list) {
-      kept = list;
-    },
-    setSelection(layer, head, hidden) {
-      if (layer === selection.layer && head === selection.head && hidden === selection.hidden) return;
-      selection = { layer, head, hidden };
-      draw();
-    },
-    destroy() {
-      for (const [name, fn] of listeners) model.off(name, fn);
-    },
-  };
+  /** @type {(keyof State)[]} */
+  const keys = ["atlas", "atlas_kl", "atlas_state", "atlas_progress", "n_heads", "theme", "colours"];
+  scope.add(store.watch([...keys, "layer", "head", "mode"], draw));
+  return { destroy: () => scope.dispose() };
 }

@@ -6,7 +6,11 @@ const TYPES = { float32: Float32Array, int32: Int32Array };
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
-/** Byte view {buffer, byteOffset, byteLength} of whatever ipywidgets handed us. */
+/**
+ * Byte view {buffer, byteOffset, byteLength} of whatever ipywidgets handed us.
+ * @param {unknown} buffer
+ * @returns {{buffer: ArrayBufferLike, byteOffset: number, byteLength: number}}
+ */
 function bytesOf(buffer) {
   if (buffer instanceof ArrayBuffer) {
     return { buffer, byteOffset: 0, byteLength: buffer.byteLength };
@@ -18,6 +22,7 @@ function bytesOf(buffer) {
 }
 
 /** Number of elements of `shape`, checking that it is a list of non-negative integers. */
+/** @param {unknown} shape */
 export function sizeOf(shape) {
   if (!Array.isArray(shape)) throw new TypeError(`array shape must be a list, got ${JSON.stringify(shape)}`);
   let size = 1;
@@ -32,32 +37,43 @@ export function sizeOf(shape) {
 /**
  * Decode a wire array. Returns null for null/undefined (an empty trait). The result shares memory
  * with the received buffer when its offset is aligned (the common case); otherwise it is copied once.
+ * @param {{dtype: string, shape: number[], buffer: unknown} | null | undefined} obj
+ * @returns {{data: Float32Array | Int32Array, shape: number[]} | null}
  */
 export function decodeArray(obj) {
   if (obj == null) return null;
   const { dtype, shape, buffer } = obj;
-  const Type = TYPES[dtype];
+  const Type = dtype === "float32" || dtype === "int32" ? TYPES[dtype] : undefined;
   if (!Type) throw new TypeError(`unsupported dtype ${JSON.stringify(dtype)}: expected "float32" or "int32"`);
   const size = sizeOf(shape);
   const bytes = bytesOf(buffer);
   if (bytes.byteLength !== size * 4) {
     throw new RangeError(`array of shape [${shape}] needs ${size * 4} bytes, buffer has ${bytes.byteLength}`);
   }
+  const whole = /** @type {ArrayBuffer} */ (bytes.buffer);
   let data;
   if (!LITTLE_ENDIAN) {
     data = new Type(size);
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const get = dtype === "float32" ? (i) => view.getFloat32(4 * i, true) : (i) => view.getInt32(4 * i, true);
+    const view = new DataView(whole, bytes.byteOffset, bytes.byteLength);
+    const get =
+      dtype === "float32"
+        ? (/** @type {number} */ i) => view.getFloat32(4 * i, true)
+        : (/** @type {number} */ i) => view.getInt32(4 * i, true);
     for (let i = 0; i < size; i++) data[i] = get(i);
   } else if (bytes.byteOffset % 4 === 0) {
-    data = new Type(bytes.buffer, bytes.byteOffset, size);
+    data = new Type(whole, bytes.byteOffset, size);
   } else {
-    data = new Type(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    data = new Type(whole.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
   }
   return { data, shape: shape.slice() };
 }
 
-/** Encode a typed array into the wire form (used by tests and by anything JS sends back). */
+/**
+ * Encode a typed array into the wire form (used by tests and by anything JS sends back).
+ * @param {Float32Array | Int32Array} data
+ * @param {number[]} shape
+ * @returns {import("./model.js").WireArray}
+ */
 export function encodeArray(data, shape) {
   const dtype = data instanceof Float32Array ? "float32" : data instanceof Int32Array ? "int32" : null;
   if (!dtype) throw new TypeError("encodeArray needs a Float32Array or Int32Array");
@@ -76,6 +92,8 @@ export function encodeArray(data, shape) {
 /**
  * Decode the `edges` trait {indices: int32 (n, k), weights: float32 (n, k)} into
  * {indices, weights, n, k}; null when absent. Shapes must agree.
+ * @param {import("./model.js").WireEdges | null | undefined} obj
+ * @returns {import("./partners.js").Edges | null}
  */
 export function decodeEdges(obj) {
   if (obj == null) return null;
@@ -86,5 +104,6 @@ export function decodeEdges(obj) {
     throw new RangeError(`edges indices [${indices.shape}] and weights [${weights.shape}] must both be (n, k)`);
   }
   if (!(indices.data instanceof Int32Array)) throw new TypeError("edges indices must be int32");
-  return { indices: indices.data, weights: weights.data, n: indices.shape[0], k: indices.shape[1] };
+  const weightData = /** @type {Float32Array} */ (weights.data);
+  return { indices: indices.data, weights: weightData, n: indices.shape[0], k: indices.shape[1] };
 }

@@ -61,6 +61,7 @@ export function sentenceIds(text, tokens, offsets) {
     });
     return ids;
   }
+  /** @type {number[]} */
   const ends = []; // exclusive end of each sentence but the last
   for (let p = 0; p < text.length; p++) {
     const c = text[p];
@@ -81,15 +82,22 @@ export function sentenceIds(text, tokens, offsets) {
   // a sentence id counts ends before the token: renumber so that the used ids are 0, 1, 2, ...
   const used = [...new Set(ids)].sort((a, b) => a - b);
   const rank = new Map(used.map((id, k) => [id, k]));
-  return ids.map((id) => rank.get(id));
+  return ids.map((id) => rank.get(id) ?? 0);
 }
 
-/** Sequential colour in [0, 1] for the theme: plasma, its ends kept readable on the background. */
+/**
+ * Sequential colour in [0, 1] for the theme: plasma, its ends kept readable on the background.
+ * @param {boolean} dark
+ * @returns {(t: number) => string}
+ */
 export function sequential(dark) {
   return dark ? (t) => interpolatePlasma(0.15 + 0.85 * t) : (t) => interpolatePlasma(0.85 * t);
 }
 
-/** Categorical colour of code k (cycles after 10). */
+/**
+ * Categorical colour of code k (cycles after 10).
+ * @param {number} k
+ */
 export function categorical(k) {
   return schemeCategory10[((k % 10) + 10) % 10];
 }
@@ -100,66 +108,82 @@ export function categorical(k) {
  */
 
 /**
- * Per-token colours and the legend for a colour mode.
- * @param {string} mode "position" | "kind" | "sentence" | "max_attention" | "user"
- * @param {{text: string, tokens: string[], offsets: any, special: boolean[], values: Float32Array | null,
- *   categories: string[], dark: boolean, muted: string, layer?: number, head?: number}} ctx
- * @returns {{colours: string[], legend: Legend, mode: string}}
+ * @typedef {{text: string, tokens: string[], offsets: any, special: boolean[], values: Float32Array | null,
+ *   categories: string[], dark: boolean, muted: string, layer?: number, head?: number}} ColourContext
+ * @typedef {{colours: string[], legend: Legend, mode: string}} Colouring
  */
-export function colourTokens(mode, ctx) {
-  const { text, tokens, offsets, special, values, categories, dark, muted } = ctx;
+
+/** @param {ColourContext} ctx @returns {Colouring} */
+function byKind({ text, tokens, offsets, special }) {
+  const kinds = tokenKinds(text, tokens, offsets, special);
+  const entries = KIND_LABELS.map((label, k) => ({ label, colour: categorical(k) }));
+  return {
+    mode: "kind",
+    colours: Array.from(kinds, (k) => entries[k].colour),
+    legend: { kind: "categorical", title: "token kind", entries, more: 0 },
+  };
+}
+
+/** @param {ColourContext} ctx @returns {Colouring} */
+function bySentence({ text, tokens, offsets }) {
+  const ids = sentenceIds(text, tokens, offsets);
+  const count = tokens.length ? Math.max(...ids) + 1 : 0;
+  const shown = Math.min(count, 10);
+  const entries = Array.from({ length: shown }, (_, k) => ({ label: `sentence ${k + 1}`, colour: categorical(k) }));
+  return {
+    mode: "sentence",
+    colours: Array.from(ids, (k) => categorical(k)),
+    legend: { kind: "categorical", title: "sentence (colours repeat after 10)", entries, more: count - shown },
+  };
+}
+
+/** The user's categories: values are integer codes into them. @param {Float32Array} values @param {ColourContext} ctx @returns {Colouring} */
+function byCategory(values, { categories, muted }) {
+  const entries = categories.slice(0, 10).map((label, k) => ({ label: String(label), colour: categorical(k) }));
+  const colours = Array.from(values, (v) =>
+    Number.isInteger(v) && v >= 0 && v < categories.length ? categorical(v) : muted,
+  );
+  return {
+    mode: "user",
+    colours,
+    legend: { kind: "categorical", title: "your categories", entries, more: categories.length - entries.length },
+  };
+}
+
+/**
+ * Ordered values (the user's, or the selected head's max attention, from 0) on the sequential palette.
+ * @param {string} mode
+ * @param {Float32Array} values
+ * @param {ColourContext} ctx
+ * @returns {Colouring}
+ */
+function byValue(mode, values, ctx) {
+  const seq = sequential(ctx.dark);
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const v of values) {
+    if (!Number.isFinite(v)) continue;
+    lo = Math.min(lo, v);
+    hi = Math.max(hi, v);
+  }
+  if (mode === "max_attention") lo = Math.min(lo, 0);
+  const span = hi > lo ? hi - lo : 1;
+  const colours = Array.from(values, (v) => (Number.isFinite(v) ? seq((v - lo) / span) : ctx.muted));
+  const fmt = (/** @type {number} */ v) => (Number.isFinite(v) ? Number(v.toPrecision(3)).toString() : "–");
+  const head = ctx.layer != null ? ` · layer ${ctx.layer} head ${ctx.head}` : "";
+  const title = mode === "max_attention" ? `max attention to the token${head}` : "your values";
+  return { mode, colours, legend: { kind: "sequential", title, low: fmt(lo), high: fmt(hi), colour: seq } };
+}
+
+/**
+ * Position in the text; also what "user" and "max_attention" show while their values have not come.
+ * @param {string} mode
+ * @param {ColourContext} ctx
+ * @returns {Colouring}
+ */
+function byPosition(mode, { tokens, dark }) {
   const n = tokens.length;
   const seq = sequential(dark);
-  if (mode === "kind") {
-    const kinds = tokenKinds(text, tokens, offsets, special);
-    const entries = KIND_LABELS.map((label, k) => ({ label, colour: categorical(k) }));
-    return {
-      mode,
-      colours: Array.from(kinds, (k) => entries[k].colour),
-      legend: { kind: "categorical", title: "token kind", entries, more: 0 },
-    };
-  }
-  if (mode === "sentence") {
-    const ids = sentenceIds(text, tokens, offsets);
-    const count = n ? Math.max(...ids) + 1 : 0;
-    const shown = Math.min(count, 10);
-    const entries = Array.from({ length: shown }, (_, k) => ({ label: `sentence ${k + 1}`, colour: categorical(k) }));
-    return {
-      mode,
-      colours: Array.from(ids, (k) => categorical(k)),
-      legend: { kind: "categorical", title: "sentence (colours repeat after 10)", entries, more: count - shown },
-    };
-  }
-  if ((mode === "user" || mode === "max_attention") && values && values.length === n) {
-    if (mode === "user" && categories && categories.length) {
-      const entries = categories.slice(0, 10).map((label, k) => ({ label: String(label), colour: categorical(k) }));
-      const colours = Array.from(values, (v) =>
-        Number.isInteger(v) && v >= 0 && v < categories.length ? categorical(v) : muted,
-      );
-      return {
-        mode,
-        colours,
-        legend: { kind: "categorical", title: "your categories", entries, more: categories.length - entries.length },
-      };
-    }
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (const v of values) {
-      if (Number.isFinite(v)) {
-        lo = Math.min(lo, v);
-        hi = Math.max(hi, v);
-      }
-    }
-    if (mode === "max_attention") lo = Math.min(lo, 0);
-    const span = hi > lo ? hi - lo : 1;
-    const colours = Array.from(values, (v) => (Number.isFinite(v) ? seq((v - lo) / span) : muted));
-    const fmt = (v) => (Number.isFinite(v) ? Number(v.toPrecision(3)).toString() : "–");
-    const title =
-      mode === "max_attention"
-        ? `max attention to the token${ctx.layer != null ? ` · layer ${ctx.layer} head ${ctx.head}` : ""}`
-        : "your values";
-    return { mode, colours, legend: { kind: "sequential", title, low: fmt(lo), high: fmt(hi), colour: seq } };
-  }
   const colours = tokens.map((_, i) => seq(n > 1 ? i / (n - 1) : 0));
   const waiting = mode === "user" || mode === "max_attention";
   return {
@@ -175,4 +199,20 @@ export function colourTokens(mode, ctx) {
       colour: seq,
     },
   };
+}
+
+/**
+ * Per-token colours and the legend for a colour mode.
+ * @param {string} mode "position" | "kind" | "sentence" | "max_attention" | "user"
+ * @param {ColourContext} ctx
+ * @returns {Colouring}
+ */
+export function colourTokens(mode, ctx) {
+  const { values, categories } = ctx;
+  if (mode === "kind") return byKind(ctx);
+  if (mode === "sentence") return bySentence(ctx);
+  const hasValues = (mode === "user" || mode === "max_attention") && values && values.length === ctx.tokens.length;
+  if (!hasValues || !values) return byPosition(mode, ctx);
+  if (mode === "user" && categories && categories.length) return byCategory(values, ctx);
+  return byValue(mode, values, ctx);
 }

@@ -13,24 +13,38 @@ export function el(tag, props = {}, children = []) {
   for (const [key, value] of Object.entries(props)) {
     if (key === "dataset") Object.assign(node.dataset, value);
     else if (key === "text") node.textContent = value;
-    else if (key in node) node[key] = value;
+    else if (key in node) /** @type {any} */ (node)[key] = value;
     else node.setAttribute(key, value);
   }
   for (const child of children) node.append(child);
   return node;
 }
 
-/** A button with text, a data-testid and a title (its tooltip and, without other text, its name). */
+/**
+ * A button with text, a data-testid and a title (its tooltip and, without other text, its name).
+ * @param {string} text
+ * @param {string} testid
+ * @param {string} title
+ * @param {Record<string, any>} [props]
+ */
 export function button(text, testid, title, props = {}) {
   return el("button", { text, title, dataset: { testid }, ...props });
 }
 
-/** A div with a class and an optional data-testid. */
+/**
+ * A div with a class and an optional data-testid.
+ * @param {string} className
+ * @param {string} [testid]
+ */
 export function div(className, testid = undefined) {
   return el("div", testid ? { className, dataset: { testid } } : { className });
 }
 
-/** A span with a class and text. */
+/**
+ * A span with a class and text.
+ * @param {string} className
+ * @param {string} text
+ */
 export function span(className, text) {
   return el("span", className ? { className, text } : { text });
 }
@@ -49,5 +63,33 @@ export function keepKeys(root) {
     root.removeEventListener("keydown", stop);
     root.removeEventListener("keyup", stop);
     root.removeEventListener("keypress", stop);
+  };
+}
+
+/**
+ * What a view must undo when it goes: listeners, subscriptions, timers. `listen` adds a DOM listener and
+ * remembers to remove it; `add` remembers any undo function; `dispose` runs them all, newest first.
+ */
+export function disposer() {
+  /** @type {(() => void)[]} */
+  const undo = [];
+  return {
+    /** @param {() => void} fn */
+    add(fn) {
+      undo.push(fn);
+    },
+    /**
+     * @param {EventTarget} target
+     * @param {string} type
+     * @param {(event: any) => void} fn
+     * @param {AddEventListenerOptions} [options]
+     */
+    listen(target, type, fn, options) {
+      target.addEventListener(type, fn, options);
+      undo.push(() => target.removeEventListener(type, fn, options));
+    },
+    dispose() {
+      for (const fn of undo.splice(0).reverse()) fn();
+    },
   };
 }

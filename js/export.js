@@ -1,14 +1,19 @@
 // Exports of what the widget shows: a PNG of the grid, the map and the legend at twice the CSS size on
 // an opaque background, an SVG of the map, and a WebM video of the map (MediaRecorder on the canvas).
-// Files are handed to the browser as downloads (an <a download> click on an object URL).
+// Files are handed to the browser as downloads (an <a download> click on an object URL). The exporter
+// answers the store's "export" and "record" events (js/intents.js).
+
+import { paintLegend } from "./legend.js";
+import { realClock } from "./schedule.js";
 
 /**
  * Offer `blob` as a download named `name` from inside `parent`.
  * @param {Blob} blob
  * @param {string} name
  * @param {HTMLElement} parent
+ * @param {import("./schedule.js").Clock} [clock]
  */
-export function download(blob, name, parent) {
+export function download(blob, name, parent, clock = realClock) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
   a.href = url;
@@ -17,7 +22,7 @@ export function download(blob, name, parent) {
   parent.appendChild(a);
   a.click();
   a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10000);
+  clock.later(() => URL.revokeObjectURL(url), 10000);
 }
 
 export const PNG_SCALE = 2;
@@ -39,7 +44,7 @@ export function composePng({ grid, gridSize, scatter, scatterSize, paintLegend, 
   const out = document.createElement("canvas");
   out.width = Math.round(width * s);
   out.height = Math.round(height * s);
-  const c = out.getContext("2d");
+  const c = /** @type {CanvasRenderingContext2D} */ (out.getContext("2d"));
   c.setTransform(s, 0, 0, s, 0, 0);
   c.fillStyle = theme.bg;
   c.fillRect(0, 0, width, height);
@@ -69,6 +74,7 @@ export function composePng({ grid, gridSize, scatter, scatterSize, paintLegend, 
  */
 export function scatterSvg(snap, theme, title) {
   const NS = "http://www.w3.org/2000/svg";
+  /** @param {string} tag @param {Record<string, any>} [attrs] @param {string | null} [text] */
   const node = (tag, attrs = {}, text = null) => {
     const e = document.createElementNS(NS, tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
@@ -82,7 +88,8 @@ export function scatterSvg(snap, theme, title) {
   const w = width - M.left - M.right;
   const h = height - M.top - M.bottom;
   svg.append(node("rect", { x: M.left, y: M.top, width: w, height: h, fill: "none", stroke: theme.border }));
-  const inside = (p) => p.x >= M.left && p.x <= M.left + w && p.y >= M.top && p.y <= M.top + h;
+  const inside = (/** @type {{x: number, y: number}} */ p) =>
+    p.x >= M.left && p.x <= M.left + w && p.y >= M.top && p.y <= M.top + h;
   const points = node("g", { class: "points" });
   for (const p of snap.points) {
     if (!inside(p)) continue;
@@ -121,6 +128,7 @@ export function recordCanvas(canvas, onDone, onError) {
   }
   const stream = canvas.captureStream(30);
   const recorder = new MediaRecorder(stream, { mimeType: type });
+  /** @type {Blob[]} */
   const chunks = [];
   recorder.ondataavailable = (event) => event.data.size && chunks.push(event.data);
   recorder.onstop = () => {
@@ -146,43 +154,75 @@ export function downloadCanvas(canvas, name, parent, onError) {
 }
 
 /**
- * The widget's export actions: png(), svg(), toggleVideo() (start, or stop and save; returns whether
- * recording), for the views and the legend of one widget.
- * @param {{root: HTMLElement, grid: any, scatter: any, legend: any, theme: () => any, title: () => string,
- *   name: (ext: string) => string, onError: (message: string) => void}} parts
+ * @typedef {import("./state.js").State} State
+ * @typedef {{canvas: HTMLCanvasElement, render: (scale: number) => HTMLCanvasElement,
+ *   size: {width: number, height: number}, snapshot: () => any}} ScatterView
  */
-export function createExports({ root, grid, scatter, legend, theme, title, name, onError }) {
+
+/**
+ * The widget's exports: a PNG or SVG on the store's "export" event, a WebM video started or stopped
+ * and saved on "record" (the state's `recording`).
+ * @param {{dom: {root: HTMLElement, subtitle: HTMLElement, scatterCaption: HTMLElement},
+ *   store: import("./store.js").Store<State>, clock: import("./schedule.js").Clock,
+ *   recorder: import("./recorder.js").FrameRecorder}} ctx
+ * @param {{grid: {canvas: HTMLCanvasElement}, scatter: ScatterView}} views
+ */
+export function createExporter({ dom, store, clock, recorder }, { grid, scatter }) {
+  const { root } = dom;
+  /** @type {{stop: () => void} | null} */
   let video = null;
-  return {
-    png() {
-      const gridRect = grid.canvas.getBoundingClientRect();
-      const out = composePng({
-        grid: grid.canvas,
-        gridSize: { width: gridRect.width, height: gridRect.height },
-        scatter: scatter.render(PNG_SCALE),
-        scatterSize: scatter.size,
-        paintLegend: (c, x, y) => legend.paint(c, x, y, theme()),
-        theme: theme(),
-        title: title(),
-      });
-      downloadCanvas(out, name("png"), root, onError);
-    },
-    svg() {
-      const svg = scatterSvg(scatter.snapshot(), theme(), title());
-      download(new Blob([svg], { type: "image/svg+xml" }), name("svg"), root);
-    },
-    toggleVideo() {
-      if (video) {
-        video.stop();
-        video = null;
-        return false;
-      }
+  const onError = (/** @type {string} */ message) => store.emit("error", message);
+  const theme = () => /** @type {import("./theme.js").Theme} */ (store.state.theme);
+  const shown = () => recorder.frames[recorder.shown];
+  const title = () => {
+    const f = shown();
+    const parts = [dom.subtitle.textContent, dom.scatterCaption.textContent, f ? `iteration ${f.iteration}` : ""];
+    return [...parts, f && f.kl != null ? `KL ${f.kl.toFixed(3)}` : ""].filter(Boolean).join(" · ");
+  };
+  const name = (/** @type {string} */ ext) => {
+    const f = shown();
+    return `headsne-layer${store.state.layer}-head${store.state.head}-iter${f ? f.iteration : 0}.${ext}`;
+  };
+
+  function png() {
+    const gridRect = grid.canvas.getBoundingClientRect();
+    const legend = store.state.colours ? store.state.colours.legend : null;
+    const out = composePng({
+      grid: grid.canvas,
+      gridSize: { width: gridRect.width, height: gridRect.height },
+      scatter: scatter.render(PNG_SCALE),
+      scatterSize: scatter.size,
+      paintLegend: (c, x, y) => paintLegend(c, legend, { x, y }, theme()),
+      theme: theme(),
+      title: title(),
+    });
+    downloadCanvas(out, name("png"), root, onError);
+  }
+
+  function svg() {
+    const text = scatterSvg(scatter.snapshot(), theme(), title());
+    download(new Blob([text], { type: "image/svg+xml" }), name("svg"), root, clock);
+  }
+
+  function toggleVideo() {
+    if (video) {
+      video.stop();
+      video = null;
+    } else {
       const file = name("webm");
-      video = recordCanvas(scatter.canvas, (blob) => download(blob, file, root), onError);
-      return video != null;
-    },
+      video = recordCanvas(scatter.canvas, (blob) => download(blob, file, root, clock), onError);
+    }
+    store.set({ recording: video != null });
+  }
+
+  const stops = [
+    store.on("export", (/** @type {"png" | "svg"} */ kind) => (kind === "svg" ? svg() : png())),
+    store.on("record", toggleVideo),
+  ];
+  return {
     destroy() {
       if (video) video.stop();
+      for (const stop of stops) stop();
     },
   };
 }

@@ -1,5 +1,6 @@
 // A DOM for the node wiring tests (js/widget.test.js): jsdom, plus what jsdom leaves out and the widget
-// needs (a 2D canvas context that records nothing, ResizeObserver, requestAnimationFrame, matchMedia).
+// needs (a 2D canvas context that records nothing, ResizeObserver, matchMedia). No requestAnimationFrame:
+// the widget schedules through the clock it is given (js/testing.js fakeClock), never the page's timers.
 // The drawing itself is tested in the browser (tests/ui); here only the wiring between DOM and model.
 
 import { JSDOM } from "jsdom";
@@ -45,8 +46,6 @@ export function installDom() {
     "ResizeObserver",
     "MutationObserver",
     "getComputedStyle",
-    "requestAnimationFrame",
-    "cancelAnimationFrame",
     "matchMedia",
     "navigator",
   ]) {

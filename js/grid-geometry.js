@@ -49,7 +49,11 @@ export function gridGeometry(
   };
 }
 
-/** Top (CSS px) of layer l's heat map in the grid canvas. */
+/**
+ * Top (CSS px) of layer l's heat map in the grid canvas.
+ * @param {{gap: number, blockH: number}} g
+ * @param {number} l
+ */
 export function layerTop(g, l) {
   return l * (g.gap + g.blockH) + g.gap;
 }
@@ -57,8 +61,9 @@ export function layerTop(g, l) {
 /**
  * Column maxima of one (rows, n) block over the tokens [t0, t1) in `columns` bins: out[row * columns + c].
  * @param {ArrayLike<number>} values row-major (rows, n)
+ * @param {{rows: number, n: number, t0: number, t1: number, columns: number}} bins
  */
-export function binColumns(values, rows, n, t0, t1, columns) {
+export function binColumns(values, { rows, n, t0, t1, columns }) {
   const out = new Float32Array(rows * columns);
   const count = t1 - t0;
   for (let r = 0; r < rows; r++) {
@@ -74,7 +79,15 @@ export function binColumns(values, rows, n, t0, t1, columns) {
   return out;
 }
 
-/** The token range after zooming [t0, t1) by `factor` (< 1 zooms in) around token `at`, inside [0, n). */
+/**
+ * The token range after zooming [t0, t1) by `factor` (< 1 zooms in) around token `at`, inside [0, n).
+ * @param {number} t0
+ * @param {number} t1
+ * @param {number} n
+ * @param {number} factor
+ * @param {number} at
+ * @returns {[number, number]}
+ */
 export function zoomRange(t0, t1, n, factor, at) {
   const count = Math.max(1, Math.min(n, Math.round((t1 - t0) * factor)));
   const frac = (at - t0) / Math.max(1, t1 - t0);
@@ -86,8 +99,37 @@ export function zoomRange(t0, t1, n, factor, at) {
 /**
  * The key/value group of `head` when every `perGroup` consecutive query heads share one key/value head
  * (GQA; the `kv_groups` trait); -1 when heads do not share (perGroup 1) or the count does not divide H.
+ * @param {number} head
+ * @param {number} H
+ * @param {number} perGroup
  */
 export function kvGroup(head, H, perGroup) {
   if (!(perGroup > 1 && perGroup < H && H % perGroup === 0)) return -1;
   return Math.floor(head / perGroup);
+}
+
+/**
+ * The keyboard cursor after an arrow key: up/down move by head (across layers), left/right by layer;
+ * in hidden-state mode (layers are selected) up/down move by layer. Null for any other key.
+ * @param {{layer: number, head: number}} cursor
+ * @param {string} key
+ * @param {{L: number, H: number, hidden: boolean}} grid
+ * @returns {{layer: number, head: number} | null}
+ */
+export function moveCursor(cursor, key, { L, H, hidden }) {
+  const { layer, head } = cursor;
+  const byLayer = hidden
+    ? { ArrowUp: -1, ArrowDown: 1, ArrowLeft: -1, ArrowRight: 1 }
+    : { ArrowLeft: -1, ArrowRight: 1 };
+  const step = /** @type {Record<string, number>} */ (byLayer)[key];
+  if (step !== undefined) return { layer: Math.max(0, Math.min(L - 1, layer + step)), head };
+  if (key === "ArrowUp") {
+    if (head > 0) return { layer, head: head - 1 };
+    return layer > 0 ? { layer: layer - 1, head: H - 1 } : { layer, head };
+  }
+  if (key === "ArrowDown") {
+    if (head < H - 1) return { layer, head: head + 1 };
+    return layer < L - 1 ? { layer: layer + 1, head: 0 } : { layer, head };
+  }
+  return null;
 }

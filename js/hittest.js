@@ -3,8 +3,13 @@
 import { polygonContains } from "d3-polygon";
 import { layerTop } from "./grid-geometry.js";
 
-/** Index of the point (screen coordinates sx, sy of m points) nearest to (px, py) within maxDist; -1 if none. */
-export function nearestPoint(sx, sy, m, px, py, maxDist) {
+/**
+ * Index of the point (screen coordinates sx, sy of m points) nearest to (px, py) within maxDist; -1 if none.
+ * @param {{sx: ArrayLike<number>, sy: ArrayLike<number>, m: number}} points
+ * @param {[number, number]} at
+ * @param {number} maxDist
+ */
+export function nearestPoint({ sx, sy, m }, [px, py], maxDist) {
   let best = -1;
   let bestD = maxDist * maxDist;
   for (let r = 0; r < m; r++) {
@@ -22,6 +27,11 @@ export function nearestPoint(sx, sy, m, px, py, maxDist) {
 /**
  * {layer, head, token} under the point (x, y) in CSS px, or null outside every block. The head label
  * column answers token -1 (a click there selects the head); x is mapped through the zoomed range.
+ * @param {{L: number, n: number, gap: number, blockH: number, cellH: number, labelW: number, cellW: number,
+ *   count?: number, t0?: number}} g
+ * @param {number} x
+ * @param {number} y
+ * @returns {{layer: number, head: number, token: number} | null}
  */
 export function gridHit(g, x, y) {
   const l = Math.floor(y / (g.gap + g.blockH));
@@ -50,7 +60,11 @@ export function pointsInPolygon(sx, sy, m, polygon) {
   return out;
 }
 
-/** The four corners of the box spanned by two points (a box selection as a polygon). */
+/**
+ * The four corners of the box spanned by two points (a box selection as a polygon).
+ * @param {[number, number]} a
+ * @param {[number, number]} b
+ */
 export function boxPolygon([x0, y0], [x1, y1]) {
   return /** @type {[number, number][]} */ ([
     [x0, y0],

@@ -8,9 +8,9 @@ test("tokenRows and nearestPoint", () => {
   assert.deepEqual(Array.from(tokenRows([1, 2, 4], 5)), [-1, 0, 1, -1, 2]);
   const sx = Float32Array.from([0, 10, 20]);
   const sy = Float32Array.from([0, 0, 0]);
-  assert.equal(nearestPoint(sx, sy, 3, 11, 2, 5), 1);
-  assert.equal(nearestPoint(sx, sy, 3, 50, 50, 5), -1);
-  assert.equal(nearestPoint(sx, sy, 2, 20, 0, 5), -1, "only the first m points count");
+  assert.equal(nearestPoint({ sx, sy, m: 3 }, [11, 2], 5), 1);
+  assert.equal(nearestPoint({ sx, sy, m: 3 }, [50, 50], 5), -1);
+  assert.equal(nearestPoint({ sx, sy, m: 2 }, [20, 0], 5), -1, "only the first m points count");
 });
 
 test("gridHit inverts gridGeometry cell by cell, answers head labels, misses gaps", () => {
@@ -66,8 +66,11 @@ test("pointsInPolygon: a lasso and a box select the points inside", () => {
 
 test("binColumns takes each bin's maximum; zoomRange keeps the pointer's token in place", () => {
   const values = [1, 5, 2, 0, 3, 9, 4, 4, 7, 1, 0, 2]; // 2 rows x 6 tokens
-  assert.deepEqual(Array.from(binColumns(values, 2, 6, 0, 6, 3)), [5, 2, 9, 4, 7, 2]);
-  assert.deepEqual(Array.from(binColumns(values, 2, 6, 1, 5, 4)), [5, 2, 0, 3, 4, 7, 1, 0]);
+  assert.deepEqual(Array.from(binColumns(values, { rows: 2, n: 6, t0: 0, t1: 6, columns: 3 })), [5, 2, 9, 4, 7, 2]);
+  assert.deepEqual(
+    Array.from(binColumns(values, { rows: 2, n: 6, t0: 1, t1: 5, columns: 4 })),
+    [5, 2, 0, 3, 4, 7, 1, 0],
+  );
   assert.deepEqual(zoomRange(0, 100, 100, 0.5, 50), [25, 75]);
   assert.deepEqual(zoomRange(0, 100, 100, 0.5, 0), [0, 50]);
   assert.deepEqual(zoomRange(25, 75, 100, 4, 50), [0, 100]);

@@ -4,6 +4,7 @@
 // of buckets keeps the overlap test local, so placing all n labels costs about O(n).
 
 /** Candidate spots of a w x h label around a point of radius r at (x, y): right, left, above, below. */
+/** @param {number} x @param {number} y @param {number} w @param {number} h @param {number} r */
 function spots(x, y, w, h, r) {
   return [
     [x + r + 2, y - h / 2],
@@ -24,8 +25,9 @@ export function placeLabels(items, bounds, { radius = 3.6, max = Infinity, pad =
   const cell = 48;
   /** @type {Map<number, number[][]>} */
   const buckets = new Map();
-  const keyOf = (i, j) => i * 100003 + j;
+  const keyOf = (/** @type {number} */ i, /** @type {number} */ j) => i * 100003 + j;
   const placed = [];
+  /** @type {(x: number, y: number, w: number, h: number) => boolean} */
   const overlaps = (x, y, w, h) => {
     for (let i = Math.floor(x / cell); i <= Math.floor((x + w) / cell); i++) {
       for (let j = Math.floor(y / cell); j <= Math.floor((y + h) / cell); j++) {
@@ -36,12 +38,13 @@ export function placeLabels(items, bounds, { radius = 3.6, max = Infinity, pad =
     }
     return false;
   };
-  const add = (box) => {
+  const add = (/** @type {number[]} */ box) => {
     for (let i = Math.floor(box[0] / cell); i <= Math.floor((box[0] + box[2]) / cell); i++) {
       for (let j = Math.floor(box[1] / cell); j <= Math.floor((box[1] + box[3]) / cell); j++) {
         const k = keyOf(i, j);
-        if (!buckets.has(k)) buckets.set(k, []);
-        buckets.get(k).push(box);
+        const bucket = buckets.get(k);
+        if (bucket) bucket.push(box);
+        else buckets.set(k, [box]);
       }
     }
   };
@@ -73,14 +76,15 @@ export function labelPriority({ hovered, selected, partners, matches, tokens, su
   const candidate = new Uint8Array(size);
   for (const t of tokens) if (t >= 0) candidate[t] = 1;
   const seen = new Uint8Array(size);
+  /** @type {number[]} */
   const order = [];
-  const push = (t) => {
+  const push = (/** @type {number} */ t) => {
     if (t >= 0 && t < size && !seen[t]) {
       seen[t] = 1;
       order.push(t);
     }
   };
-  const only = (list) => {
+  const only = (/** @type {Iterable<number>} */ list) => {
     for (const t of list) if (t >= 0 && t < size && candidate[t]) push(t);
   };
   if (hovered >= 0 && candidate[hovered]) push(hovered);
@@ -96,6 +100,7 @@ export function labelPriority({ hovered, selected, partners, matches, tokens, su
  * How many labels a density in [0, 1] allows in a plot of `area` px^2 with labels of `labelArea` px^2:
  * 0 = none, 1 = as many as fit; in between the fill fraction grows as density^2.
  */
+/** @param {number} density @param {number} area @param {number} labelArea */
 export function labelBudget(density, area, labelArea) {
   if (!(density > 0)) return 0;
   if (density >= 1) return Infinity;
@@ -132,8 +137,8 @@ export function chooseLabels({
   }
   const order = labelPriority({ hovered, selected, partners, matches, tokens: inView, subword });
   const partnerSet = new Set(partners);
-  const emphasis = (t) => (t === hovered ? "main" : partnerSet.has(t) ? "partner" : null);
-  const item = (t) => {
+  const emphasis = (/** @type {number} */ t) => (t === hovered ? "main" : partnerSet.has(t) ? "partner" : null);
+  const item = (/** @type {number} */ t) => {
     const [w, h] = size(t, emphasis(t));
     return { x: sx[tokenRow[t]], y: sy[tokenRow[t]], w, h, key: t };
   };

@@ -9,7 +9,7 @@
 export function createLasso({ canvas, boxMode, onChange, onDone }) {
   /** @type {{points: [number, number][], box: boolean} | null} */
   let drag = null;
-  const at = (event) => {
+  const at = (/** @type {MouseEvent} */ event) => {
     const rect = canvas.getBoundingClientRect();
     return /** @type {[number, number]} */ ([event.clientX - rect.left, event.clientY - rect.top]);
   };
@@ -25,7 +25,7 @@ export function createLasso({ canvas, boxMode, onChange, onDone }) {
       [x0, y1],
     ]);
   };
-  const onMove = (event) => {
+  const onMove = (/** @type {MouseEvent} */ event) => {
     if (!drag) return;
     const p = at(event);
     const last = drag.points[drag.points.length - 1];
@@ -35,10 +35,10 @@ export function createLasso({ canvas, boxMode, onChange, onDone }) {
     onChange(polygon(), drag.box);
     event.preventDefault();
   };
-  const onUp = (event) => {
+  const onUp = (/** @type {MouseEvent} */ event) => {
     if (!drag) return;
     onMove(event);
-    const done = polygon();
+    const done = /** @type {[number, number][]} */ (polygon());
     const box = drag.box;
     drag = null;
     window.removeEventListener("mousemove", onMove);
@@ -48,7 +48,7 @@ export function createLasso({ canvas, boxMode, onChange, onDone }) {
     const moved = done.some(([x, y]) => Math.hypot(x - x0, y - y0) >= 4);
     if (moved) onDone(done, box, event);
   };
-  const onDown = (event) => {
+  const onDown = (/** @type {MouseEvent} */ event) => {
     if (event.button !== 0 || !(event.shiftKey || boxMode())) return;
     drag = { points: [at(event)], box: !event.shiftKey };
     window.addEventListener("mousemove", onMove);

@@ -163,3 +163,26 @@ export function write(model, values) {
 export function control(model, action) {
   model.send({ type: "control", action });
 }
+
+/**
+ * The host's model with `on`/`off` that also take several space-separated events ("change:a change:b",
+ * what `changes()` makes). Backbone (JupyterLab, Notebook 7) splits such a string itself; the anywidget
+ * front-end module spec does not, and marimo's model keys its listeners by the whole string, so no
+ * "change:x" it emits would ever reach them: nothing Python sets after the first render would show.
+ * Registering each event on its own is what Backbone does, so both hosts behave the same.
+ * @param {Model} host
+ * @returns {Model}
+ */
+export function oneEventAtATime(host) {
+  const each = (/** @type {string} */ events, /** @type {(name: string) => void} */ fn) => {
+    for (const name of events.split(/\s+/)) if (name) fn(name);
+  };
+  return {
+    get: (name) => host.get(name),
+    set: (name, value) => host.set(name, value),
+    save_changes: () => host.save_changes(),
+    send: (message) => host.send(message),
+    on: (events, fn) => each(events, (name) => host.on(name, fn)),
+    off: (events, fn) => each(events, (name) => host.off(name, fn)),
+  };
+}

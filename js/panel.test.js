@@ -1,12 +1,14 @@
 // The run panel (status line, iteration counter, KL, timeline, sparkline) while frames stream: written
 // at most every ~66 ms while running, at once on any other state, never left stale; and the sparkline's
-// thinning of long runs.
+// thinning of long runs. Time is a fake clock (js/testing.js): frames arrive at the moments a test says,
+// timers and animation frames (60 a second) run only when it advances the clock.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import { installDom, fakeModel } from "./fake-dom.js";
 import { encodeArray } from "./codecs.js";
-import { sparkLine } from "./controls.js";
+import { sparkLine } from "./sparkline.js";
+import { fakeClock } from "./testing.js";
 
 let widget;
 before(async () => {
@@ -52,38 +54,43 @@ function mount() {
   });
   const el = document.createElement("div");
   document.body.appendChild(el);
-  const cleanup = widget.render({ model, el });
+  const clock = fakeClock();
+  const cleanup = widget.render({ model, el, clock });
   const root = el.querySelector(".hs-root");
   const text = (id) => root.querySelector(`[data-testid=${id}]`).textContent;
-  return { model, cleanup, root, text };
+  /** `ms` pass: the message handlers' microtasks first, then the timers and animation frames that fall due. */
+  const elapse = async (ms) => {
+    await Promise.resolve();
+    clock.advance(ms);
+  };
+  return { model, cleanup, root, text, clock, elapse };
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
 test("while running the panel is written at most ~15 times a second, and the last frame always lands", async () => {
-  const { model, cleanup, root, text } = mount();
+  const { model, cleanup, root, text, clock, elapse } = mount();
   const counter = root.querySelector("[data-testid=headsne-iteration]");
   let writes = 0;
   const observer = new MutationObserver((records) => (writes += records.length));
   observer.observe(counter, { childList: true, characterData: true, subtree: true });
-  const t0 = performance.now();
+  const t0 = clock.now();
   let i = 0;
   let maxStale = 0;
   // about 60 frames a second for half a second
-  while (performance.now() - t0 < 500) {
+  while (clock.now() - t0 < 500) {
     i++;
     model.emit({ frame: frame(i), iteration: i, kl: 2 - i / 1000, status: `running ${i}` });
-    await sleep(16);
+    await elapse(16);
     // the counter never lags more than one window (+ timer slack) behind the newest frame
     const shown = Number(counter.textContent);
     if (shown !== i) maxStale = Math.max(maxStale, i - shown);
   }
+  writes += observer.takeRecords().length;
   observer.disconnect();
-  const ms = performance.now() - t0;
+  const ms = clock.now() - t0;
   assert.ok(writes <= Math.ceil(ms / 66) + 2, `${writes} counter writes for ${i} frames in ${ms.toFixed(0)} ms`);
   assert.ok(writes >= 3, `the counter moved while running (${writes} writes)`);
   assert.ok(maxStale <= 8, `the counter lagged ${maxStale} frames`);
-  await sleep(80);
+  await elapse(80);
   assert.equal(text("headsne-iteration"), String(i), "the last frame shows within a window");
   assert.equal(text("headsne-status"), `running ${i}`);
   // the final message (done) shows at once, with no wait
@@ -99,16 +106,16 @@ test("while running the panel is written at most ~15 times a second, and the las
 });
 
 test("pausing shows the newest status and frame at once", async () => {
-  const { model, cleanup, text } = mount();
-  await sleep(80); // past the window of the first panel write (at mount)
+  const { model, cleanup, text, elapse } = mount();
+  await elapse(150); // past the window of the panel writes at mount (the mount's, then its first frame's)
   model.emit({ frame: frame(1), iteration: 1, kl: 2, status: "running 1" });
   await Promise.resolve();
   assert.equal(text("headsne-iteration"), "0", "written in the next animation frame, not in the message");
-  await sleep(30);
+  await elapse(30);
   assert.equal(text("headsne-iteration"), "1");
   assert.equal(text("headsne-status"), "running 1");
   model.emit({ frame: frame(2), iteration: 2, kl: 1.9, status: "running 2" });
-  await sleep(20);
+  await elapse(20);
   assert.equal(text("headsne-iteration"), "1", "inside the window: not yet");
   model.emit({ state: "paused", status: "paused at 2" });
   assert.equal(text("headsne-status"), "paused at 2");
@@ -136,16 +143,16 @@ test("sparkLine keeps every point of a short run and thins a long one to four pe
 });
 
 test("frames that arrive within one display frame are each shown, one animation frame apart", async () => {
-  const { model, cleanup, root } = mount();
+  const { model, cleanup, root, elapse } = mount();
   model.emit({ frame: frame(1), iteration: 1, kl: 2 });
-  await sleep(60);
+  await elapse(60);
   const drawn0 = Number(root.dataset.framesDrawn);
   // three frames in one go (network jitter), then a fourth and fifth: at most three wait, the oldest drops
   for (let i = 2; i <= 6; i++) {
     model.emit({ frame: frame(i), iteration: i, kl: 2 - i / 100 });
     await Promise.resolve();
   }
-  await sleep(150);
+  await elapse(150);
   assert.equal(Number(root.dataset.framesDrawn) - drawn0, 3, "the three newest of five shown, one per paint");
   // a new run's first frame does not wait behind the old run's
   model.emit({ frame: frame(7), iteration: 7, kl: 1.9 });
@@ -153,7 +160,7 @@ test("frames that arrive within one display frame are each shown, one animation 
   model.emit({ frame: frame(8), iteration: 8, kl: 1.8 });
   await Promise.resolve();
   model.emit({ run_id: 2, frame: frame(9), iteration: 0, kl: null });
-  await sleep(150);
+  await elapse(150);
   assert.equal(Number(root.dataset.framesDrawn) - drawn0, 4, "the new run's frame replaced the waiting ones");
   cleanup();
 });

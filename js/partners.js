@@ -45,7 +45,10 @@ export function shownPartners(p, direction) {
   };
 }
 
-/** Every partner token once (for highlighting in the text strip and label priority). */
+/**
+ * Every partner token once (for highlighting in the text strip and label priority).
+ * @param {{to: Partner[], from: Partner[], near: Partner[]}} p
+ */
 export function partnerTokens(p) {
   return [...new Set([...p.to, ...p.from, ...p.near].map((q) => q.token))];
 }
@@ -58,10 +61,11 @@ export function partnerTokens(p) {
  * @param {number} [layer]
  */
 export function partnerLines(p, tokens, layer) {
+  /** @type {Map<string, number>} */
   const counts = new Map();
   for (const t of tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
-  const name = (j) => `${tokens[j]}${counts.get(tokens[j]) > 1 ? `#${j}` : ""}`;
-  const list = (ps) => ps.map((q) => `${name(q.token)} ${q.weight.toFixed(2)}`).join(", ");
+  const name = (/** @type {number} */ j) => `${tokens[j]}${(counts.get(tokens[j]) ?? 0) > 1 ? `#${j}` : ""}`;
+  const list = (/** @type {Partner[]} */ ps) => ps.map((q) => `${name(q.token)} ${q.weight.toFixed(2)}`).join(", ");
   const lines = [];
   if (p.to.length) lines.push(`attends to: ${list(p.to)}`);
   if (p.from.length) lines.push(`attended by: ${list(p.from)}`);

@@ -18,6 +18,7 @@ export const DWELL_MS = 120;
  *   clock?: import("./schedule.js").Clock, ms?: number}} options
  */
 export function createDwell({ report, wanted, clock = realClock, ms = DWELL_MS }) {
+  /** @type {any} */
   let timer = null;
   let at = "";
   let reported = "";
@@ -27,18 +28,23 @@ export function createDwell({ report, wanted, clock = realClock, ms = DWELL_MS }
     at = "";
   };
   return {
-    /** The pointer is over row (layer, head) of the grid, or over none (layer null). */
-    over(layer, head) {
+    /**
+     * The pointer is over row (layer, head) of the grid, or over none (layer null).
+     * @param {number | null} layer
+     * @param {number} [head]
+     */
+    over(layer, head = 0) {
       const key = layer == null ? "" : `${layer}:${head}`;
       if (key === at) return; // still on the same row: its timer runs on
       cancel();
-      if (!key || key === reported || !wanted(layer, head)) return;
+      if (layer == null || key === reported || !wanted(layer, head)) return;
       at = key;
+      const row = layer;
       timer = clock.later(() => {
         timer = null;
-        if (wanted(layer, head)) {
+        if (wanted(row, head)) {
           reported = key;
-          report([layer, head]);
+          report([row, head]);
         }
       }, ms);
     },

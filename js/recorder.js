@@ -9,7 +9,12 @@ import { T } from "./model.js";
  * @typedef {{iteration: number, kl: number | null, data: Float32Array, m: number, run: number}} Frame
  */
 
-/** Index of the recorded frame to show: the newest while following, else the scrubbed one (clamped). */
+/**
+ * Index of the recorded frame to show: the newest while following, else the scrubbed one (clamped).
+ * @param {number} count
+ * @param {number | null} scrub
+ * @param {boolean} following
+ */
 export function shownFrameIndex(count, scrub, following) {
   if (count === 0) return -1;
   if (following || scrub == null) return count - 1;
@@ -29,6 +34,7 @@ export class FrameRecorder {
   }
 
   /** Start a new recording when `runId` differs from the recorded run; true if it did. */
+  /** @param {number} runId */
   follow(runId) {
     if (runId === this.run) return false;
     this.run = runId;
@@ -63,86 +69,109 @@ export class FrameRecorder {
 }
 
 /**
- * Feed the model's frames to the views: record each received frame (a new run starts a new recording)
- * and hand it to the scatter at once (it draws in its next animation frame); the counter, KL, timeline
- * and sparkline follow through `render()`, which the caller runs when it likes (`onPanel` asks for it
- * after every change: js/widget.js throttles it to ~15 a second while a run streams). Returns
- * {ingest, show(animate), render(), drawSpark()}.
- * @param {{model: import("./model.js").Model, recorder: FrameRecorder, scatter: any, controls: any,
- *   theme: () => any, onError: (message: string) => void, onPanel?: () => void}} parts
+ * Feed the model's frames to the state: record each received frame (a new run starts a new recording) and
+ * make it the state's `frame` (the scatter draws it in its next animation frame) with the `readout` the
+ * run panel shows (counter, KL, timeline) at the readout's pace. Returns {ingest(), show(animate, pace),
+ * touch(pace)}.
+ * @param {{model: import("./model.js").Model, store: import("./store.js").Store<import("./state.js").State>,
+ *   recorder: FrameRecorder, onError: (message: string) => void}} parts
  */
-export function createFrameFeed({ model, recorder, scatter, controls, theme, onError, onPanel }) {
+export function createFrameFeed({ model, store, recorder, onError }) {
+  /** @type {import("./model.js").WireArray | null} */
   let lastFrameObj = null;
-  // what the counter, KL and timeline are to show at the next render()
-  const panel = { iteration: 0, kl: /** @type {number | null} */ (null), count: 0, index: 0 };
-  const spark = () => controls.drawSpark(recorder.frames, recorder.shown, theme());
-  const changed = () => (onPanel ? onPanel() : render());
+  /** @typedef {import("./state.js").Readout} Readout */
+  /** @typedef {import("./state.js").Pace} Pace */
+  /** @param {Partial<Readout>} values @param {Pace} pace */
+  const readout = (values, pace) => ({ readout: { ...store.state.readout, ...values, pace } });
 
-  function render() {
-    controls.showFrame(panel.iteration, panel.kl);
-    controls.setTimeline(panel.count, panel.index);
-    spark();
+  /**
+   * The state that puts the frame to show (the newest, or the scrubbed one) on the map, or {} when
+   * there is none.
+   * @param {boolean} animate
+   * @param {Pace} pace
+   * @returns {Partial<import("./state.js").State>}
+   */
+  function take(animate, pace) {
+    const f = recorder.take();
+    if (!f) return {};
+    const count = Math.min(f.m, (model.get(T.kept) || []).length);
+    return {
+      frame: { data: f.data, count, animate, tag: f.run },
+      ...readout({ iteration: f.iteration, kl: f.kl, count: recorder.frames.length, index: recorder.shown }, pace),
+    };
   }
 
-  /** Put the frame to show (the newest, or the scrubbed one) on the scatter; the panel follows it. */
-  function show(animate) {
-    const f = recorder.take();
-    if (!f) return;
-    const rows = Math.min(f.m, (model.get(T.kept) || []).length);
-    scatter.setFrame(f.data, rows, { animate, tag: f.run });
-    panel.iteration = f.iteration;
-    panel.kl = f.kl;
-    panel.count = recorder.frames.length;
-    panel.index = recorder.shown;
+  /** @returns {Partial<import("./state.js").State> | null} null: the frame cannot be read */
+  function received() {
+    const obj = /** @type {import("./model.js").WireArray} */ (model.get(T.frame));
+    lastFrameObj = obj;
+    let decoded;
+    try {
+      decoded = decodeArray(obj);
+    } catch (err) {
+      onError(`cannot read the t-SNE frame: ${/** @type {Error} */ (err).message}`);
+      return null;
+    }
+    if (!decoded || decoded.shape.length !== 2 || decoded.shape[1] !== 2) {
+      onError(`a t-SNE frame must be (m, 2), got [${decoded ? decoded.shape : ""}]`);
+      return null;
+    }
+    recorder.add({
+      iteration: model.get(T.iteration) ?? 0,
+      kl: model.get(T.kl),
+      data: /** @type {Float32Array} */ (decoded.data),
+      m: decoded.shape[0],
+      run: model.get(T.run_id),
+    });
+    if (recorder.scrub == null) return take(true, "live");
+    return readout({ count: recorder.frames.length, index: recorder.scrub }, "live");
+  }
+
+  /** What the readout shows when no frame came: the trait's iteration and KL, or the newest frame's. */
+  function unchanged(/** @type {boolean} */ fresh) {
+    const last = recorder.last;
+    if (!last) {
+      // nothing recorded yet (no frame, or a new run still showing the last run's frame): a new run
+      // counts from 0 even before Python resets the iteration
+      return readout(
+        { iteration: fresh ? 0 : model.get(T.iteration), kl: fresh ? null : model.get(T.kl), count: 0, index: 0 },
+        "live",
+      );
+    }
+    if (recorder.scrub != null) return readout({}, "live");
+    // iteration / kl updated without a new frame
+    last.iteration = model.get(T.iteration) ?? last.iteration;
+    last.kl = model.get(T.kl);
+    return readout({ iteration: last.iteration, kl: last.kl }, "live");
   }
 
   function ingest() {
-    const runId = model.get(T.run_id);
-    const fresh = recorder.follow(runId);
+    const fresh = recorder.follow(model.get(T.run_id));
     const obj = model.get(T.frame);
     if (obj && obj !== lastFrameObj) {
-      lastFrameObj = obj;
-      let decoded;
-      try {
-        decoded = decodeArray(obj);
-      } catch (err) {
-        onError(`cannot read the t-SNE frame: ${err.message}`);
-        return;
-      }
-      if (decoded.shape.length !== 2 || decoded.shape[1] !== 2) {
-        onError(`a t-SNE frame must be (m, 2), got [${decoded.shape}]`);
-        return;
-      }
-      recorder.add({
-        iteration: model.get(T.iteration) ?? 0,
-        kl: model.get(T.kl),
-        data: /** @type {Float32Array} */ (decoded.data),
-        m: decoded.shape[0],
-        run: runId,
-      });
-      if (recorder.scrub == null) show(true);
-      else Object.assign(panel, { count: recorder.frames.length, index: recorder.scrub });
+      const patch = received();
+      if (patch) store.set(patch);
     } else if (!obj && lastFrameObj) {
       lastFrameObj = null;
       recorder.clear();
-      scatter.clear();
-      Object.assign(panel, { iteration: model.get(T.iteration), kl: model.get(T.kl), count: 0, index: 0 });
-    } else if (!recorder.last) {
-      // nothing recorded yet (no frame, or a new run still showing the last run's frame): a new run
-      // counts from 0 even before Python resets the iteration
-      panel.iteration = fresh ? 0 : model.get(T.iteration);
-      panel.kl = fresh ? null : model.get(T.kl);
-      panel.count = panel.index = 0;
-    } else if (recorder.scrub == null) {
-      // iteration / kl updated without a new frame
-      const last = recorder.last;
-      last.iteration = model.get(T.iteration) ?? last.iteration;
-      last.kl = model.get(T.kl);
-      panel.iteration = last.iteration;
-      panel.kl = last.kl;
+      store.set({
+        frame: null,
+        ...readout({ iteration: model.get(T.iteration), kl: model.get(T.kl), count: 0, index: 0 }, "live"),
+      });
+    } else {
+      store.set(unchanged(fresh));
     }
-    changed();
   }
 
-  return { ingest, show, render, drawSpark: spark };
+  return {
+    ingest,
+    /**
+     * Show the frame the recorder points at; the readout follows at `pace`.
+     * @param {boolean} animate
+     * @param {Pace} pace
+     */
+    show: (animate, pace) => store.set({ ...readout({}, pace), ...take(animate, pace) }),
+    /** Show the readout again at `pace`. @param {Pace} pace */
+    touch: (pace) => store.set(readout({}, pace)),
+  };
 }

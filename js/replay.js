@@ -1,25 +1,16 @@
 // Replay of a recorded run in the browser: the recorded frames from the first to the last, one per
 // animation frame (so at the display's rate, whatever rate Python computed them at), with no message to
 // Python. A recording that still grows is followed to its newest frame. The caller shows the frames and
-// decides what stopping means (js/widget.js: the timeline and the scatter follow; at the end the widget
+// decides what stopping means (js/playback.js: the timeline and the scatter follow; at the end the widget
 // follows live frames again).
 
-/**
- * Animation frames for the replay: requestAnimationFrame in the page, a fake one in tests.
- * @typedef {{request: (fn: () => void) => any, cancel: (id: any) => void}} Frames
- */
-
-/** @type {Frames} */
-export const animationFrames = {
-  request: (fn) => requestAnimationFrame(() => fn()),
-  cancel: (id) => cancelAnimationFrame(id),
-};
+import { realClock } from "./schedule.js";
 
 /** Fewest recorded frames worth a replay. */
 export const MIN_REPLAY_FRAMES = 2;
 
 /** Whether a recording of `count` frames can be replayed. */
-export const canReplay = (count) => count >= MIN_REPLAY_FRAMES;
+export const canReplay = (/** @type {number} */ count) => count >= MIN_REPLAY_FRAMES;
 
 /**
  * A replay over a recording of `count()` frames: `show(index)` is called with 0 at `start()` and then
@@ -27,14 +18,16 @@ export const canReplay = (count) => count >= MIN_REPLAY_FRAMES;
  * `onEnd(reason)` is called once when it stops: "end" in the animation frame after the last frame was
  * shown, "stopped" on `stop()`. Returns {start(), stop(), toggle(), active, index}.
  * @param {{count: () => number, show: (index: number) => void, onEnd: (reason: "end" | "stopped") => void,
- *   frames?: Frames}} options
+ *   clock?: {frame: (fn: () => void) => any, cancelFrame: (id: any) => void}}} options `clock`: animation
+ *   frames (js/schedule.js `Clock`)
  */
-export function createReplay({ count, show, onEnd, frames = animationFrames }) {
+export function createReplay({ count, show, onEnd, clock = realClock }) {
   let index = -1; // the frame shown last, -1 while not replaying
+  /** @type {any} */
   let pending = null;
 
   function finish(/** @type {"end" | "stopped"} */ reason) {
-    if (pending !== null) frames.cancel(pending);
+    if (pending !== null) clock.cancelFrame(pending);
     pending = null;
     index = -1;
     onEnd(reason);
@@ -48,17 +41,17 @@ export function createReplay({ count, show, onEnd, frames = animationFrames }) {
     }
     index++;
     show(index);
-    pending = frames.request(step);
+    pending = clock.frame(step);
   }
 
   const replay = {
     /** Start from the first frame (again, when already replaying); false with too few frames. */
     start() {
       if (!canReplay(count())) return false;
-      if (pending !== null) frames.cancel(pending);
+      if (pending !== null) clock.cancelFrame(pending);
       index = 0;
       show(0);
-      pending = frames.request(step);
+      pending = clock.frame(step);
       return true;
     },
     /** Stop where it is (nothing happens when not replaying). */

@@ -11,12 +11,12 @@ function fakeFrames() {
   /** @type {Map<number, () => void>} */
   const queued = new Map();
   return {
-    request(fn) {
+    frame(fn) {
       const id = nextId++;
       queued.set(id, fn);
       return id;
     },
-    cancel: (id) => queued.delete(id),
+    cancelFrame: (id) => queued.delete(id),
     tick() {
       const due = [...queued.values()];
       queued.clear();
@@ -37,7 +37,7 @@ function setup(n) {
     count: () => recording.n,
     show: (i) => shown.push(i),
     onEnd: (reason) => ends.push(reason),
-    frames,
+    clock: frames,
   });
   return { frames, shown, ends, replay, recording };
 }

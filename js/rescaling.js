@@ -8,7 +8,16 @@ import { bisectRight, quantileSorted, ticks as niceTicks } from "d3-array";
 //   (so phi stays invertible); a constant axis maps to 0.5;
 //   phi(x) = interp(x, q, levels) clamped to [0, 1]; phi^-1(t) = interp(t, levels, q) for tick labels.
 
-/** The knots (q strictly increasing, levels in [0, 1]) of the per-axis rescaling map phi, from unsorted `values`. */
+/**
+ * @typedef {{q: Float64Array, levels: Float64Array}} Knots
+ */
+
+/**
+ * The knots (q strictly increasing, levels in [0, 1]) of the per-axis rescaling map phi, from unsorted `values`.
+ * @param {ArrayLike<number>} values
+ * @param {number} [k]
+ * @returns {Knots}
+ */
 export function quantileKnots(values, k = 100) {
   if (!(Number.isInteger(k) && k >= 2)) throw new RangeError(`quantile_k must be an integer >= 2, got ${k}`);
   if (values.length === 0) throw new RangeError("quantile rescaling needs at least one value");
@@ -19,7 +28,7 @@ export function quantileKnots(values, k = 100) {
   const q = [];
   const levels = [];
   for (let i = 0; i < k;) {
-    const value = quantileSorted(sorted, i / (k - 1));
+    const value = /** @type {number} */ (quantileSorted(sorted, i / (k - 1)));
     let sum = 0,
       count = 0;
     for (; i < k && quantileSorted(sorted, i / (k - 1)) === value; i++, count++) sum += i / (k - 1);
@@ -32,7 +41,12 @@ export function quantileKnots(values, k = 100) {
   return { q: Float64Array.from(q), levels: Float64Array.from(levels, (l) => (l - lo) / span) };
 }
 
-/** Piecewise-linear interpolation with numpy.interp semantics (xs strictly increasing, clamped ends). */
+/**
+ * Piecewise-linear interpolation with numpy.interp semantics (xs strictly increasing, clamped ends).
+ * @param {number} x
+ * @param {ArrayLike<number>} xs
+ * @param {ArrayLike<number>} ys
+ */
 function interp(x, xs, ys) {
   const k = xs.length;
   if (x <= xs[0]) return ys[0];
@@ -43,16 +57,22 @@ function interp(x, xs, ys) {
 }
 
 /** phi(x): an original value -> its rescaled position in [0, 1]. */
+/** @param {Knots} knots @param {number} x */
 export function quantileForward({ q, levels }, x) {
   return interp(x, q, levels);
 }
 
 /** phi^-1(t): the original value at rescaled position t in [0, 1] (for tick labels). */
+/** @param {Knots} knots @param {number} t */
 export function quantileInverse({ q, levels }, t) {
   return q.length === 1 ? q[0] : interp(t, levels, q);
 }
 
-/** Rescale one axis: phi applied to every value (the whole-array mirror of the Python function). */
+/**
+ * Rescale one axis: phi applied to every value (the whole-array mirror of the Python function).
+ * @param {ArrayLike<number>} values
+ * @param {number} [k]
+ */
 export function quantileRescale(values, k = 100) {
   const knots = quantileKnots(values, k);
   return Float64Array.from(values, (x) => quantileForward(knots, x));
@@ -61,6 +81,11 @@ export function quantileRescale(values, k = 100) {
 /**
  * Rescale the interleaved (m, 2) embedding `data` column by column into `out` (same layout), reusing
  * `out` to avoid per-frame allocation. Returns the per-axis knots for tick labels.
+ * @param {ArrayLike<number>} data
+ * @param {number} m
+ * @param {number} k
+ * @param {Float32Array} out
+ * @returns {{x: Knots, y: Knots}}
  */
 export function quantileRescaleFrame(data, m, k, out) {
   const xs = new Float64Array(m);
@@ -81,6 +106,10 @@ export function quantileRescaleFrame(data, m, k, out) {
 /**
  * Equidistant ticks in rescaled space inside the visible domain [t0, t1], labelled with the original
  * values phi^-1(t): [{t, value}].
+ * @param {Knots} knots
+ * @param {number} t0
+ * @param {number} t1
+ * @param {number} [count]
  */
 export function quantileTicks(knots, t0, t1, count = 6) {
   const lo = Math.max(0, Math.min(t0, t1));

@@ -1,7 +1,10 @@
 // When to run things: once per batch of trait changes, and at most so often; and DOM writes that cost
 // nothing when nothing changed (an equal write still invalidates style, and a text write lays out again).
 
-/** `fn` wrapped to run once, a microtask later, however often it is called meanwhile. */
+/**
+ * `fn` wrapped to run once, a microtask later, however often it is called meanwhile.
+ * @param {() => void} fn
+ */
 export function coalesce(fn) {
   let queued = false;
   return () => {
@@ -15,8 +18,14 @@ export function coalesce(fn) {
 }
 
 /**
- * A clock for `throttle`: the time in ms and a timer. Tests pass a fake one.
- * @typedef {{now: () => number, later: (fn: () => void, ms: number) => any, cancel: (id: any) => void}} Clock
+ * Time for everything that schedules: the time in ms, timers and animation frames. The page uses
+ * `realClock`; tests pass `fakeClock()` (js/testing.js), whose time moves only when told.
+ * @typedef {object} Clock
+ * @property {() => number} now
+ * @property {(fn: () => void, ms: number) => any} later
+ * @property {(id: any) => void} cancel
+ * @property {(fn: (now: number) => void) => any} frame the next animation frame
+ * @property {(id: any) => void} cancelFrame
  */
 
 /** @type {Clock} */
@@ -24,13 +33,15 @@ export const realClock = {
   now: () => performance.now(),
   later: (fn, ms) => setTimeout(fn, ms),
   cancel: (id) => clearTimeout(id),
+  frame: (fn) => requestAnimationFrame(fn),
+  cancelFrame: (id) => cancelAnimationFrame(id),
 };
 
 /**
  * `fn` run at most once every `ms` milliseconds: a request after a quiet window runs it at once, a request
  * inside the window runs it once at the window's end (so the last state always goes out, at most `ms`
  * late). With `leading: false` every request waits for a window's end, even after a quiet time (so that
- * a later write can take it along: see `hovered` in js/widget.js). `flush()` runs it now (a pending run is
+ * a later write can take it along: see `hovered` in js/intents.js). `flush()` runs it now (a pending run is
  * dropped: it would show the same state). Returns {request(), flush(), cancel(), pending}.
  * @param {() => void} fn
  * @param {number} ms
@@ -38,6 +49,7 @@ export const realClock = {
  * @param {{leading?: boolean}} [options]
  */
 export function throttle(fn, ms, clock = realClock, { leading = true } = {}) {
+  /** @type {any} */
   let timer = null;
   let last = -Infinity;
   const run = () => {
@@ -68,12 +80,21 @@ export function throttle(fn, ms, clock = realClock, { leading = true } = {}) {
   };
 }
 
-/** Set `node`'s text only when it differs. */
+/**
+ * Set `node`'s text only when it differs.
+ * @param {Node} node
+ * @param {string} text
+ */
 export function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
 }
 
-/** Set a data-* attribute (dataset `key`) only when it differs. */
+/**
+ * Set a data-* attribute (dataset `key`) only when it differs.
+ * @param {HTMLElement} node
+ * @param {string} key
+ * @param {string} value
+ */
 export function setData(node, key, value) {
   if (node.dataset[key] !== value) node.dataset[key] = value;
 }

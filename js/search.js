@@ -15,7 +15,7 @@ export function parseQuery(query) {
       const pattern = new RegExp(re[1], re[2].replace(/[gy]/g, ""));
       return { test: (s) => pattern.test(s), regex: true };
     } catch (err) {
-      return { error: err.message };
+      return { error: /** @type {Error} */ (err).message };
     }
   }
   const needle = q.toLowerCase();
@@ -32,6 +32,7 @@ export function parseQuery(query) {
 export function searchTokens(query, tokens, text, offsets) {
   const parsed = typeof query === "string" ? parseQuery(query) : query;
   if (!parsed || "error" in parsed) return [];
+  /** @type {number[]} */
   const out = [];
   tokens.forEach((tok, i) => {
     const span = offsets && offsets[i];

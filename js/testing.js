@@ -11,33 +11,48 @@ export function rng(seed) {
   return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 }
 
-/** A clock whose time moves only when told: `advance(ms)` fires the timers that fall due, in order. */
+/** A display frame of the fake clock: 60 a second. */
+export const FRAME_MS = 1000 / 60;
+
+/**
+ * A clock whose time moves only when told (js/schedule.js `Clock`): `advance(ms)` fires the timers and
+ * animation frames that fall due, in order; animation frames fall on the display's beat (every FRAME_MS)
+ * and get the time of their beat. `timers` counts the waiting timers (not frames), `frames` the frames.
+ */
 export function fakeClock() {
   let t = 0;
   let nextId = 1;
-  /** @type {Map<number, {at: number, fn: () => void}>} */
+  /** @type {Map<number, {at: number, fn: (now: number) => void, frame: boolean}>} */
   const timers = new Map();
+  const add = (/** @type {(now: number) => void} */ fn, /** @type {number} */ at, frame = false) => {
+    const id = nextId++;
+    timers.set(id, { at, fn, frame });
+    return id;
+  };
+  const count = (/** @type {boolean} */ frame) => [...timers.values()].filter((v) => v.frame === frame).length;
   return {
     now: () => t,
-    later(fn, ms) {
-      const id = nextId++;
-      timers.set(id, { at: t + ms, fn });
-      return id;
-    },
-    cancel: (id) => timers.delete(id),
+    later: (/** @type {() => void} */ fn, /** @type {number} */ ms) => add(fn, t + ms),
+    cancel: (/** @type {number} */ id) => timers.delete(id),
+    frame: (/** @type {(now: number) => void} */ fn) => add(fn, (Math.floor(t / FRAME_MS + 1e-9) + 1) * FRAME_MS, true),
+    cancelFrame: (/** @type {number} */ id) => timers.delete(id),
+    /** @param {number} ms */
     advance(ms) {
       const end = t + ms;
       for (;;) {
         const due = [...timers.entries()].filter(([, v]) => v.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
         if (!due) break;
         timers.delete(due[0]);
-        t = due[1].at;
-        due[1].fn();
+        t = Math.max(t, due[1].at);
+        due[1].fn(t);
       }
       t = end;
     },
     get timers() {
-      return timers.size;
+      return count(false);
+    },
+    get frames() {
+      return count(true);
     },
   };
 }

@@ -5,22 +5,36 @@
 import { color as parseColor } from "d3-color";
 import { interpolateViridis } from "d3-scale-chromatic";
 
-/** Relative luminance in [0, 1] of a CSS colour string (0.5 when it cannot be parsed). */
+/**
+ * Relative luminance in [0, 1] of a CSS colour string (0.5 when it cannot be parsed).
+ * @param {string} css
+ */
 export function luminance(css) {
   const c = parseColor(css);
   if (!c) return 0.5;
   const { r, g, b } = c.rgb();
-  const lin = (v) => {
+  const lin = (/** @type {number} */ v) => {
     const s = v / 255;
     return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
   };
   return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
 }
 
-/** The resolved theme of the widget root `el`. */
+/**
+ * The colours and fonts the canvases draw with.
+ * @typedef {{dark: boolean, bg: string, panel: string, fg: string, muted: string, border: string,
+ *   accent: string, highlight: string, font: string, mono: string, heat: (t: number) => string}} Theme
+ */
+
+/**
+ * The resolved theme of the widget root `el`.
+ * @param {Element} el
+ * @returns {Theme}
+ */
 export function readTheme(el) {
   const cs = getComputedStyle(el);
-  const v = (name, fallback) => cs.getPropertyValue(name).trim() || fallback;
+  const v = (/** @type {string} */ name, /** @type {string} */ fallback) =>
+    cs.getPropertyValue(name).trim() || fallback;
   const bg = v("--hs-bg", "#ffffff");
   const dark = luminance(bg) < 0.25;
   return {
@@ -40,8 +54,12 @@ export function readTheme(el) {
   };
 }
 
-/** Call `onChange` when the notebook's theme or the system colour scheme changes; returns the stop function. */
+/**
+ * Call `onChange` when the notebook's theme or the system colour scheme changes; returns the stop function.
+ * @param {() => void} onChange
+ */
 export function watchTheme(onChange) {
+  /** @type {(() => void)[]} */
   const stops = [];
   if (typeof MutationObserver !== "undefined" && typeof document !== "undefined") {
     const observer = new MutationObserver(() => onChange());

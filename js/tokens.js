@@ -1,6 +1,10 @@
 // Token facts: frame rows of the kept tokens and each token's strongest partners from the edges trait.
 
-/** Map token index -> frame row (-1 when the token has no point) from the `kept` trait. */
+/**
+ * Map token index -> frame row (-1 when the token has no point) from the `kept` trait.
+ * @param {number[] | null | undefined} kept
+ * @param {number} n
+ */
 export function tokenRows(kept, n) {
   const rows = new Int32Array(Math.max(n, 0)).fill(-1);
   (kept || []).forEach((t, r) => {
@@ -13,6 +17,11 @@ export function tokenRows(kept, n) {
  * The strongest attention partners of `token` from the `edges` trait (indices/weights (n, K)), at most
  * `k`, strongest first, leaving out the token itself, non-positive weights and tokens without a point
  * (tokenRow[j] < 0). Returns [{token, weight}].
+ * @param {import("./partners.js").Edges | null} edges
+ * @param {number} token
+ * @param {number} k
+ * @param {Int32Array | null} [tokenRow]
+ * @returns {import("./partners.js").Partner[]}
  */
 export function topEdges(edges, token, k, tokenRow = null) {
   if (!edges || token < 0 || token >= edges.n || k <= 0) return [];

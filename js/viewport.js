@@ -1,6 +1,11 @@
 // Frame autoscaling of the scatter: the data domains to show and their animation (pure maths).
 
 /** Bounding box [xmin, xmax, ymin, ymax] of the first m rows of interleaved (m, 2) data; null if none finite. */
+/**
+ * @param {ArrayLike<number>} data
+ * @param {number} m
+ * @returns {[number, number, number, number] | null}
+ */
 export function frameExtent(data, m) {
   let x0 = Infinity,
     x1 = -Infinity,
@@ -22,6 +27,13 @@ export function frameExtent(data, m) {
  * Data domains {x: [a, b], y: [c, d]} that show `extent` in a width x height plot with equal units per
  * pixel on both axes (distances in a t-SNE map are isotropic) and a relative margin `pad`.
  */
+/**
+ * @param {number[]} extent [xmin, xmax, ymin, ymax]
+ * @param {number} width
+ * @param {number} height
+ * @param {number} [pad]
+ * @returns {{x: number[], y: number[]}}
+ */
 export function fitDomains(extent, width, height, pad = 0.06) {
   const [x0, x1, y0, y1] = extent;
   const cx = (x0 + x1) / 2;
@@ -39,8 +51,15 @@ export function fitDomains(extent, width, height, pad = 0.06) {
  * linear in centre, so that a t-SNE run that grows by orders of magnitude zooms out smoothly.
  * Returns [next, settled].
  */
+/**
+ * @param {{x: number[], y: number[]} | null} current
+ * @param {{x: number[], y: number[]}} target
+ * @param {number} [alpha]
+ * @returns {[{x: number[], y: number[]}, boolean]}
+ */
 export function easeDomains(current, target, alpha = 0.25) {
   if (!current) return [target, true];
+  /** @type {(c: number[], t: number[]) => number[]} */
   const step = (c, t) => {
     const cc = (c[0] + c[1]) / 2,
       tc = (t[0] + t[1]) / 2;
@@ -52,7 +71,7 @@ export function easeDomains(current, target, alpha = 0.25) {
   };
   const x = step(current.x, target.x);
   const y = step(current.y, target.y);
-  const close = (a, b) => {
+  const close = (/** @type {number[]} */ a, /** @type {number[]} */ b) => {
     const span = b[1] - b[0];
     return Math.abs(a[0] - b[0]) < 1e-3 * span && Math.abs(a[1] - b[1]) < 1e-3 * span;
   };
@@ -61,38 +80,76 @@ export function easeDomains(current, target, alpha = 0.25) {
 }
 
 /**
+ * The finite points of the first m rows of interleaved (m, 2) data, as x and y lists.
+ * @param {ArrayLike<number>} data
+ * @param {number} m
+ */
+function finitePoints(data, m) {
+  /** @type {number[]} */
+  const xs = [];
+  /** @type {number[]} */
+  const ys = [];
+  for (let r = 0; r < m; r++) {
+    if (!Number.isFinite(data[2 * r]) || !Number.isFinite(data[2 * r + 1])) continue;
+    xs.push(data[2 * r]);
+    ys.push(data[2 * r + 1]);
+  }
+  return { xs, ys };
+}
+
+/**
+ * The core box [x0, x1, y0, y1] of the points: the central 1 - 2 * tail quantiles on each axis, widened
+ * by half their span each side.
+ * @param {number[]} xs
+ * @param {number[]} ys
+ * @param {number} tail
+ */
+function coreBox(xs, ys, tail) {
+  const core = [];
+  for (const values of [xs, ys]) {
+    const a = Float64Array.from(values).sort();
+    const at = (/** @type {number} */ p) => a[Math.min(a.length - 1, Math.max(0, Math.round(p * (a.length - 1))))];
+    const [lo, hi] = [at(tail), at(1 - tail)];
+    const w = Math.max(hi - lo, 1e-12);
+    core.push(lo - w / 2, hi + w / 2);
+  }
+  return core;
+}
+
+/**
+ * The points inside `box` [x0, x1, y0, y1], interleaved, and their number.
+ * @param {number[]} xs
+ * @param {number[]} ys
+ * @param {number[]} box
+ */
+function pointsInBox(xs, ys, [x0, x1, y0, y1]) {
+  const inside = new Float32Array(2 * xs.length);
+  let k = 0;
+  for (let i = 0; i < xs.length; i++) {
+    if (xs[i] < x0 || xs[i] > x1 || ys[i] < y0 || ys[i] > y1) continue;
+    inside[2 * k] = xs[i];
+    inside[2 * k + 1] = ys[i];
+    k++;
+  }
+  return { inside, k };
+}
+
+/**
  * The extent to autoscale to, robust to a few far outliers: when at most `share` of the points lie
  * beyond the core box (the central 1 - 2 * tail quantiles, widened by half their span each side) and the
  * full extent is over `ratio` times the core's on an axis, the extent of the points inside the core (the
  * others are pinned to the plot's edge and marked); else the full extent. Returns {extent, clipped}.
+ * @param {ArrayLike<number>} data
+ * @param {number} m
+ * @param {{tail?: number, ratio?: number, share?: number}} [options]
  */
 export function robustExtent(data, m, { tail = 0.02, ratio = 4, share = 0.05 } = {}) {
   const full = frameExtent(data, m);
   if (!full || m < 20) return { extent: full, clipped: false };
-  const xs = [];
-  const ys = [];
-  for (let r = 0; r < m; r++) {
-    if (Number.isFinite(data[2 * r]) && Number.isFinite(data[2 * r + 1])) {
-      xs.push(data[2 * r]);
-      ys.push(data[2 * r + 1]);
-    }
-  }
-  const sorted = (a) => Float64Array.from(a).sort();
-  const [sxs, sys] = [sorted(xs), sorted(ys)];
-  const at = (a, p) => a[Math.min(a.length - 1, Math.max(0, Math.round(p * (a.length - 1))))];
-  const [x0, x1, y0, y1] = [at(sxs, tail), at(sxs, 1 - tail), at(sys, tail), at(sys, 1 - tail)];
-  const [wx, wy] = [Math.max(x1 - x0, 1e-12), Math.max(y1 - y0, 1e-12)];
-  const core = [x0 - wx / 2, x1 + wx / 2, y0 - wy / 2, y1 + wy / 2];
+  const { xs, ys } = finitePoints(data, m);
+  const core = coreBox(xs, ys, tail);
   const far = full[1] - full[0] > ratio * (core[1] - core[0]) || full[3] - full[2] > ratio * (core[3] - core[2]);
-  const inside = new Float32Array(2 * xs.length);
-  let k = 0;
-  for (let i = 0; i < xs.length; i++) {
-    if (xs[i] >= core[0] && xs[i] <= core[1] && ys[i] >= core[2] && ys[i] <= core[3]) {
-      inside[2 * k] = xs[i];
-      inside[2 * k + 1] = ys[i];
-      k++;
-    }
-  }
+  const { inside, k } = pointsInBox(xs, ys, core);
   const outside = xs.length - k;
   if (!far || outside === 0 || outside > share * xs.length) return { extent: full, clipped: false };
   return { extent: frameExtent(inside, k), clipped: true };

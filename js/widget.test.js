@@ -1,10 +1,13 @@
 // Wiring of js/widget.js against a fake model (lonboard's pattern): DOM events become the right trait
-// writes, trait changes from Python reach the DOM, and closing the view removes every listener.
+// writes, trait changes from Python reach the DOM, and closing the view removes every listener. Time is
+// a fake clock (js/testing.js): timers and animation frames run only when a test advances it. The grid's
+// wiring is in js/grid.test.js.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
-import { installDom, fakeModel } from "./fake-dom.js";
+import { installDom } from "./fake-dom.js";
 import { encodeArray } from "./codecs.js";
+import { H, TOKENS, mount as mountOn } from "./widget-fixture.js";
 
 let widget;
 before(async () => {
@@ -12,92 +15,7 @@ before(async () => {
   widget = (await import("./widget.js")).default;
 });
 
-const L = 2,
-  H = 3;
-const TOKENS = ["[CLS]", "hello", "world", ".", "[SEP]"];
-
-function traits(extra = {}) {
-  const n = TOKENS.length;
-  const grid = Float32Array.from({ length: L * H * n }, (_, i) => (i % 7) / 7);
-  return {
-    text: "hello world.",
-    tokens: TOKENS,
-    offsets: [null, [0, 5], [6, 11], [11, 12], null],
-    special: [true, false, false, false, true],
-    model_name: "tiny",
-    n_layers: L,
-    n_heads: H,
-    max_attention: encodeArray(grid, [L, H, n]),
-    layer: 0,
-    head: 0,
-    mode: "attention",
-    perplexity: 20,
-    learning_rate: null,
-    n_iter: 1000,
-    seed: 0,
-    restarts: 1,
-    exclude_special: false,
-    quantile: false,
-    quantile_k: 100,
-    speed: 250,
-    edge_k: 5,
-    frame: encodeArray(
-      Float32Array.from({ length: 2 * n }, (_, i) => i),
-      [n, 2],
-    ),
-    kept: [0, 1, 2, 3, 4],
-    iteration: 10,
-    kl: 1.5,
-    run_id: 1,
-    status: "running",
-    state: "running",
-    edges: null,
-    ...extra,
-  };
-}
-
-function mount(extra) {
-  const model = fakeModel(traits(extra));
-  const el = document.createElement("div");
-  document.body.appendChild(el);
-  const cleanup = widget.render({ model, el });
-  return { model, el, cleanup, root: el.querySelector(".hs-root") };
-}
-
-/** A mouse event of `type` on the grid canvas at cell (layer, head, token), from its published layout. */
-function gridEvent(el, type, layer, head, token) {
-  const canvas = el.querySelector("[data-testid=headsne-grid]");
-  const g = Object.fromEntries(Object.entries(canvas.dataset).map(([k, v]) => [k, Number(v)]));
-  const x = g.labelW + (token + 0.5) * g.cellW;
-  const y = layer * (g.gap + g.heads * g.cellH) + g.gap + (head + 0.5) * g.cellH;
-  canvas.dispatchEvent(new MouseEvent(type, { clientX: x, clientY: y, bubbles: true }));
-}
-
-const clickCell = (el, layer, head, token) => gridEvent(el, "click", layer, head, token);
-
-test("a grid click writes layer and head in one save_changes", async () => {
-  const { model, el, cleanup } = mount();
-  await Promise.resolve();
-  model.calls.length = 0;
-  clickCell(el, 1, 2, 3);
-  assert.deepEqual(model.calls, [["set", "layer", 1], ["set", "head", 2], ["save_changes"]]);
-  cleanup();
-});
-
-test("a grid click right after a hover sends the hover with layer and head, in one message", async () => {
-  // the host keeps one update per model in flight: a hover written on its own just before the click would
-  // hold the click's write back until the kernel answered it
-  const { model, el, cleanup } = mount();
-  await Promise.resolve();
-  model.calls.length = 0;
-  gridEvent(el, "mousemove", 1, 2, 3);
-  assert.deepEqual(model.calls, [], "a hover is written at the end of its 50 ms window, not at once");
-  clickCell(el, 1, 2, 3);
-  assert.deepEqual(model.calls, [["set", "hovered", 3], ["set", "layer", 1], ["set", "head", 2], ["save_changes"]]);
-  await new Promise((resolve) => setTimeout(resolve, 80));
-  assert.equal(model.calls.filter(([what]) => what === "save_changes").length, 1, "the hover is not sent again");
-  cleanup();
-});
+const mount = (extra) => mountOn(widget, extra);
 
 test("trait changes from Python reach the DOM", async () => {
   const { model, root, cleanup } = mount();
@@ -193,27 +111,27 @@ test("search highlights matches and Enter turns them into the selection", () => 
   cleanup();
 });
 
-test("hovering writes `hovered` at most every 50 ms, the latest value, and null on leave", async () => {
-  const { model, root, cleanup } = mount();
+test("hovering writes `hovered` at most every 50 ms, the latest value, and null on leave", () => {
+  const { model, root, cleanup, clock } = mount();
   const span = (i) => root.querySelector(`[data-testid=headsne-text] [data-index='${i}']`);
   const times = [];
   const set = model.set;
   model.set = (name, value) => {
-    if (name === "hovered") times.push([performance.now(), value]);
+    if (name === "hovered") times.push([clock.now(), value]);
     set(name, value);
   };
   for (let k = 0; k < 30; k++) {
     span(1 + (k % 3)).dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    clock.advance(5);
   }
   // a token not hovered before: whenever the windows ended under load, it makes one more write
   span(4).dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
-  await new Promise((resolve) => setTimeout(resolve, 120));
+  clock.advance(120);
   assert.ok(times.length >= 2 && times.length < 31, `${times.length} writes for 31 hovers`);
   for (let k = 1; k < times.length; k++) assert.ok(times[k][0] - times[k - 1][0] >= 45, "writes 50 ms apart");
   assert.equal(times[times.length - 1][1], 4, "the last hovered token is written");
   root.querySelector("[data-testid=headsne-text]").dispatchEvent(new MouseEvent("mouseleave"));
-  await new Promise((resolve) => setTimeout(resolve, 120));
+  clock.advance(120);
   assert.equal(times[times.length - 1][1], null);
   cleanup();
 });
@@ -276,38 +194,11 @@ test("a run far above the best of restarts shows a hint; a good one does not", (
   cleanup();
 });
 
-test("ctrl + wheel zooms the grid's token axis and double-click resets it", () => {
-  const n = 40;
-  const grid = Float32Array.from({ length: L * H * n }, (_, i) => (i % 5) / 5);
-  const big = mount({
-    tokens: Array.from({ length: n }, (_, i) => `t${i}`),
-    offsets: [],
-    special: new Array(n).fill(false),
-    max_attention: encodeArray(grid, [L, H, n]),
-    kept: [],
-    frame: null,
-  });
-  const canvas = big.root.querySelector("[data-testid=headsne-grid]");
-  assert.equal(canvas.dataset.tokenEnd, String(n));
-  const y = Number(canvas.dataset.gap) + 1;
-  for (let k = 0; k < 3; k++) {
-    canvas.dispatchEvent(
-      new WheelEvent("wheel", { deltaY: -100, ctrlKey: true, clientX: 100, clientY: y, bubbles: true }),
-    );
-  }
-  const span = Number(canvas.dataset.tokenEnd) - Number(canvas.dataset.tokenStart);
-  assert.ok(span < n / 1.5, `zoomed to ${span} tokens`);
-  canvas.dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
-  assert.equal(canvas.dataset.tokenStart, "0");
-  assert.equal(canvas.dataset.tokenEnd, String(n));
-  big.cleanup();
-});
-
-test("a few far outliers are pinned to the plot's edge and counted", async () => {
+test("a few far outliers are pinned to the plot's edge and counted", () => {
   const n = 40;
   const xy = Float32Array.from({ length: 2 * n }, (_, i) => (i * 7919) % 13);
   xy.set([700, 3, -690, 5], 0); // tokens 0 and 1 far out
-  const { root, cleanup } = mount({
+  const { root, cleanup, clock } = mount({
     tokens: Array.from({ length: n }, (_, i) => `t${i}`),
     offsets: [],
     special: new Array(n).fill(false),
@@ -315,48 +206,7 @@ test("a few far outliers are pinned to the plot's edge and counted", async () =>
     frame: encodeArray(xy, [n, 2]),
     kept: Array.from({ length: n }, (_, i) => i),
   });
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  clock.advance(100);
   assert.equal(root.querySelector("[data-testid=headsne-scatter]").dataset.pinned, "2");
   cleanup();
-});
-
-/** The traits of a text of `n` tokens (the fake model's text repeated). */
-function longTraits(n) {
-  const grid = Float32Array.from({ length: L * H * n }, (_, i) => (i % 7) / 7);
-  return {
-    tokens: Array.from({ length: n }, (_, i) => `t${i}`),
-    offsets: Array.from({ length: n }, () => null),
-    special: Array.from({ length: n }, () => false),
-    max_attention: encodeArray(grid, [L, H, n]),
-    frame: encodeArray(new Float32Array(2 * n), [n, 2]),
-    kept: Array.from({ length: n }, (_, i) => i),
-  };
-}
-
-test("resting on a grid row writes hovered_head on long texts only; sweeping or the selected head writes nothing", async () => {
-  const rest = async (el, moves) => {
-    for (const [layer, head] of moves) {
-      gridEvent(el, "mousemove", layer, head, 2);
-      await new Promise((resolve) => setTimeout(resolve, 40));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 160));
-  };
-  const written = (model) => model.calls.filter(([, name]) => name === "hovered_head").map(([, , value]) => value);
-  for (const [n, expected] of [
-    [2048, [[1, 2]]],
-    [TOKENS.length, []],
-  ]) {
-    const { model, el, cleanup } = mount(n === TOKENS.length ? {} : longTraits(n));
-    await Promise.resolve();
-    await rest(el, [
-      [1, 0],
-      [0, 1],
-      [1, 1],
-      [1, 2],
-    ]); // 40 ms on each row, then rests on (1, 2)
-    assert.deepEqual(written(model), expected, `${n} tokens`);
-    await rest(el, [[0, 0]]); // the selected head
-    assert.deepEqual(written(model), expected, `${n} tokens, the selected head`);
-    cleanup();
-  }
 });

@@ -3,7 +3,8 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { RADIUS, createPointRaster } from "./scatter-paint.js";
+import { RADIUS } from "./scatter-paint.js";
+import { createPointRaster } from "./point-raster.js";
 
 /** A `document` whose canvases keep the last ImageData put on them; the screen context records drawImage. */
 function stubCanvas() {
@@ -53,10 +54,7 @@ test("a rasterised point is an antialiased disc of RADIUS at its place, in its c
   };
   for (const scale of [1, 2]) {
     put.length = 0;
-    assert.equal(
-      raster.draw(screen, theme, scale, box, points, () => 1),
-      true,
-    );
+    assert.equal(raster.draw(screen, { theme, scale, box, points, alpha: () => 1 }), true);
     const image = put[0];
     assert.equal(image.width, 40 * scale);
     const { sum, x, y } = alphaStats(image);
@@ -69,7 +67,7 @@ test("a rasterised point is an antialiased disc of RADIUS at its place, in its c
   assert.equal(drawn.length, 2);
   // dimmed: the same disc at 0.3 opacity
   put.length = 0;
-  raster.draw(screen, theme, 1, box, points, () => 0.3);
+  raster.draw(screen, { theme, scale: 1, box, points, alpha: () => 0.3 });
   const dim = alphaStats(put[0]).sum;
   assert.ok(Math.abs(dim - 0.3 * Math.PI * RADIUS ** 2) < 1, `dimmed coverage ${dim}`);
 });

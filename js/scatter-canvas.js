@@ -1,0 +1,240 @@
+// The scatter's drawing backend on a 2D canvas: a scene (js/scatter.js `Scene`: what the map shows, in
+// CSS px) drawn on the screen canvas or, for a PNG export, on a new canvas at any scale. Another backend
+// (WebGL for tens of thousands of points) implements the same `ScatterBackend` and keeps this one for
+// exports and small texts.
+
+import { chooseLabels } from "./labels.js";
+import { createPointRaster } from "./point-raster.js";
+import {
+  RADIUS,
+  drawAxes,
+  drawEdges,
+  drawLasso,
+  drawPinned,
+  drawPoints,
+  haloFont,
+  haloText,
+  labelAtlas,
+  ring,
+} from "./scatter-paint.js";
+
+const LABEL_H = 14; // CSS px of a plain label's box
+
+/**
+ * @typedef {{x0: number, y0: number, x1: number, y1: number}} Box
+ * @typedef {{key: number, x: number, y: number, w: number, h: number}} LabelBox a drawn label (CSS px)
+ * @typedef {import("./partners.js").Partner} Partner
+ * @typedef {object} Scene what the map shows (CSS px)
+ * @property {import("./theme.js").Theme} theme
+ * @property {number} width
+ * @property {number} height
+ * @property {Box} plot the plot's box inside the margins
+ * @property {any} x d3 linear scale, data -> CSS px
+ * @property {any} y
+ * @property {{x: any, y: any} | null} knots quantile knots (quantile-equidistant axes)
+ * @property {{sx: Float32Array, sy: Float32Array, m: number, kept: number[], tokenRow: Int32Array,
+ *   colours: string[], special: boolean[]} | null} points null: nothing to draw but `message`
+ * @property {string} message
+ * @property {number[]} pinned rows pinned to the edge
+ * @property {number} hover the hovered token (-1: none)
+ * @property {number} hoverRow its row (-1: not in the map)
+ * @property {{to: Partner[], from: Partner[], near: Partner[]}} shown the hovered token's partners to draw
+ * @property {number[]} partners their tokens (with a point)
+ * @property {Set<number>} selected
+ * @property {Set<number>} matches
+ * @property {number} density label density
+ * @property {(t: number) => boolean} subword
+ * @property {string[]} tokens
+ * @property {[number, number][] | null} lasso
+ */
+
+/**
+ * A drawing backend of the scatter.
+ * @typedef {object} ScatterBackend
+ * @property {HTMLCanvasElement} canvas the element on screen (the view adds its listeners and data-*)
+ * @property {(width: number, height: number) => void} resize the size it is laid out at (CSS px, by the
+ *   stylesheet)
+ * @property {(scene: Scene) => LabelBox[]} draw draw on screen; returns the labels drawn
+ * @property {(scene: Scene, scale: number) => HTMLCanvasElement} render the scene on a new canvas at
+ *   `scale` device px per CSS px (an export)
+ * @property {() => void} forgetLabels the token strings or the theme changed
+ */
+
+/**
+ * @typedef {ReturnType<typeof labelAtlas>} LabelAtlas every token's label pre-rendered once: drawImage
+ *   is far cheaper than fillText
+ */
+
+/**
+ * Label boxes of the tokens to label, collision-free, in priority order (CSS px).
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ * @param {LabelAtlas | null} labels
+ * @param {number} dpr
+ */
+function layoutLabels(c, scene, labels, dpr) {
+  const { theme, tokens } = scene;
+  if (!labels || !scene.points) return [];
+  return chooseLabels({
+    points: scene.points,
+    plot: scene.plot,
+    hovered: scene.hoverRow >= 0 ? scene.hover : -1,
+    selected: scene.selected,
+    partners: scene.partners,
+    matches: scene.matches,
+    subword: scene.subword,
+    density: scene.density,
+    radius: RADIUS,
+    size: (t, emphasis) => {
+      if (!emphasis) return [labels.boxes[4 * t + 2] / dpr, LABEL_H];
+      c.font = haloFont(theme, emphasis === "main");
+      return [c.measureText(tokens[t] ?? "").width + 3, emphasis === "main" ? 17 : 15];
+    },
+    labelH: LABEL_H,
+  });
+}
+
+/**
+ * The labels: plain ones from the atlas, the hovered token's and its partners' with a halo.
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ * @param {LabelBox[]} boxes
+ * @param {LabelAtlas | null} labels
+ */
+function drawLabels(c, scene, boxes, labels) {
+  const emphasised = new Set([scene.hover, ...scene.partners]);
+  c.globalAlpha = scene.hoverRow >= 0 ? 0.45 : 0.85;
+  if (labels) {
+    const a = labels.boxes;
+    for (const b of boxes) {
+      const k = 4 * b.key;
+      if (!emphasised.has(b.key)) c.drawImage(labels.canvas, a[k], a[k + 1], a[k + 2], a[k + 3], b.x, b.y, b.w, b.h);
+    }
+  }
+  c.globalAlpha = 1;
+  if (scene.hoverRow < 0 || !scene.points) return;
+  const { sx, sy, tokenRow, colours } = scene.points;
+  const { theme, hover } = scene;
+  for (const t of scene.partners) {
+    ring(c, sx[tokenRow[t]], sy[tokenRow[t]], { fill: colours[t] || theme.muted, stroke: theme.highlight });
+  }
+  ring(c, sx[scene.hoverRow], sy[scene.hoverRow], {
+    fill: colours[hover] || theme.muted,
+    stroke: theme.fg,
+    main: true,
+  });
+  for (const b of boxes) {
+    const text = scene.tokens[b.key] ?? "";
+    if (emphasised.has(b.key)) haloText(c, theme, { text, x: b.x, y: b.y, h: b.h, main: b.key === hover });
+  }
+}
+
+/**
+ * The hovered token's edges to its partners.
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ */
+function drawHoverEdges(c, scene) {
+  if (scene.hoverRow < 0 || !scene.points) return;
+  const { sx, sy, tokenRow } = scene.points;
+  const { theme, shown } = scene;
+  const at = (/** @type {Partner[]} */ list) =>
+    list.map((p) => ({ x: sx[tokenRow[p.token]], y: sy[tokenRow[p.token]], weight: p.weight }));
+  const hx = sx[scene.hoverRow];
+  const hy = sy[scene.hoverRow];
+  drawEdges(c, hx, hy, at(shown.near), { colour: theme.highlight });
+  drawEdges(c, hx, hy, at(shown.from), { colour: theme.highlight, dash: [5, 4], arrow: "in" });
+  drawEdges(c, hx, hy, at(shown.to), { colour: theme.accent, arrow: "out" });
+}
+
+/**
+ * The message of an empty map.
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ */
+function drawMessage(c, { theme, width, height, message }) {
+  c.fillStyle = theme.muted;
+  c.font = `12px ${theme.font}`;
+  c.textAlign = "center";
+  c.textBaseline = "middle";
+  c.fillText(message, width / 2, height / 2);
+}
+
+/**
+ * Draw the whole scene into `c` at `scale` device px per CSS px; returns the labels drawn. An export
+ * draws every point as an arc and no lasso; on screen the filled points are rasterised in script
+ * (js/point-raster.js): canvas arcs cost little in the script but 3-4 µs each in chromium's raster at
+ * the commit (30-40 ms at 8192 points, never in data-paint-ms).
+ * @param {CanvasRenderingContext2D} c
+ * @param {Scene} scene
+ * @param {{scale: number, exporting: boolean, raster: ReturnType<typeof createPointRaster>,
+ *   labels: (scene: Scene, dpr: number) => LabelAtlas | null}} how
+ * @returns {LabelBox[]}
+ */
+function paint(c, scene, { scale, exporting, raster, labels }) {
+  const { theme, plot, points } = scene;
+  c.setTransform(scale, 0, 0, scale, 0, 0);
+  c.fillStyle = theme.panel;
+  c.fillRect(0, 0, scene.width, scene.height);
+  if (!points) {
+    drawMessage(c, scene);
+    return [];
+  }
+  drawAxes(c, theme, { x: scene.x, y: scene.y, w: plot.x1 - plot.x0, h: plot.y1 - plot.y0, knots: scene.knots });
+  c.save();
+  c.beginPath();
+  c.rect(plot.x0, plot.y0, plot.x1 - plot.x0, plot.y1 - plot.y0);
+  c.clip();
+  drawHoverEdges(c, scene);
+  const { selected, matches } = scene;
+  const dim = selected.size > 0 || scene.hoverRow >= 0;
+  const alpha = (/** @type {number} */ tok) => (!dim || selected.has(tok) ? 1 : 0.3);
+  const rastered = !exporting && raster.draw(c, { theme, scale, box: plot, points, alpha });
+  drawPoints(c, theme, points, { selected, matches, dim, filled: !rastered });
+  drawPinned(c, theme, scene.pinned, points.sx, points.sy);
+  const atlas = labels(scene, scale);
+  const boxes = layoutLabels(c, scene, atlas, scale);
+  drawLabels(c, scene, boxes, atlas);
+  if (scene.lasso && !exporting) drawLasso(c, theme, scene.lasso);
+  c.restore();
+  return boxes;
+}
+
+/** @returns {ScatterBackend} */
+export function createCanvasBackend() {
+  const canvas = document.createElement("canvas");
+  const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
+  const raster = createPointRaster();
+  /** @type {LabelAtlas | null} */
+  let atlas = null;
+  let width = 0;
+  /** @type {(scene: Scene, dpr: number) => LabelAtlas | null} */
+  const labels = ({ tokens, theme }, dpr) => {
+    if (!atlas || atlas.dpr !== dpr) atlas = tokens.length ? labelAtlas(tokens, theme, dpr, LABEL_H) : null;
+    return atlas;
+  };
+  /** @param {CanvasRenderingContext2D} c @param {Scene} scene @param {number} scale @param {boolean} exporting */
+  const paintWith = (c, scene, scale, exporting) => paint(c, scene, { scale, exporting, raster, labels });
+
+  return {
+    canvas,
+    resize(w, h) {
+      const dpr = window.devicePixelRatio || 1;
+      width = w;
+      canvas.width = Math.round(w * dpr);
+      canvas.height = Math.round(h * dpr);
+    },
+    draw: (scene) => paintWith(ctx, scene, canvas.width / Math.max(width, 1), false),
+    render(scene, scale) {
+      const out = document.createElement("canvas");
+      out.width = Math.round(scene.width * scale);
+      out.height = Math.round(scene.height * scale);
+      paintWith(/** @type {CanvasRenderingContext2D} */ (out.getContext("2d")), scene, scale, true);
+      atlas = null; // built at the export's scale: rebuild for the screen
+      return out;
+    },
+    forgetLabels() {
+      atlas = null;
+    },
+  };
+}

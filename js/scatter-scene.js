@@ -1,0 +1,92 @@
+// The scatter's scene (js/scatter-canvas.js `Scene`): what the map shows, from the state, the points
+// (js/scatter-points.js) and the view's size and zoom; the screen positions of the points are computed
+// here, for any backend and for hit testing.
+
+import { scaleLinear } from "d3-scale";
+import { partnerTokens, shownPartners } from "./partners.js";
+import { directionOf, partnersAt } from "./state.js";
+import { MARGIN, RADIUS } from "./scatter-paint.js";
+
+const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
+
+/**
+ * @typedef {import("./state.js").State} State
+ * @typedef {import("./scatter-canvas.js").Scene} Scene
+ */
+
+/** The label density of the state, in [0, 1]. @param {State} s */
+export function densityOf(s) {
+  const value = s.label_density == null ? 0.5 : Number(s.label_density);
+  return Math.max(0, Math.min(1, Number.isFinite(value) ? value : 0.5));
+}
+
+/**
+ * What the map shows now, or null before there is a theme and a size.
+ * @param {State} s
+ * @param {import("./scatter-points.js").ScatterPoints} points
+ * @param {{width: number, height: number, transform: any, userZoomed: boolean,
+ *   lasso: [number, number][] | null, plot: import("./scatter-canvas.js").Box}} view
+ * @returns {Scene | null}
+ */
+export function sceneOf(s, points, { width, height, transform, userZoomed, lasso, plot }) {
+  if (!s.theme || !width) return null;
+  const { kept, tokenRow } = s.rows;
+  const colours = s.colours ? s.colours.colours : [];
+  /** @type {Scene} */
+  const base = {
+    theme: s.theme,
+    width,
+    height,
+    plot,
+    x: null,
+    y: null,
+    knots: null,
+    points: null,
+    message: s.doc.tokens.length ? "waiting for the first t-SNE frame…" : "no text yet",
+    pinned: points.pinned,
+    hover: s.hover,
+    hoverRow: -1,
+    shown: NO_PARTNERS,
+    partners: [],
+    selected: s.selected,
+    matches: s.search.matches,
+    density: densityOf(s),
+    subword: s.doc.subword,
+    tokens: s.doc.tokens,
+    lasso,
+  };
+  if (!points.domains || points.m === 0) return base;
+  const x = transform.rescaleX(scaleLinear(points.domains.x, [plot.x0, plot.x1]));
+  const y = transform.rescaleY(scaleLinear(points.domains.y, [plot.y1, plot.y0]));
+  // far outliers (robustExtent) are pinned to the plot's edge while the view follows the data
+  points.toScreen(x, y, plot, points.pinOutliers && !userZoomed);
+  const hoverRow = s.hover >= 0 && s.hover < tokenRow.length ? tokenRow[s.hover] : -1;
+  const shown = shownPartners(hoverRow >= 0 ? partnersAt(s, s.hover) : NO_PARTNERS, directionOf(s));
+  const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);
+  const { sx, sy, m } = points;
+  const pts = { sx, sy, m, kept, tokenRow, colours, special: s.doc.special };
+  return { ...base, x, y, knots: points.quantile ? points.knots : null, points: pts, hoverRow, shown, partners };
+}
+
+/**
+ * What is on screen, for the SVG export: points and label boxes in CSS px.
+ * @param {State} s
+ * @param {import("./scatter-points.js").ScatterPoints} points
+ * @param {{width: number, height: number, lastBoxes: import("./scatter-canvas.js").LabelBox[]}} view
+ */
+export function snapshotOf({ doc, rows, colours }, points, { width, height, lastBoxes }) {
+  const list = colours ? colours.colours : [];
+  const pts = [];
+  for (let r = 0; r < points.m; r++) {
+    const t = rows.kept[r];
+    pts.push({
+      x: points.sx[r],
+      y: points.sy[r],
+      colour: list[t] || "#888",
+      special: Boolean(doc.special[t]),
+      token: t,
+    });
+  }
+  const labels = lastBoxes.map((b) => ({ ...b, text: doc.tokens[b.key] ?? "" }));
+  return { width, height, margin: MARGIN, radius: RADIUS, points: pts, labels };
+}
