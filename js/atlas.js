@@ -1,6 +1,7 @@
-// The head atlas (data-testid="headsne-atlas"): a small t-SNE thumbnail for every head of the current
-// layer, computed by Python in the background on request (control "atlas", cancelled by "atlas_stop"),
-// with its progress, sortable by head or by KL; a click on a thumbnail selects that head.
+// The head atlas (data-testid="headsne-atlas"): a small t-SNE thumbnail for every head of a layer (the one
+// shown when it was asked for: `atlas_layer`), computed by Python in the background on request (control
+// "atlas", cancelled by "atlas_stop"), with its progress, sortable by head or by KL; heads not done yet (or
+// never, after a stop) show as empty; a click on a thumbnail selects that layer and head.
 
 import { decodeArray } from "./codecs.js";
 import { disposer, el } from "./dom.js";
@@ -73,8 +74,12 @@ export function createAtlas({ dom, store, intents }) {
   scope.listen(run, "click", () => intents.toggleAtlas());
   scope.listen(sort, "change", () => draw());
 
-  /** One thumbnail button. @param {number} h @param {{data: Float32Array | Int32Array, shape: number[]}} atlas @param {ArrayLike<number> | null} kl */
-  function thumbnail(h, atlas, kl) {
+  /**
+   * One thumbnail button (empty for a head not done).
+   * @param {number} h @param {{data: Float32Array | Int32Array, shape: number[]}} atlas
+   * @param {ArrayLike<number> | null} kl @param {boolean} done
+   */
+  function thumbnail(h, atlas, kl, done) {
     const s = store.state;
     const m = atlas.shape[1];
     const dpr = window.devicePixelRatio || 1;
@@ -83,15 +88,15 @@ export function createAtlas({ dom, store, intents }) {
     const data = atlas.data.subarray(h * m * 2, (h + 1) * m * 2);
     const colours = s.colours ? s.colours.colours : [];
     const theme = /** @type {import("./theme.js").Theme} */ (s.theme);
-    paintThumb(canvas.getContext("2d"), { data, m, dpr, kept: s.rows.kept, colours, theme });
-    const klText = kl && Number.isFinite(kl[h]) ? ` · KL ${kl[h].toFixed(2)}` : "";
+    if (done) paintThumb(canvas.getContext("2d"), { data, m, dpr, kept: s.rows.kept, colours, theme });
+    const klText = done && kl && Number.isFinite(kl[h]) ? ` · KL ${kl[h].toFixed(2)}` : done ? "" : " · –";
     const sel = headOf(s);
-    const isSel = !sel.hidden && h === sel.head;
+    const isSel = !sel.hidden && h === sel.head && (s.atlas_layer ?? sel.layer) === sel.layer;
     const button = el(
       "button",
       {
         className: `hs-thumb${isSel ? " hs-thumb-selected" : ""}`,
-        dataset: { head: String(h) },
+        dataset: { head: String(h), done: String(done) },
         title: `select head ${h}`,
       },
       [canvas, el("span", { text: `H${h}${klText}` })],
@@ -106,9 +111,9 @@ export function createAtlas({ dom, store, intents }) {
     const H = s.n_heads || 0;
     panel.dataset.state = state;
     run.textContent = state === "running" ? "■ stop" : state === "done" ? "↻ recompute" : "▦ compute atlas";
-    const done = s.atlas_progress ?? 0;
-    progress.textContent = state === "running" ? `${done} / ${H} heads…` : state === "error" ? "failed" : "";
-    title.textContent = `head atlas · layer ${headOf(s).layer}`;
+    const finished = new Set(s.atlas_heads ?? []);
+    progress.textContent = state === "running" ? `${finished.size} / ${H} heads…` : state === "error" ? "failed" : "";
+    title.textContent = `head atlas · layer ${s.atlas_layer ?? headOf(s).layer}`;
     const { atlas, kl, error } = readAtlas(s);
     if (error) progress.textContent = error;
     if (!atlas || atlas.shape.length !== 3 || !s.theme) {
@@ -117,13 +122,14 @@ export function createAtlas({ dom, store, intents }) {
       return;
     }
     const order = Array.from({ length: atlas.shape[0] }, (_, h) => h);
-    if (sort.value === "kl" && kl) order.sort((a, b) => (kl[a] ?? Infinity) - (kl[b] ?? Infinity));
-    thumbs.replaceChildren(...order.map((h) => thumbnail(h, atlas, kl)));
+    const klOf = (/** @type {number} */ h) => (kl && finished.has(h) ? kl[h] : Infinity); // missing heads last
+    if (sort.value === "kl") order.sort((a, b) => klOf(a) - klOf(b));
+    thumbs.replaceChildren(...order.map((h) => thumbnail(h, atlas, kl, finished.has(h))));
     panel.dataset.thumbnails = String(atlas.shape[0]);
   }
 
   /** @type {(keyof State)[]} */
-  const keys = ["atlas", "atlas_kl", "atlas_state", "atlas_progress", "n_heads", "theme", "colours"];
+  const keys = ["atlas", "atlas_kl", "atlas_state", "atlas_heads", "atlas_layer", "n_heads", "theme", "colours"];
   scope.add(store.watch([...keys, "layer", "head", "mode"], draw));
   return { destroy: () => scope.dispose() };
 }

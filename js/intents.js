@@ -4,7 +4,7 @@
 // store event (reset the zoom, export, replay, scrub: handled by the scatter, js/exporter.js and
 // js/playback.js).
 
-import { T, control, write } from "./model.js";
+import { T, control, preview, write } from "./model.js";
 import { throttle } from "./schedule.js";
 import { PREFETCH_MIN_N, createDwell } from "./prefetch.js";
 import { searchOf } from "./state.js";
@@ -98,7 +98,8 @@ export function createIntents({ model, store, clock, metrics }) {
     /** A head of the current layer (an atlas thumbnail). @param {number} head */
     selectAtlasHead(head) {
       metrics.clicked(model.get(T.run_id));
-      writeWithHover({ [T.head]: head });
+      const layer = model.get(T.atlas_layer) ?? model.get(T.layer); // the atlas's own layer, maybe not the shown one
+      writeWithHover({ [T.layer]: layer, [T.head]: head });
     },
     /**
      * Select tokens; `add` keeps the current selection (alt + lasso).
@@ -120,7 +121,7 @@ export function createIntents({ model, store, clock, metrics }) {
      * @param {import("./model.js").TraitName} name
      * @param {any} value
      */
-    preview: (name, value) => model.set(name, value),
+    preview: (name, value) => preview(model, { [name]: value }),
     /** Play, pause or resume, by the run's state. */
     togglePlay() {
       const state = model.get(T.state);

@@ -15,7 +15,7 @@
 /**
  * @typedef {"position" | "kind" | "sentence" | "max_attention" | "user"} ColorMode
  * @typedef {"both" | "to" | "from" | "off"} EdgeDirection
- * @typedef {"idle" | "running" | "paused" | "done" | "error"} RunState
+ * @typedef {"loading" | "idle" | "running" | "paused" | "done" | "error"} RunState
  * @typedef {"idle" | "running" | "done" | "error"} AtlasState
  */
 
@@ -65,10 +65,12 @@
  * @property {EdgeDirection} edge_direction
  * @property {WireEdges | null} attends_to row i of A: token i's top-k keys
  * @property {WireEdges | null} attended_by column i of A: token i's top-k queries
- * @property {WireArray | null} atlas float32 (H, m, 2): one small t-SNE per head of the layer
- * @property {WireArray | null} atlas_kl float32 (H,)
+ * @property {WireArray | null} atlas float32 (H, m, 2): one small t-SNE per head of `atlas_layer`
+ * @property {WireArray | null} atlas_kl float32 (H,), 0 where not done
+ * @property {number[]} atlas_heads the heads of the atlas done so far
+ * @property {number | null} atlas_layer the layer the atlas shows
  * @property {AtlasState} atlas_state
- * @property {number} atlas_progress heads done
+ * @property {number | null} progress fraction done of what `status` names, or null
  * @property {number | null} best_kl best KL of a background best-of-restarts check
  */
 
@@ -132,8 +134,10 @@ export const T = Object.freeze({
   attended_by: "attended_by",
   atlas: "atlas",
   atlas_kl: "atlas_kl",
+  atlas_heads: "atlas_heads",
+  atlas_layer: "atlas_layer",
   atlas_state: "atlas_state",
-  atlas_progress: "atlas_progress",
+  progress: "progress",
   best_kl: "best_kl",
 });
 
@@ -146,12 +150,57 @@ export function changes(...names) {
 }
 
 /**
+ * The traits the browser may write: what a user may set (Python's roles selection, parameter and display in
+ * headsne_widget/widget/protocol.py; tests/test_protocol.py checks that the two lists agree). Every other
+ * trait is Python's: `write` and `preview` refuse it, and Python would refuse it too.
+ */
+export const WRITABLE = Object.freeze(
+  new Set(
+    /** @type {TraitName[]} */ ([
+      "layer",
+      "head",
+      "mode",
+      "perplexity",
+      "learning_rate",
+      "n_iter",
+      "early_exaggeration",
+      "exaggeration_iters",
+      "seed",
+      "restarts",
+      "exclude_special",
+      "quantile",
+      "quantile_k",
+      "speed",
+      "edge_k",
+      "selected",
+      "hovered",
+      "hovered_head",
+      "color_mode",
+      "label_density",
+      "edge_direction",
+    ]),
+  ),
+);
+
+/**
+ * Set traits in the page without sending them (see `write`); a trait the browser may not write is refused.
+ * @param {Model} model
+ * @param {Partial<Traits>} values
+ */
+export function preview(model, values) {
+  for (const name of Object.keys(values)) {
+    if (!WRITABLE.has(/** @type {TraitName} */ (name))) throw new Error(`the browser may not write ${name}`);
+  }
+  for (const [name, value] of Object.entries(values)) model.set(/** @type {TraitName} */ (name), value);
+}
+
+/**
  * Write several traits and send them in one message (one `save_changes`).
  * @param {Model} model
  * @param {Partial<Traits>} values
  */
 export function write(model, values) {
-  for (const [name, value] of Object.entries(values)) model.set(/** @type {TraitName} */ (name), value);
+  preview(model, values);
   model.save_changes();
 }
 

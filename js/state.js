@@ -35,8 +35,10 @@ export const MIRRORED = /** @type {const} */ ([
   "edge_direction",
   "atlas",
   "atlas_kl",
+  "atlas_heads",
+  "atlas_layer",
   "atlas_state",
-  "atlas_progress",
+  "progress",
   "best_kl",
 ]);
 

@@ -156,7 +156,7 @@ test("colour by writes color_mode and the legend follows the trait", () => {
   });
 });
 
-test("the head atlas: a request, thumbnails sorted by KL, and a click selects the head", () => {
+test("the head atlas: a request, thumbnails sorted by KL (missing heads last), a click selects its layer and head", () => {
   const n = TOKENS.length;
   const { model, root, cleanup } = mount();
   const atlas = root.querySelector("[data-testid=headsne-atlas]");
@@ -166,20 +166,29 @@ test("the head atlas: a request, thumbnails sorted by KL, and a click selects th
   const embedding = Float32Array.from({ length: H * n * 2 }, (_, i) => Math.sin(i));
   model.emit({
     atlas: encodeArray(embedding, [H, n, 2]),
-    atlas_kl: encodeArray(Float32Array.of(0.9, 0.2, 0.5), [H]),
-    atlas_state: "done",
+    atlas_kl: encodeArray(Float32Array.of(0.9, 0.2, 0), [H]),
+    atlas_heads: [0, 1], // head 2 not done (stopped): missing, never a KL of 0
+    atlas_layer: 1,
+    atlas_state: "idle",
   });
   assert.equal(atlas.dataset.thumbnails, String(H));
+  assert.match(atlas.textContent, /layer 1/);
   const sort = atlas.querySelector("[data-testid=headsne-atlas-sort]");
   sort.value = "kl";
   sort.dispatchEvent(new Event("change"));
+  const thumbs = [...atlas.querySelectorAll(".hs-thumb")];
   assert.deepEqual(
-    [...atlas.querySelectorAll(".hs-thumb")].map((b) => b.dataset.head),
-    ["1", "2", "0"],
+    thumbs.map((b) => [b.dataset.head, b.dataset.done]),
+    [
+      ["1", "true"],
+      ["0", "true"],
+      ["2", "false"],
+    ],
   );
+  assert.doesNotMatch(thumbs[2].textContent, /KL/);
   model.calls.length = 0;
-  atlas.querySelector(".hs-thumb[data-head='2']").click();
-  assert.deepEqual(model.calls, [["set", "head", 2], ["save_changes"]]);
+  atlas.querySelector(".hs-thumb[data-head='0']").click();
+  assert.deepEqual(model.calls, [["set", "layer", 1], ["set", "head", 0], ["save_changes"]]);
   cleanup();
 });
 
@@ -208,5 +217,17 @@ test("a few far outliers are pinned to the plot's edge and counted", () => {
   });
   clock.advance(100);
   assert.equal(root.querySelector("[data-testid=headsne-scatter]").dataset.pinned, "2");
+  cleanup();
+});
+
+test("the browser refuses to write a trait only Python sets", async () => {
+  const { write, preview } = await import("./model.js");
+  const { model, cleanup } = mount();
+  model.calls.length = 0;
+  assert.throws(() => write(model, { status: "hacked" }), /may not write status/);
+  assert.throws(() => preview(model, { frame: null }), /may not write frame/);
+  assert.deepEqual(model.calls, [], "nothing was set or sent");
+  write(model, { head: 2 });
+  assert.deepEqual(model.calls, [["set", "head", 2], ["save_changes"]]);
   cleanup();
 });

@@ -36,7 +36,9 @@ __all__ = [
     "StrictInt",
     "TokenIndices",
     "TraitSpec",
+    "describe",
     "markdown_table",
+    "markdown_tables",
 ]
 
 ROLES = ("data", "selection", "parameter", "display", "state")
@@ -167,7 +169,7 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("text", _U(""), "data", "the input text"),
     _spec("tokens", t.List(_U()), "data", "word pieces, special tokens included (render as TEXT, never HTML)"),
     _spec("offsets", t.List(t.Any()), "data", "character span [start, end] of each token in `text`, or null"),
-    _spec("special", t.List(t.Bool()), "data", "special tokens ([CLS], [SEP], <s>, ...)"),
+    _spec("special", t.List(t.Bool()), "data", "special tokens ([CLS], [SEP], <s>, ...), one bool per token"),
     _spec("model_name", _U(""), "data", "shown in the header"),
     _spec("n_layers", StrictInt(0), "data", "L"),
     _spec("n_heads", StrictInt(0), "data", "H, query heads per layer"),
@@ -194,22 +196,32 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("speed", StrictFloat(250.0, min=0.0, max=1e6), "display",
           "iterations per second of playback (0 = as fast as computed, else at least 0.1)"),
     _spec("edge_k", StrictInt(5, min=1, max=100), "display", "top-k partners drawn for the hovered token"),
-    _spec("selected", TokenIndices(), "display", "selected token indices", keyword=False),
-    _spec("hovered", StrictInt(None, allow_none=True, min=0), "display", "the hovered token, or null", keyword=False),
+    _spec("selected", TokenIndices(), "display", "selected tokens: lasso (shift + drag) or box in the map, click / "
+          "shift-click / ctrl-click in the text, Enter in the search box; Escape or the chip clears", keyword=False),
+    _spec("hovered", StrictInt(None, allow_none=True, min=0), "display", "the hovered token (written at most 20 "
+          "times a second), null when the pointer leaves", keyword=False),
     _spec("hovered_head", t.List(StrictInt(min=0), default_value=None, allow_none=True, minlen=2, maxlen=2),
-          "display", "[layer, head] of the grid row the pointer rests on (from 2048 tokens)", keyword=False),
-    _spec("color_mode", t.Enum(COLOR_MODES, default_value="position"), "display", "how tokens are coloured"),
+          "display", "[layer, head] of the grid row the pointer has rested on for 120 ms, from 2048 tokens: Python "
+          "builds its P before the click", keyword=False),
+    _spec("color_mode", t.Enum(COLOR_MODES, default_value="position"), "display", "the token colouring; sentences "
+          "and token kinds are computed in the browser from `text` and `offsets`"),
     _spec("label_density", StrictFloat(0.5, min=0.0, max=1.0), "display", "0 = no labels, 1 = all that fit"),
     _spec("edge_direction", t.Enum(("both", "to", "from", "off"), default_value="both"), "display",
           "which hover edges to draw"),
     # run state and derived data
-    _spec("frame", _array("float32", 2), "state", "float32 (m, 2): the latest frame, aligned to the previous one"),
+    _spec("frame", _array("float32", 2), "state", "float32 (m, 2), m = kept tokens: the latest frame, "
+          "Procrustes-aligned to the previous one so head switches keep the view; 8 bytes a token, at most "
+          "60 a second, the last one of a run always"),
     _spec("kept", t.List(t.Int()), "state", "token index of each frame row"),
     _spec("iteration", t.Int(0), "state", "iteration of `frame`"),
-    _spec("kl", t.Float(None, allow_none=True), "state", "exact KL(P || Q) of the latest KL step, or null"),
-    _spec("best_kl", t.Float(None, allow_none=True), "state", "best KL of the background best-of-restarts check"),
-    _spec("run_id", t.Int(0), "state", "increments at each (re)start"),
-    _spec("status", _U(""), "state", "one human line: what is computed, or the error"),
+    _spec("kl", t.Float(None, allow_none=True), "state", "exact KL(P || Q) at the latest KL step (every 50 "
+          "iterations and the last), never NaN: null when unknown"),
+    _spec("best_kl", t.Float(None, allow_none=True), "state", "best KL of the background best-of-restarts check: a "
+          "hint shows when `kl` > 1.2 x it"),
+    _spec("run_id", t.Int(0), "state", "increments at each (re)start; the browser clears its recorded frames when it "
+          "changes"),
+    _spec("status", _U(""), "state", "one human line: \"running layer 2 head 5 - iteration 300/1000\", a capture's "
+          "progress, or the error"),
     _spec("state", t.Enum(("loading", "idle", "running", "paused", "done", "error"), default_value="idle"), "state",
           "the widget's state"),
     _spec("progress", t.Float(None, allow_none=True, min=0.0, max=1.0), "state",
@@ -240,12 +252,57 @@ RESTARTS_RUN = frozenset(s.name for s in TRAITS if s.restarts_run)
 KEYWORDS = tuple(s.name for s in TRAITS if s.keyword)
 
 
+ROLE_TITLES = {
+    "data": "Data, set by Python once per text",
+    "selection": "The selection, both ways: a change restarts the run (layer and head are written together)",
+    "parameter": "Run parameters, both ways: a change restarts a run that is going or has finished",
+    "display": "Display, both ways: an invalid value from the browser is refused and the run goes on",
+    "state": "State, set by Python only: the run, derived data, the background jobs",
+}
+
+
+def describe(trait: t.TraitType) -> str:
+    """A trait's type for the protocol's tables: its kind, its choices or bounds."""
+    if isinstance(trait, Array):
+        return f"{trait.dtype.name} array, {trait.ndim}-D"
+    if isinstance(trait, t.Enum):
+        return " / ".join(f'"{v}"' for v in trait.values or ())
+    if isinstance(trait, t.Union):
+        return " or ".join(describe(part) for part in trait.trait_types)
+    if isinstance(trait, t.Dict):
+        return "{indices: int32 (n, k), weights: float32 (n, k)}"
+    if isinstance(trait, TokenIndices):
+        return "list of token indices"
+    kind = {t.Bool: "bool", t.Int: "int", t.Float: "float", t.Unicode: "str", t.List: "list"}
+    name = next((label for cls, label in kind.items() if isinstance(trait, cls)), type(trait).__name__)
+    low, high = getattr(trait, "min", None), getattr(trait, "max", None)
+    bounds = "" if low is None and high is None else f" in [{_number(low)}, {_number(high)}]"
+    return name + bounds + (" or null" if trait.allow_none else "")
+
+
+def _number(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isinf(value)):
+        return "..."
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def markdown_table(role: str) -> str:
-    """The table of ``js/PROTOCOL.md`` for one role: trait, type, default, meaning."""
-    rows = ["| trait | type | default | meaning |", "| --- | --- | --- | --- |"]
+    """The trait table of ``js/PROTOCOL.md`` for one role: trait, type, default, meaning."""
+    rows = [f"{ROLE_TITLES[role]}:", "", "| trait | type | default | meaning |", "| --- | --- | --- | --- |"]
     for spec in TRAITS:
         if spec.role == role:
             default = spec.trait.default_value
+            default = None if isinstance(spec.trait, t.Dict) else [] if default is t.Undefined else default
             shown = "null" if default is None else repr(default).replace("'", '"')
-            rows.append(f"| `{spec.name}` | {spec.trait.info()} | {shown} | {spec.doc} |")
+            shown = {"True": "true", "False": "false"}.get(shown, shown)
+            rows.append(f"| `{spec.name}` | {describe(spec.trait)} | {shown} | {spec.doc} |")
     return "\n".join(rows)
+
+
+def markdown_tables() -> str:
+    """Every trait table, as ``js/PROTOCOL.md`` holds them between its ``traits`` markers."""
+    return "\n\n".join(markdown_table(role) for role in ROLES)
+
+
+if __name__ == "__main__":  # python -m headsne_widget.widget.protocol: the tables, to paste into js/PROTOCOL.md
+    print(markdown_tables())

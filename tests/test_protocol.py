@@ -1,0 +1,75 @@
+"""The protocol between Python and the browser, from one source: ``headsne_widget/widget/protocol.py``.
+
+``js/model.js`` must name exactly the declared traits (its ``T`` and its ``Traits`` typedef), ``js/PROTOCOL.md``
+must hold the tables generated from the declarations and name every JS module, and the browser's only writer
+(``js/intents.js``) may write only what a user may set."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from headsne_widget.widget.headsne import HeadSNE
+from headsne_widget.widget.protocol import BROWSER_WRITABLE, KEYWORDS, ROLES, TRAITS, markdown_table
+
+JS = Path(__file__).resolve().parents[1] / "js"
+NAMES = [spec.name for spec in TRAITS]
+
+
+def _table_rows(markdown: str) -> list[list[str]]:
+    """The body rows of every table in ``markdown``, cells stripped (alignment padding is prettier's)."""
+    rows = []
+    for line in markdown.splitlines():
+        if line.startswith("|") and not re.match(r"^\|[\s:|-]+\|$", line):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return [row for row in rows if row[0] != "trait"]
+
+
+def test_model_js_names_exactly_the_declared_traits():
+    source = (JS / "model.js").read_text()
+    block = source[source.index("export const T = Object.freeze({") :]
+    block = block[: block.index("});")]
+    names = re.findall(r"^\s+(\w+): \"(\w+)\",$", block, flags=re.M)
+    assert all(key == value for key, value in names), "T.x must be the string 'x'"
+    assert sorted(key for key, _ in names) == sorted(NAMES)
+    typedef = source[source.index("@typedef {object} Traits") : source.index("@typedef {keyof Traits}")]
+    assert sorted(re.findall(r"@property \{[^}]*\}+ (\w+)", typedef)) == sorted(NAMES)
+
+
+def test_protocol_md_holds_the_generated_tables():
+    text = (JS / "PROTOCOL.md").read_text()
+    section = text[text.index("<!-- traits: begin") : text.index("<!-- traits: end -->")]
+    generated = "\n".join(markdown_table(role) for role in ROLES)
+    assert _table_rows(section) == _table_rows(generated), "run python -m headsne_widget.widget.protocol"
+
+
+def test_protocol_md_names_every_js_module():
+    text = (JS / "PROTOCOL.md").read_text()
+    table = text[text.index("## Front-end modules") : text.index("## Arrays")]
+    named = set(re.findall(r"`([\w.-]+\.(?:js|ts))`", table))
+    modules = {p.name for p in JS.iterdir() if p.suffix in (".js", ".ts") and not p.name.endswith(".test.js")}
+    assert modules - named == set(), f"js/PROTOCOL.md's module table misses {sorted(modules - named)}"
+    assert {n for n in named if "*" not in n} - modules == set(), "the table names modules that do not exist"
+
+
+def test_the_browser_writes_only_what_a_user_may_set():
+    """js/model.js's WRITABLE (which its write and preview enforce) is Python's browser-writable set, and no
+    module but model.js sets a trait on the model (every write goes through model.js's write / preview)."""
+    source = (JS / "model.js").read_text()
+    block = source[source.index("export const WRITABLE") :]
+    block = block[: block.index(";")]
+    assert set(re.findall(r'"(\w+)"', block)) == BROWSER_WRITABLE
+    helpers = ("model.js", "testing.js", "fake-dom.js", "widget-fixture.js")
+    for path in JS.glob("*.js"):
+        if path.name.endswith(".test.js") or path.name in helpers:
+            continue
+        code = re.sub(r"//.*|/\*[\s\S]*?\*/", "", path.read_text())  # comments say "save_changes" too
+        assert not re.search(r"\bmodel\.set\(|\.save_changes\(", code), f"{path.name} writes the model itself"
+
+
+def test_headsne_has_every_trait_and_takes_the_keywords():
+    for spec in TRAITS:
+        attribute = getattr(HeadSNE, spec.name)
+        assert isinstance(attribute, property), spec.name
+        assert (attribute.fset is not None) == spec.browser_writable, spec.name
+    assert set(KEYWORDS) <= BROWSER_WRITABLE and "layer" not in KEYWORDS and "selected" not in KEYWORDS
