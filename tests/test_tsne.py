@@ -742,7 +742,7 @@ def test_the_compiled_passes_leave_python_free_to_run():
     gains, z, one = np.ones_like(Y), np.empty((1, n), np.float32), np.float32(1)
 
     def steps(count: int) -> None:
-        kernels.steps_serial(P, Y, one, one, att, rep, z, np.ones(1), gains, step, 0.5, 1.0, MIN_GAIN, count)
+        kernels.steps_serial(P, Y, one, one, att, rep, z, np.ones(1), gains, step, 0.5, 1.0, MIN_GAIN, 0, 2 * count)
 
     steps(1)  # compiled (or loaded) before timing
     inside: list[float] = []

@@ -48,10 +48,17 @@ def _transposed_tile(M, bi, ei, bj, ej, T):  # pragma: no cover - compiled
             T[i - bi, j - bj] = source[i]
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
+@njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="always")
 def _census_band(M, b, tile, T):  # pragma: no cover - compiled
     """(off-diagonal sum, trace, negative, unequal pairs, non-zero diagonal) of tile row b's upper tiles
-    (b, c >= b) and their mirrors; T is the caller's (tile, tile) buffer."""
+    (b, c >= b) and their mirrors; T is the caller's (tile, tile) buffer.
+
+    Numba IR inlined into :func:`_census_pair` (``inline="always"``), not called: a call links a private
+    copy of this function into the caller, optimised again there, and the JIT runs whichever copy of the
+    symbol it loaded first (this function's own in a process that compiles it, _census_pair's in one that
+    reads numba's cache). Its float64 sums are re-associated (``reassoc``), so two copies may round
+    differently, and P's normaliser with them. (The other kernels called from kernels only copy values
+    or add two numbers: every copy gives the same bits.)"""
     n = M.shape[0]
     bi, ei = b * tile, min(b * tile + tile, n)
     off, trace, negative, unequal, diagonal = 0.0, 0.0, 0, 0, 0
@@ -76,7 +83,7 @@ def _census_band(M, b, tile, T):  # pragma: no cover - compiled
     return off, trace, negative, unequal, diagonal
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"reassoc"})  # the flags of the band it inlines
 def _census_pair(M, k, tile, sums, counts):  # pragma: no cover - compiled
     """Tile rows k and nb - 1 - k into ``sums[b] = (off, trace)`` and ``counts[b]``: every pair has nb + 1
     tiles, so that pairs split evenly between threads."""

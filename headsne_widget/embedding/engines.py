@@ -27,10 +27,12 @@ class NumbaEngine:
 
         runs, _, n = Y0.shape
         pooled = runs * n * n >= kernels.POOL_MIN_PAIRS
-        self._forces = kernels.forces if pooled else kernels.forces_serial
+        # pooled: each pass a kernel of its own, the forces in shares; serial: every pass is one compiled
+        # loop, steps_serial, reported steps included (the same machine code whether a step reports or not)
+        self._forces = kernels.forces
         self._update = kernels.update
         self._sum_rows = kernels._sum_rows
-        self._steps = None if pooled else kernels.steps_serial  # see kernels._steps: no pooled twin
+        self._steps = None if pooled else kernels.steps_serial  # no pooled twin: see steps_serial
         self._kl_rows = kernels.kl_rows if pooled else kernels.kl_rows_serial
         dtype = Y0.dtype
         self.P = np.ascontiguousarray(P, dtype=dtype)
@@ -47,8 +49,11 @@ class NumbaEngine:
     def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
         """Compute attraction/repulsion/Z at the current Y; return the exact KL(P || Q) per run if asked."""
         dt = self.Y.dtype.type
-        self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
-        self._sum_rows(self.z, self.Z)  # as the compiled steps do, so a run does not depend on `every`
+        if self._steps is None:
+            self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
+            self._sum_rows(self.z, self.Z)
+        else:
+            self._serial(0, 1, dt(exaggeration), 0.0, 0.0)  # half-step 0: forces and Z
         if not want_kl:
             return None
         inv_z = (1.0 / self.Z).astype(self.Y.dtype)
@@ -68,22 +73,30 @@ class NumbaEngine:
         self.step.fill(0.0)
 
     def update(self, momentum: float, learning_rate: float) -> None:
+        if self._steps is not None:
+            self._serial(1, 2, self.one, momentum, learning_rate)  # half-step 1: the update
+            return
         self._update(
             self.Y, self.attraction, self.repulsion, self.Z, self.gains, self.step, momentum, learning_rate, MIN_GAIN
         )
 
     def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
         """``count`` iterations of forces + update (no KL): one compiled call when serial, else a loop
-        over the parallel passes (see ``_tsne_kernels._steps`` for why there is no compiled parallel loop)."""
+        over the parallel passes (see ``_tsne_kernels.steps_serial`` for why there is no compiled parallel loop)."""
         if self._steps is None:
             for _ in range(count):
                 self.forces(exaggeration, False)
                 self.update(momentum, learning_rate)
             return
+        self._serial(0, 2 * count, self.Y.dtype.type(exaggeration), momentum, learning_rate)
+
+    def _serial(self, start: int, stop: int, exaggeration, momentum: float, learning_rate: float) -> None:
+        """Half-steps ``start .. stop - 1`` of ``_tsne_kernels.steps_serial`` (even: forces and Z, odd: update)."""
+        assert self._steps is not None
         self._steps(
             self.P,
             self.Y,
-            self.Y.dtype.type(exaggeration),
+            exaggeration,
             self.one,
             self.attraction,
             self.repulsion,
@@ -91,10 +104,11 @@ class NumbaEngine:
             self.Z,
             self.gains,
             self.step,
-            momentum,
-            learning_rate,
+            float(momentum),
+            float(learning_rate),
             MIN_GAIN,
-            count,
+            start,
+            stop,
         )
 
     def embeddings(self) -> np.ndarray:

@@ -310,12 +310,13 @@ def _store(attraction, repulsion, z, r, i, exaggeration, ax, ay, rx, ry, zi):  #
     z[r, i] = zi
 
 
-@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
+@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True, inline="always")
 def forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, lo, hi):  # pragma: no cover - compiled
     """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) at the points ``lo .. hi - 1``.
 
     Points go four at a time from ``lo`` (the rest one at a time), so a row's sums are the same bits
     whichever share of the rows a call gets, as long as shares start at multiples of four.
+    ``inline="always"``: :func:`steps_serial` takes it in as numba IR rather than calling it (see there).
     """
     runs, _, n = Y.shape
     fp_state = flush_denormals()
@@ -347,9 +348,12 @@ def forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, lo, hi):  # p
     restore_fp_state(fp_state)
 
 
-@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
-def forces_serial(P, Y, exaggeration, one, attraction, repulsion, z):  # pragma: no cover - compiled
+def forces_serial(P, Y, exaggeration, one, attraction, repulsion, z) -> None:
     """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``, in this thread.
+
+    :func:`forces_rows` over every row: the very machine code of the shares (:func:`forces`), as
+    :func:`kl_rows_serial` runs :func:`kl_part`. The engine's serial runs take the forces from
+    :func:`steps_serial` instead, so that their steps and their reports run one code (see there).
 
     The KL is a kernel of its own (:func:`kl_rows`, which needs Z first): the forces are then the very
     same machine code whether a step reports or not, so a run does not depend on how often it
@@ -380,7 +384,7 @@ def forces(P, Y, exaggeration, one, attraction, repulsion, z) -> None:
     )
 
 
-@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
+@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True, inline="always")
 def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain):  # pragma: no cover
     """One gradient-descent step with momentum and per-parameter gains, in place, then zero mean.
 
@@ -429,9 +433,15 @@ POOL_MIN_PAIRS = 1 << 22
 # per pair, serial, n = 2048).
 
 
-@njit(error_model="numpy", cache=True, nogil=True)
+@njit(fastmath=False, error_model="numpy", cache=True, nogil=True, inline="always")
 def _sum_rows(z, Z):  # pragma: no cover - compiled
-    """Z[r] = sum_i z[r, i] in float64, in a fixed order (deterministic)."""
+    """Z[r] = sum_i z[r, i] in float64, in a fixed order (deterministic).
+
+    ``fastmath=False`` stated, not left out: numba gives a function without flags of its own the flags of
+    the caller it is first compiled for, so this sum was a vectorised, re-associated one when the serial
+    steps compiled it first and a sequential one when the shares' loop called it first from Python, and
+    numba's cache kept whichever came first (float64 Z differed in the last bit with the cache's history).
+    Inlined in :func:`steps_serial`, it is compiled with that kernel's flags, always the same ones."""
     for r in range(z.shape[0]):
         total = 0.0
         for i in range(z.shape[1]):
@@ -441,12 +451,27 @@ def _sum_rows(z, Z):  # pragma: no cover - compiled
 
 @njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
 def steps_serial(
-    P, Y, exaggeration, one, attraction, repulsion, z, Z, gains, step, momentum, learning_rate, min_gain, count
+    P, Y, exaggeration, one, attraction, repulsion, z, Z, gains, step, momentum, learning_rate, min_gain, start, stop
 ):  # pragma: no cover - compiled
-    """``count`` plain iterations (forces without KL, then update) in this thread, without returning to Python
-    between them (below POOL_MIN_PAIRS, where an iteration takes under 1.5 ms; above, the engine loops over
-    the passes in shares in Python, for some 50 us of dispatch per iteration)."""
-    for _ in range(count):
-        forces_serial(P, Y, exaggeration, one, attraction, repulsion, z)
-        _sum_rows(z, Z)
-        update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain)
+    """Half-steps ``start .. stop - 1`` of a serial run in this thread, without returning to Python between
+    them: an even one computes the forces and Z (:func:`forces_rows` over every row, :func:`_sum_rows`), an
+    odd one updates (:func:`update`). ``count`` plain iterations are half-steps 0 .. 2 count - 1, a reported
+    step's forces half-step 0 and its update half-step 1 (below POOL_MIN_PAIRS, where an iteration takes
+    under 1.5 ms; above, the engine loops over the passes in shares in Python, for some 50 us of dispatch
+    per iteration).
+
+    Every serial pass of a run, reported or not, is this one compiled loop, and it calls no other compiled
+    kernel: the passes are numba IR inlined here (``inline="always"``). A kernel that calls another links in
+    a private copy of it, optimised again inside the caller, and the copies of one function differ in their
+    machine code (forces_rows was three different codes under one symbol name); the JIT binds every call
+    of that name to the copy loaded first. A process that compiles loads the callee first, one that reads
+    numba's cache loads the caller first: the first process after a fresh compile ran other code than the
+    later ones. Without calls between kernels each symbol has one code, wherever it was compiled.
+    """
+    n = Y.shape[2]
+    for half in range(start, stop):
+        if half % 2 == 0:
+            forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, 0, n)
+            _sum_rows(z, Z)
+        else:
+            update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, min_gain)

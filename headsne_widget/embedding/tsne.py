@@ -689,5 +689,6 @@ def warmup() -> None:
         kernels.forces_serial(P, Y, one, one, att, rep, z)
         kernels.kl_rows(P, Y, one, np.ones(1, dtype), dtype(_KL_BIG_RATIO), kl)  # in shares: kl_part
         kernels.kl_rows_serial(P, Y, one, np.ones(1, dtype), dtype(_KL_BIG_RATIO), kl)
-        kernels.steps_serial(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 1)
+        kernels.steps_serial(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 0, 2)
+        kernels._sum_rows(z, np.ones(1))  # the pooled passes (the serial ones are all inside steps_serial)
         kernels.update(Y, att, rep, z.sum(axis=1, dtype=np.float64), gains + 1, step, 0.5, 1.0, MIN_GAIN)
