@@ -21,7 +21,7 @@ cores, order = int(sys.argv[1]), sys.argv[2].split(",")
 os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:cores]))  # before the worker pool is made
 
 import numpy as np
-from headsne_widget.t_sne import gradient, tsne
+from headsne_widget.embedding.tsne import gradient, tsne
 
 
 def random_P(n, dtype):

@@ -59,7 +59,7 @@ def head_partners(
 
     Partners are restricted to ``kept`` (token indices drawn in the scatter), so every edge can be drawn,
     and ``k' = min(k, len(kept) - 1)``; equal weights rank the lower index first. One compiled pass over A
-    and A^T in tiles (:func:`~headsne_widget._matrix_kernels.partners`): 0.3 s at n = 8192, where
+    and A^T in tiles (:func:`~headsne_widget.affinity.matrix_kernels.partners`): 0.3 s at n = 8192, where
     numpy's row-wise argpartition, three times, took 4 s.
     """
     A = np.asarray(A)
