@@ -263,6 +263,8 @@ def run_job(
         else:
             sel, P_lease, A_lease = build_selection(job, ex, key, workspace)
         held.callback(P_lease.release)
+        if A_lease is not None:
+            held.callback(A_lease.release)  # (released below once the partners are out; a cancel may come first)
         at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX
         job.emit(RunStarted(request.run_id, sel.kept, sel.note, partners_later=not at_once))
         if at_once:

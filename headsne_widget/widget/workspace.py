@@ -9,8 +9,9 @@ widget's n x n memory never exceeds :attr:`Workspace.ceiling_bytes` = ``slots * 
 the sequence of clicks, hovers and atlas runs. Released arrays are kept for the next lease: a fresh 256 MiB
 array is faulted in page by page on its first write, which a click would otherwise pay (35 ms to 1 s).
 
-Who holds what (``SLOTS`` = 6): a run holds its P and, while it builds P and its partners, A; the P built
-ahead for the hovered head holds its P and, while building, A; the atlas holds one head's A and P.
+Who holds what (``SLOTS`` = 7): a run holds its P and, while it builds P and its partners, A; new partners
+(another ``edge_k``) hold A; the P built ahead for the hovered head holds its P and, while building, A; the
+atlas holds one head's A and P.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import numpy as np
 
 __all__ = ["SLOTS", "Lease", "Workspace", "WorkspaceFullError"]
 
-#: arrays a widget may hold at once: run (A, P), hover prefetch (A, P), atlas (A, P)
-SLOTS = 6
+#: arrays a widget may hold at once: run (A, P), partners (A), hover prefetch (A, P), atlas (A, P)
+SLOTS = 7
 
 
 class WorkspaceFullError(MemoryError):
