@@ -145,3 +145,55 @@ def test_device_map_with_an_offloaded_layer_is_captured_exactly(tiny_model_dir, 
     np.testing.assert_allclose(ex.max_attention, A.max(axis=2), atol=1e-5, rtol=0)
     np.testing.assert_allclose(ex.attention(1, 3), A[1, 3], atol=1e-5, rtol=0)
     np.testing.assert_allclose(ex.attention(0, 0), A[0, 0], atol=1e-5, rtol=0)
+
+
+def test_a_t5_encoder_with_its_relative_position_bias_is_captured_exactly(bert_tokenizer, tmp_path):
+    """Issue 23.9: the T5 encoder path that the encoder-decoder refusal recommends failed with a raw RuntimeError
+    (the capture ignored T5's position_bias). T5's bias is now added as eager adds it: every head equals the
+    eager forward, loaded by path (a saved T5EncoderModel stays the encoder) or given as an object."""
+    from transformers import T5Config, T5EncoderModel
+
+    config = T5Config(vocab_size=bert_tokenizer.vocab_size, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+                      relative_attention_num_buckets=8, initializer_factor=2.0)  # fmt: skip
+    torch.manual_seed(0)
+    model = T5EncoderModel(config).eval()
+    model.set_attn_implementation("eager")  # the reference: output_attentions
+    model.save_pretrained(tmp_path)
+    bert_tokenizer.save_pretrained(tmp_path)
+    ex = extract_n(str(tmp_path), n=64)
+    with torch.no_grad():
+        out = model(input_ids=torch.as_tensor(np.array(ex.token_ids))[None], output_attentions=True)
+    A = torch.cat(out.attentions).numpy()
+    assert not np.allclose(A[0, 0], A[0, 0].mean(axis=1, keepdims=True)), "the bias shapes the heads"
+    np.testing.assert_allclose(ex.attentions, A, atol=1e-5, rtol=0)
+    from headsne_widget.capture.extraction import extract_token_ids, load_model
+
+    as_object = extract_token_ids(ex.token_ids, load_model(model, tokenizer=str(tmp_path)))
+    np.testing.assert_allclose(as_object.attentions, A, atol=1e-5, rtol=0)
+
+
+def test_gemma3n_reads_the_stream_its_layers_predict_with(bert_tokenizer, tmp_path):
+    """Issue 23.9: Gemma 3n failed with a ValueError that named no model: it keeps several hidden streams (AltUp,
+    (streams, 1, n, d) per layer). The layers' output is the active stream; its attention (with key/value
+    sharing across layers) equals the eager forward."""
+    from transformers import Gemma3nTextConfig, Gemma3nTextModel
+
+    types = ["sliding_attention", "full_attention", "full_attention"]
+    config = Gemma3nTextConfig(
+        vocab_size=bert_tokenizer.vocab_size, vocab_size_per_layer_input=bert_tokenizer.vocab_size, hidden_size=32,
+        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=8, intermediate_size=64,
+        num_kv_shared_layers=1, layer_types=types, sliding_window=8, hidden_size_per_layer_input=8, laurel_rank=4,
+        activation_sparsity_pattern=[0.0] * 3,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = Gemma3nTextModel(config).eval()
+    model.set_attn_implementation("eager")  # the reference: output_attentions
+    model.save_pretrained(tmp_path)
+    bert_tokenizer.save_pretrained(tmp_path)
+    ex = extract_n(str(tmp_path), n=48)
+    with torch.no_grad():
+        out = model(input_ids=torch.as_tensor(np.array(ex.token_ids))[None], output_attentions=True,
+                    output_hidden_states=True)  # fmt: skip
+    np.testing.assert_allclose(ex.attentions, torch.cat(out.attentions).numpy(), atol=1e-5, rtol=0)
+    active = config.altup_active_idx
+    np.testing.assert_allclose(ex.layer_output(2), out.hidden_states[3][active, 0].numpy(), atol=1e-5, rtol=1e-5)

@@ -64,6 +64,7 @@ def capture_attention_forward(
     dropout: float = 0.0,
     softcap: float | None = None,
     s_aux: torch.Tensor | None = None,
+    position_bias: torch.Tensor | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """The ``AttentionInterface`` entry: the layer's output as eager attention computes it, in query chunks.
@@ -90,6 +91,7 @@ def capture_attention_forward(
         scaling=float(query.shape[-1] ** -0.5 if scaling is None else scaling),
         softcap=None if softcap is None else float(softcap),
         sinks=None if s_aux is None else s_aux.detach().clone(),
+        bias=_position_bias(module, position_bias, query.shape[1], query.shape[2]),
     )
     values = value[0]
     out = torch.empty((1, layer.n_tokens, n_heads, values.shape[-1]), dtype=value.dtype, device=value.device)
@@ -101,12 +103,25 @@ def capture_attention_forward(
         out[0, rows] = mixed.view(n_heads, weights.shape[1], -1).transpose(0, 1)
     session = _SESSION.get()
     if session is not None:
-        _verify(module, layer, value, out, dict(kwargs, scaling=scaling, dropout=0.0, softcap=softcap, s_aux=s_aux))
+        options = dict(kwargs, scaling=scaling, dropout=0.0, softcap=softcap, s_aux=s_aux, position_bias=position_bias)
+        _verify(module, layer, value, out, options)
         session.layers.append(layer)
         session.grids.append(grid.cpu().numpy())
         if session.on_layer is not None:
             session.on_layer(len(session.layers))
     return out, None
+
+
+def _position_bias(module: torch.nn.Module, bias: torch.Tensor | None, n_heads: int, n: int) -> torch.Tensor | None:
+    """T5's additive relative position bias, ``(1, H, n, n)``, by reference; another shape is refused by name."""
+    if bias is None:
+        return None
+    if tuple(bias.shape) != (1, n_heads, n, n):
+        raise UnsupportedAttentionError(
+            f"{type(module).__name__} adds a position bias of shape {tuple(bias.shape)} to its scores, not the "
+            f"(1, {n_heads}, {n}, {n}) this capture reproduces; {SUPPORTED}"
+        )
+    return bias.detach()
 
 
 def _verify(
@@ -122,10 +137,11 @@ def _verify(
         )
     n = layer.n_tokens
     rows = sorted({0, n // 2, n - 1})  # first, middle, last query: causal edge, inside and past any window
-    if kwargs.get("softcap") is None:
-        kwargs.pop("softcap")
-    if kwargs.get("s_aux") is None:
-        kwargs.pop("s_aux")
+    for name in ("softcap", "s_aux", "position_bias"):
+        if kwargs.get(name) is None:
+            kwargs.pop(name)
+    if "position_bias" in kwargs:  # the probe's rows of the bias, as the rows of its queries
+        kwargs["position_bias"] = kwargs["position_bias"][:, :, rows]
     mask = additive_rows(layer.mask, rows, layer.query.device)
     with torch.no_grad():
         ref_out, ref_weights = eager(module, layer.query[None, :, rows], layer.key[None], value, mask, **kwargs)
@@ -152,7 +168,8 @@ def _tolerance(dtype: torch.dtype) -> float:
 SUPPORTED = (
     "Supported: architectures whose attention layers call transformers' AttentionInterface with the standard "
     "eager inputs (scaling, additive/causal/sliding-window mask, logit softcapping, attention sinks, grouped-query "
-    "key/value heads), e.g. BERT, RoBERTa, DistilBERT, ModernBERT, GPT-2, Llama, Mistral, Qwen2, Gemma 2/3, Phi-3."
+    "key/value heads, T5's relative position bias), e.g. BERT, RoBERTa, DistilBERT, ModernBERT, GPT-2, Llama, "
+    "Mistral, Qwen2, Gemma 2/3, Phi-3, T5 encoders."
 )
 
 

@@ -399,12 +399,26 @@ def _forward(
     hidden_states = getattr(output, "hidden_states", None)
     if not hidden_states:
         raise AttentionUnavailableError(f"{loaded.name} ({type(model).__name__}) returned no hidden states")
-    states = HiddenStates(torch.stack([h[0].detach().to("cpu") for h in hidden_states]))
+    states = HiddenStates(torch.stack([_one_sequence(h, loaded).detach().to("cpu") for h in hidden_states]))
     if not (np.isfinite(grid).all() and torch.isfinite(states.states).all()):
         raise AttentionUnavailableError(
             f"{loaded.name} produced NaN or infinite attention/hidden states; check its weights and dtype"
         )
     return source, grid, states
+
+
+def _one_sequence(hidden: torch.Tensor, loaded: LoadedModel) -> torch.Tensor:
+    """``(n, d)`` of one layer's hidden states ``(1, n, d)``. Gemma 3n keeps several streams (AltUp:
+    ``(streams, 1, n, d)``): the one its layers predict with, ``config.altup_active_idx``, is the layer's output."""
+    active = getattr(loaded.model.config, "altup_active_idx", None)
+    if hidden.ndim == 4 and isinstance(active, int):
+        hidden = hidden[active]
+    if hidden.ndim != 3 or hidden.shape[0] != 1:
+        raise AttentionUnavailableError(
+            f"{loaded.name} ({type(loaded.model).__name__}) returns hidden states of shape {tuple(hidden.shape)} per "
+            "layer; headsne-widget reads (1, tokens, hidden): this architecture's hidden states are not supported"
+        )
+    return hidden[0]
 
 
 def _eager_attentions(loaded: LoadedModel, inputs: dict) -> tuple[DenseAttention, Any]:

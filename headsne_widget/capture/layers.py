@@ -23,8 +23,10 @@ class LayerAttention:
 
     ``query`` ``(H, n, d)`` and ``key`` ``(H_kv, n, d)`` are the post-RoPE states the layer attended with, in the
     model's dtype, on the layer's device; query head ``h`` reads key head ``h // kv_groups`` (GQA). The weights of
-    a query chunk are ``softmax(softcap(q k^T * scaling) + mask [, sinks])`` in the same order of operations as
-    transformers' eager attention, rounded to the model's dtype as the model uses them.
+    a query chunk are ``softmax(softcap(q k^T * scaling) + bias + mask [, sinks])`` in the same order of operations
+    as transformers' eager attention, rounded to the model's dtype as the model uses them. ``bias`` is an additive
+    position bias ``(1, H, n, n)`` some architectures add to the scores (T5's relative attention bias): kept by
+    reference (T5 computes it once and every layer shares it), so it costs nothing more than the model made.
     """
 
     query: torch.Tensor
@@ -33,6 +35,7 @@ class LayerAttention:
     scaling: float
     softcap: float | None = None
     sinks: torch.Tensor | None = None
+    bias: torch.Tensor | None = None
 
     @property
     def n_heads(self) -> int:
@@ -84,6 +87,9 @@ class LayerAttention:
         logits = logits.mul_(self.scaling)  # in place: the scores are this chunk's own (no second r x n array)
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
+        if self.bias is not None:  # (1, H, n, n): this chunk's rows and key span, of every head or one
+            heads = slice(None) if head is None else slice(head, head + 1)
+            logits = logits + self.bias[0, heads][:, rows][..., keys].to(logits.dtype)
         if spans is not None and isinstance(mask, MaskRows):  # the entries of ~allowed below, from two comparisons
             mask_spans(logits, keys, spans[1].to(query.device), spans[2].to(query.device), mask.dtype)
         elif isinstance(mask, MaskRows) and allowed is not None:  # x + min rounds to min: eager's sum, no float mask

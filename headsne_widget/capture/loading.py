@@ -181,24 +181,36 @@ def _from_pretrained(source: str, local: bool, trust_remote_code: bool) -> tuple
 
 
 def _pretrained_pair(source: str, trust_remote_code: bool, *, local_files_only: bool) -> tuple[Any, Any]:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     options = {"trust_remote_code": trust_remote_code, "local_files_only": local_files_only}
     try:
         config = AutoConfig.from_pretrained(source, **options)
         if getattr(config, "is_encoder_decoder", False):
             raise ModelLoadError(
-                f"model {source!r} is an encoder-decoder ({config.model_type}); pass its encoder "
-                "(model.get_encoder()) with tokenizer= instead"
+                f"model {source!r} is an encoder-decoder ({config.model_type}): headsne-widget shows one stack's "
+                "attention; pass its encoder, e.g. transformers.T5EncoderModel.from_pretrained(...) (or "
+                "model.get_encoder()) with tokenizer= instead"
             )
         tokenizer = AutoTokenizer.from_pretrained(source, **options)
         with _quiet_loading():
-            model = AutoModel.from_pretrained(source, config=config, attn_implementation="eager", **options)
+            model = _model_class(config).from_pretrained(source, config=config, attn_implementation="eager", **options)
     except ModelLoadError:
         raise
     except (OSError, ValueError, KeyError, ImportError) as err:
         raise ModelLoadError(f"could not load model {source!r}: {err}") from err
     return model, tokenizer
+
+
+def _model_class(config: Any) -> Any:
+    """The class to load: AutoModel's, but a saved encoder-only model of an encoder-decoder family (T5's
+    ``T5EncoderModel``, whose config names it) stays the encoder, where AutoModel would build the whole T5."""
+    import transformers
+
+    architecture = (getattr(config, "architectures", None) or [""])[0]
+    if architecture.endswith("EncoderModel") and hasattr(transformers, architecture):
+        return getattr(transformers, architecture)
+    return transformers.AutoModel
 
 
 @contextlib.contextmanager
