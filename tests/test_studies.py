@@ -307,3 +307,15 @@ def test_heat_map_of_the_summary(rows):
     )
     (figure,) = plots.corpus_heads(full).children
     assert figure.width <= plots.OUTPUT_WIDTH and figure.height <= 640
+
+
+def test_without_dask_the_corpus_study_names_the_extra_and_runs_in_process(tiny_bert, monkeypatch):
+    """Dask is an extra (pip install 'headsne-widget[dask]'): without it a cluster run says what to install,
+    and client="sync" still runs."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed raises ImportError
+    with pytest.raises(ImportError, match=r"headsne-widget\[dask\]"):
+        corpus_study(CORPUS[:2], tiny_bert, heads=[0], runs=1, n_iter=20, progress=False, client="threads")
+    rows = corpus_study(CORPUS[:2], tiny_bert, heads=[0], runs=1, n_iter=20, progress=False, client="sync")
+    assert sorted(rows["text"].unique()) == [0, 1]

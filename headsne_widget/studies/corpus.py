@@ -219,11 +219,21 @@ def text_rows(
 # ------------------------------------------------------------------------------------------- clients
 
 
+def _distributed() -> Any:
+    """The ``distributed`` module, or an error naming the extra that installs it."""
+    try:
+        import distributed
+    except ImportError as err:
+        raise ImportError(
+            "corpus_study runs on Dask, which is not installed: pip install 'headsne-widget[dask]' (or pass "
+            "client='sync' to run in this process without it)"
+        ) from err
+    return distributed
+
+
 def _check_client(client: Any) -> Any:
     """A ``distributed.Client`` that is running, else a clear error."""
-    from distributed import Client
-
-    if not isinstance(client, Client):
+    if not isinstance(client, _distributed().Client):
         raise TypeError(
             f"client must be None, one of {', '.join(map(repr, LOCAL_CLIENTS))} or a dask.distributed.Client, "
             f"got {type(client).__name__}"
@@ -236,8 +246,7 @@ def _check_client(client: Any) -> Any:
 
 
 def _local_cluster(kind: str) -> Any:
-    from distributed import LocalCluster
-
+    LocalCluster = _distributed().LocalCluster
     cores = os.cpu_count() or 1
     if kind == "threads":
         return LocalCluster(n_workers=1, threads_per_worker=cores, processes=False, dashboard_address=":0")
@@ -248,10 +257,8 @@ def _local_cluster(kind: str) -> Any:
 def _session(client: Any) -> Iterator[Any]:
     """The client to run on (None: in-process), closing any local cluster started here afterwards."""
     if client is None:
-        from distributed import default_client
-
         try:
-            client = default_client()
+            client = _distributed().default_client()
         except ValueError:  # no client made in this session
             client = DEFAULT_LOCAL
         else:
@@ -263,9 +270,7 @@ def _session(client: Any) -> Iterator[Any]:
         if client == "sync":
             yield None
             return
-        from distributed import Client
-
-        with _local_cluster(client) as cluster, Client(cluster, set_as_default=False) as local:
+        with _local_cluster(client) as cluster, _distributed().Client(cluster, set_as_default=False) as local:
             yield local
         return
     yield _check_client(client)
