@@ -40,6 +40,7 @@ __all__ = [
     "BestKL",
     "Pace",
     "Partners",
+    "RealClock",
     "RunFrame",
     "RunRequest",
     "RunStarted",
@@ -98,11 +99,23 @@ class RunRequest:
     edge_k: int
 
 
+class RealClock:
+    """Time as it passes: what a run paces its frames by (tests inject a clock that only moves when told)."""
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def sleep(self, job: Job, seconds: float) -> None:
+        job.sleep(seconds)
+
+
 @dataclass
 class Pace:
-    """The playback speed, set by the owner and read by the run at each frame (iterations per second)."""
+    """The playback speed, set by the owner and read by the run at each frame (iterations per second), and the
+    clock the run paces by."""
 
     speed: float = 0.0
+    clock: Any = field(default_factory=RealClock)
 
 
 # --------------------------------------------------------------------------------- results for the owner
@@ -349,11 +362,11 @@ def _paced_frames(
                 record.kl_iterations.append(int(frame.iteration))
             speed = pace.speed
             if speed > 0:  # playback: iteration i is due at anchor + i / speed
-                now = time.perf_counter()
+                now = pace.clock.now()
                 if clock is None or clock[2] != speed:
                     clock = (now, frame.iteration, speed)
-                job.sleep(clock[0] + (frame.iteration - clock[1]) / speed - now)
-            now = time.perf_counter()
+                pace.clock.sleep(job, clock[0] + (frame.iteration - clock[1]) / speed - now)
+            now = pace.clock.now()
             due = frame_due(now - sent_at)
             if due:
                 sent_at = now
