@@ -16,7 +16,10 @@ frame without a KL), and the hover partners the widget publishes for the new hea
 (``selection_partners``, both directions and the symmetric edges, the default edge_k = 5).
 
     python benchmarks/widget_latency.py [--tokens 512] [--selections 20] [--speed 250] [--restarts 1]
-    python benchmarks/widget_latency.py --llama --tokens 8192 --split --selections 4 --speed 0 --n-iter 30 --p-float32
+    python benchmarks/widget_latency.py --llama --tokens 8192 --split --selections 4 --speed 0 --n-iter 30
+
+The widget is made inside a running asyncio event loop, as in a kernel: its jobs' results reach the comm
+through that loop.
 
 Measured on the 2-core machine, seconds, median of 6 heads (none cached); n = 8192 twice (load
 average 1.8, then about 4 while another job used both cores):
@@ -41,6 +44,7 @@ At 8192 the click's first frame message waits for the partners, computed in the 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -61,7 +65,7 @@ from headsne_widget.capture.extraction import extract
 from headsne_widget.embedding.tsne import check_affinities, tsne_frames
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.headsne import HeadSNE
-from headsne_widget.widget.partners import selection_partners
+from headsne_widget.widget.partners import partner_traits
 from headsne_widget.widget.runs import KL_EVERY, report_every, start_warmup
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -90,8 +94,9 @@ class TimingComm(BaseComm):
             return [u for u in self.updates if u[0] >= start]
 
 
-def first_frame_after(c: TimingComm, start: float, run_id: int, timeout: float = 10.0) -> tuple[float, int, int]:
-    """(latency in s, JSON bytes, buffer bytes) of the first frame message of run ``run_id``."""
+async def first_frame_after(c: TimingComm, start: float, run_id: int, timeout: float = 10.0) -> tuple[float, int, int]:
+    """(latency in s, JSON bytes, buffer bytes) of the first frame message of run ``run_id``, the event loop
+    turning meanwhile (as a kernel's does between messages: the widget's results reach the comm through it)."""
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
         current = None
@@ -99,19 +104,16 @@ def first_frame_after(c: TimingComm, start: float, run_id: int, timeout: float =
             current = state.get("run_id", current)
             if current == run_id and state.get("frame") is not None:
                 return t - start, header, payload
-        time.sleep(0.0005)
+        await asyncio.sleep(0.0005)
     raise TimeoutError(f"no frame of run {run_id} within {timeout} s")
 
 
 def click_split(ex: Any, layer: int, head: int) -> dict[str, float]:
     """Seconds of each step of a click on (layer, head), its attention not cached (see the module doc)."""
-    source = ex.attention_source
-    if hasattr(source, "_cache"):
-        source._cache.items.clear()  # recompute the head as a first click on it does
     clock = time.perf_counter
     split: dict[str, float] = {}
     start = clock()
-    A = ex.attention(layer, head)
+    A = ex.attention_source.layers[layer].heads(head)[0]  # recomputed, as a first click on the head does
     split["attention"] = clock() - start
     start = clock()
     attention_affinities(A)
@@ -134,7 +136,7 @@ def click_split(ex: Any, layer: int, head: int) -> dict[str, float]:
     split[f"next frame (iteration {second.iteration}, no KL)"] = clock() - start
     frames.close()
     start = clock()
-    selection_partners(ex, "attention", layer, head, 5, np.arange(ex.n_tokens))
+    partner_traits(A, None, 5, np.arange(ex.n_tokens))
     split["hover partners (edge_k = 5)"] = clock() - start
     return split
 
@@ -155,7 +157,6 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=512)
     parser.add_argument("--llama", action="store_true", help="the tiny random Llama (long texts) instead of MiniLM")
     parser.add_argument("--split", action="store_true", help="first time a click's steps one by one")
-    parser.add_argument("--p-float32", action="store_true", help="the widget's P in float32 (dtype=np.float32)")
     parser.add_argument("--selections", type=int, default=20)
     parser.add_argument("--speed", type=float, default=250.0, help="playback speed of the widget (0 = max)")
     parser.add_argument("--restarts", type=int, default=1, help="batched restarts per run (best shown)")
@@ -182,17 +183,14 @@ def main() -> None:
         heads = [(layer, head) for layer in range(ex.n_layers) for head in range(ex.n_heads)]
         print_splits([click_split(ex, layer, head) for layer, head in heads[1 : 1 + min(6, len(heads) - 1)]])
         print(f"{load()} after the split")
-    if args.p_float32:
-        import functools
+    asyncio.run(measure(ex, args, warm_s))
 
-        import headsne_widget.widget.headsne as headsne_module
 
-        headsne_module.selection_affinities = functools.partial(  # type: ignore[assignment]
-            headsne_module.selection_affinities, dtype=np.float32
-        )
+async def measure(ex: Any, args: argparse.Namespace, warm_s: float) -> None:
+    """Clicks and Python selections on a widget made inside a running event loop, as in a kernel."""
     comm.create_comm = TimingComm
     w = HeadSNE(ex, n_iter=args.n_iter, speed=args.speed, restarts=args.restarts)
-    c: TimingComm = w.comm
+    c: TimingComm = w.widget.comm
     w.wait()  # one full run first: everything imported and compiled
     print(
         f"model {ex.model_name}: n = {ex.n_tokens} tokens, {ex.n_layers} layers x {ex.n_heads} heads; "
@@ -212,15 +210,15 @@ def main() -> None:
         start = time.perf_counter()
         if i % 2 == 0:  # a click: one message from the browser setting both
             c.handle_msg(msg)
-            latency, header, payload = first_frame_after(c, start, w.run_id)
+            latency, header, payload = await first_frame_after(c, start, w.widget.run_id)
             browser.append(latency)
         else:  # from Python: `w.layer, w.head = ...` (changes made together start one run)
             w.layer, w.head = layer, head
-            latency, header, payload = first_frame_after(c, start, w.run_id)
+            latency, header, payload = await first_frame_after(c, start, w.widget.run_id)
             python.append(latency)
         headers.append(header)
         payloads.append(payload)
-        time.sleep(0.15)  # let the run stream a little, as a user would watch it
+        await asyncio.sleep(0.15)  # let the run stream a little, as a user would watch it
 
     w.stop()
     w.speed = 0.0
