@@ -4,6 +4,7 @@
 // exports and small texts.
 
 import { chooseLabels } from "./labels.js";
+import { createLabelAtlas } from "./label-atlas.js";
 import { createPointRaster } from "./point-raster.js";
 import {
   RADIUS,
@@ -14,7 +15,6 @@ import {
   drawPoints,
   haloFont,
   haloText,
-  labelAtlas,
   ring,
 } from "./scatter-paint.js";
 
@@ -61,8 +61,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
  */
 
 /**
- * @typedef {ReturnType<typeof labelAtlas>} LabelAtlas every token's label pre-rendered once: drawImage
- *   is far cheaper than fillText
+ * @typedef {ReturnType<typeof createLabelAtlas>} LabelAtlas the plain labels, each rendered once
+ *   (js/label-atlas.js)
  */
 
 /**
@@ -70,9 +70,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
  * @param {CanvasRenderingContext2D} c
  * @param {Scene} scene
  * @param {LabelAtlas | null} labels
- * @param {number} dpr
  */
-function layoutLabels(c, scene, labels, dpr) {
+function layoutLabels(c, scene, labels) {
   const { theme, tokens } = scene;
   if (!labels || !scene.points) return [];
   return chooseLabels({
@@ -86,7 +85,7 @@ function layoutLabels(c, scene, labels, dpr) {
     density: scene.density,
     radius: RADIUS,
     size: (t, emphasis) => {
-      if (!emphasis) return [labels.boxes[4 * t + 2] / dpr, LABEL_H];
+      if (!emphasis) return [labels.width(tokens[t] ?? ""), LABEL_H];
       c.font = haloFont(theme, emphasis === "main");
       return [c.measureText(tokens[t] ?? "").width + 3, emphasis === "main" ? 17 : 15];
     },
@@ -104,13 +103,7 @@ function layoutLabels(c, scene, labels, dpr) {
 function drawLabels(c, scene, boxes, labels) {
   const emphasised = new Set([scene.hover, ...scene.partners]);
   c.globalAlpha = scene.hoverRow >= 0 ? 0.45 : 0.85;
-  if (labels) {
-    const a = labels.boxes;
-    for (const b of boxes) {
-      const k = 4 * b.key;
-      if (!emphasised.has(b.key)) c.drawImage(labels.canvas, a[k], a[k + 1], a[k + 2], a[k + 3], b.x, b.y, b.w, b.h);
-    }
-  }
+  if (labels) for (const b of boxes) if (!emphasised.has(b.key)) labels.draw(c, scene.tokens[b.key] ?? "", b);
   c.globalAlpha = 1;
   if (scene.hoverRow < 0 || !scene.points) return;
   const { sx, sy, tokenRow, colours } = scene.points;
@@ -193,7 +186,7 @@ function paint(c, scene, { scale, exporting, raster, labels }) {
   drawPoints(c, theme, points, { selected, matches, dim, filled: !rastered });
   drawPinned(c, theme, scene.pinned, points.sx, points.sy);
   const atlas = labels(scene, scale);
-  const boxes = layoutLabels(c, scene, atlas, scale);
+  const boxes = layoutLabels(c, scene, atlas);
   drawLabels(c, scene, boxes, atlas);
   if (scene.lasso && !exporting) drawLasso(c, theme, scene.lasso);
   c.restore();
@@ -210,7 +203,7 @@ export function createCanvasBackend() {
   let width = 0;
   /** @type {(scene: Scene, dpr: number) => LabelAtlas | null} */
   const labels = ({ tokens, theme }, dpr) => {
-    if (!atlas || atlas.dpr !== dpr) atlas = tokens.length ? labelAtlas(tokens, theme, dpr, LABEL_H) : null;
+    if (!atlas || atlas.dpr !== dpr) atlas = tokens.length ? createLabelAtlas(theme, dpr, LABEL_H) : null;
     return atlas;
   };
   /** @param {CanvasRenderingContext2D} c @param {Scene} scene @param {number} scale @param {boolean} exporting */
