@@ -155,15 +155,24 @@ export function createTextBlocks(container, { fill, emptied }) {
     });
   }
 
-  /** Fill the blocks in (and near) the view, empty the others that were filled. */
+  /**
+   * Fill the blocks in (and near) the view, empty the others that were filled; what was at the top of the
+   * view stays there when blocks above it change height (the strip's own scroll anchoring: widget.css
+   * turns the browser's off, which would follow other content).
+   */
   function update() {
     if (!blocks.length) return;
     const viewH = container.clientHeight || FALLBACK_VIEW_H;
-    const [b0, b1] = blockWindow(tops(), container.scrollTop, viewH, viewH);
+    const before = tops();
+    const scrollTop = container.scrollTop;
+    const [b0, b1] = blockWindow(before, scrollTop, viewH, viewH);
+    const anchor = blockWindow(before, scrollTop, 0, 0)[0];
     for (let b = filled[0]; b < filled[1]; b++) if (b < b0 || b >= b1) emptyBlock(b);
     for (let b = b0; b < b1; b++) if (b < filled[0] || b >= filled[1]) fillBlock(b);
     filled = [b0, b1];
     measure();
+    const moved = tops()[anchor] - before[anchor];
+    if (Math.abs(moved) >= 1) container.scrollTop = scrollTop + moved;
   }
 
   container.addEventListener("scroll", update);
@@ -186,9 +195,11 @@ export function createTextBlocks(container, { fill, emptied }) {
     /** Fill the block of token `t` (scrolling the strip to it first when it is not filled). */
     show(/** @type {number} */ t) {
       const b = blockOf(blocks, t);
-      if (b < 0 || (b >= filled[0] && b < filled[1])) return;
-      container.scrollTop = Math.max(0, tops()[b] - (container.clientHeight || FALLBACK_VIEW_H) / 2);
-      update();
+      // filling blocks measures them and moves what lies below: scroll again until it stays in view
+      for (let tries = 0; tries < 3 && b >= 0 && !(b >= filled[0] && b < filled[1]); tries++) {
+        container.scrollTop = Math.max(0, tops()[b] - (container.clientHeight || FALLBACK_VIEW_H) / 2);
+        update();
+      }
     },
     destroy: () => container.removeEventListener("scroll", update),
   };

@@ -83,7 +83,8 @@ export function createTextStrip({ dom, store, intents }) {
 
   /** Scroll the strip itself (not the page) so that `span` is visible. @param {HTMLElement} span */
   function reveal(span) {
-    const top = span.offsetTop - container.offsetTop;
+    // from the boxes on screen: the strip's containment (widget.css) makes it the span's offsetParent
+    const top = span.getBoundingClientRect().top - container.getBoundingClientRect().top + container.scrollTop;
     if (top < container.scrollTop || top + span.offsetHeight > container.scrollTop + container.clientHeight) {
       container.scrollTop = Math.max(0, top - container.clientHeight / 2);
     }
