@@ -12,6 +12,7 @@ import { createLasso } from "./lasso.js";
 import { MARGIN } from "./scatter-paint.js";
 import { ScatterPoints } from "./scatter-points.js";
 import { createCanvasBackend } from "./scatter-canvas.js";
+import { createGlPoints } from "./point-gl.js";
 import { disposer } from "./dom.js";
 import { createRedraw } from "./scatter-draw.js";
 import { changed } from "./store.js";
@@ -74,7 +75,14 @@ function follow(points, s, prev, plot) {
  *   metrics: {drawn: (count: number, run: any, ms: number) => void},
  *   backend?: import("./scatter-canvas.js").ScatterBackend}} ctx
  */
-export function createScatter({ dom, store, intents, clock, metrics, backend = createCanvasBackend() }) {
+export function createScatter({
+  dom,
+  store,
+  intents,
+  clock,
+  metrics,
+  backend = createCanvasBackend({ gl: createGlPoints(), now: clock.now }),
+}) {
   const wrap = dom.scatterWrap;
   const canvas = backend.canvas;
   canvas.dataset.testid = "headsne-scatter";
