@@ -1,10 +1,12 @@
 // The text strip drawn in blocks, only those near its scrolled view (virtualised): a text of 65536
 // tokens is a few hundred block boxes, the ones in view (and a view's height above and below) filled
-// with their spans, the others empty boxes of their measured or estimated height. A block ends at a line
+// with their spans, the others empty boxes of their measured or estimated height (up to ALL_UP_TO tokens
+// every block is filled). A block ends at a line
 // break once it has BLOCK_MIN tokens, else at a space between words from BLOCK_MAX tokens on (a text
 // without line breaks gets one there), at the latest at 2 x BLOCK_MAX. The pure parts (blocks, the
 // window) are tested in node; the strip's view (js/text.js) makes the spans.
 
+const ALL_UP_TO = 4096; // tokens: a text this short has every block filled (find in page, copy work as ever)
 const BLOCK_MIN = 128;
 const BLOCK_MAX = 256;
 const FALLBACK_VIEW_H = 150; // px: widget.css's max-height of the strip (no layout: node's DOM)
@@ -112,6 +114,7 @@ export function createTextBlocks(container, { fill, emptied }) {
   let heights = new Float64Array(0); // measured (> 0) or 0
   let filled = [0, 0];
   let pxPerChar = FALLBACK_PX_PER_CHAR;
+  let all = true; // a short text: every block filled
 
   const height = (/** @type {number} */ b) => heights[b] || Math.max(1, blocks[b].chars * pxPerChar);
   function tops() {
@@ -165,7 +168,7 @@ export function createTextBlocks(container, { fill, emptied }) {
     const viewH = container.clientHeight || FALLBACK_VIEW_H;
     const before = tops();
     const scrollTop = container.scrollTop;
-    const [b0, b1] = blockWindow(before, scrollTop, viewH, viewH);
+    const [b0, b1] = all ? [0, blocks.length] : blockWindow(before, scrollTop, viewH, viewH);
     const anchor = blockWindow(before, scrollTop, 0, 0)[0];
     for (let b = filled[0]; b < filled[1]; b++) if (b < b0 || b >= b1) emptyBlock(b);
     for (let b = b0; b < b1; b++) if (b < filled[0] || b >= filled[1]) fillBlock(b);
@@ -181,6 +184,7 @@ export function createTextBlocks(container, { fill, emptied }) {
     build(next) {
       pieces = next;
       blocks = textBlocks(pieces);
+      all = blocks.every((b) => b.last <= ALL_UP_TO);
       heights = new Float64Array(blocks.length);
       filled = [0, 0];
       boxes = blocks.map(() => document.createElement("div"));

@@ -71,6 +71,13 @@ test("the block of a token", () => {
   assert.equal(blockOf(blocks, -1), -1);
 });
 
+test("a text of up to 4096 tokens has every span in the strip", () => {
+  const { el, cleanup } = mountOn(widget, { ...longTraits(4096), text: "" });
+  const strip = el.querySelector("[data-testid=headsne-text]");
+  assert.equal(strip.querySelectorAll(".hs-tok").length, 4096);
+  cleanup();
+});
+
 test("65536 tokens: the strip holds the spans of a few blocks, and a search far down brings its block", () => {
   const n = 65536;
   const { el, model, cleanup } = mountOn(widget, { ...longTraits(n), text: "" });
