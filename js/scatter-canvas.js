@@ -158,9 +158,9 @@ function drawMessage(c, { theme, width, height, message }) {
 
 /**
  * Draw the whole scene into `c` at `scale` device px per CSS px; returns the labels drawn. An export
- * draws every point as an arc and no lasso; on screen the filled points are rasterised in script
- * (js/point-raster.js): canvas arcs cost little in the script but 3-4 µs each in chromium's raster at
- * the commit (30-40 ms at 8192 points, never in data-paint-ms).
+ * draws every point as an arc and no lasso; on screen the points come from `layer` (WebGL2, or the
+ * filled ones rasterised in script, js/point-raster.js): canvas arcs cost little in the script but
+ * 3-4 µs each in chromium's raster at the commit (30-40 ms at 8192 points, never in data-paint-ms).
  * @param {CanvasRenderingContext2D} c
  * @param {Scene} scene
  * @param {{scale: number, exporting: boolean, layer: PointLayer,
