@@ -31,14 +31,19 @@ n       canvas: paint, points, fps  webgl: paint, points, fps   webgl / canvas: 
 8192    5.6, 3.1, 33.1              46.5, 44.7, 18.5            8.4x, 0.56x                 41 of 41   16.5 - 16.7
 16384   9.3, 7.0, 21.2              72.1, 69.9, 10.6            7.8x, 0.50x                 41 of 41   17.7 - 17.2
 65536   73.7, 64.4, 9.8             365.7, 358.2, 1.8           5.0x, 0.18x                 41 of 41   17.9 - 18.8
+8192    4.1, 3.0, 43.7              33.4, 32.5, 24.0            8.2x, 0.55x                 41 of 41   8.3 - 8.1
+16384   8.8, 7.0, 45.8              62.8, 61.6, 12.9            7.1x, 0.28x                 40 of 41   7.9 - 8.1
+65536   29.5, 26.1, 14.9            265.9, 257.1, 2.6           9.0x, 0.18x                 39 of 41   9.0 - 12.0
 ======  ==========================  ==========================  ==========================  =========  ===========
 
-(2026-11-24, the first run; the machine was shared with several other jobs: load 16-19 on 2 cores. At 65536
-the kernel sent only 4.8 frames a second, not 10: the page drew every one.) In software WebGL2 draws 5-8
-times slower than the script raster (SwiftShader rasterises each point's sprite, 11 x 11 px at 1x, and the
-copy into the 2D canvas waits for it), which is why the map uses WebGL2 only where it runs on the GPU. There
-the main thread's share of the points is a buffer upload (8 bytes a point), three draw calls and the copy, and
-no CPU touches their pixels; no GPU browser was at hand to measure it (js/point-gl.js).
+(2026-11-24, the same code twice; the machine was shared with several other jobs: load 16-19 on 2 cores in the
+first run, 8-12 in the second. At 65536 the kernel sent only 4.8 and 6.6 frames a second, not 10.) With the
+map's own choice (the canvas here) the second run drew 59.7, 53.7 and 22.0 frames a second of replay at the
+three sizes. In software WebGL2 paints 5-9 times slower than the script raster (SwiftShader rasterises each
+point's sprite, 11 x 11 px at 1x, and the copy into the 2D canvas waits for it), which is why the map uses
+WebGL2 only where it runs on the GPU. There the main thread's share of the points is a buffer upload (8 bytes a
+point), three draw calls and the copy, and no CPU touches their pixels; no GPU browser was at hand to measure it
+(js/point-gl.js).
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ export const WEBGL_MIN_POINTS = 2048;
 
 /**
  * Which backend draws `m` points: "webgl" from WEBGL_MIN_POINTS on where WebGL2 runs on the GPU, else
- * "canvas" (the script raster, js/point-raster.js: in software WebGL2 draws 8192-65536 points 4-8 times
+ * "canvas" (the script raster, js/point-raster.js: in software WebGL2 paints 8192-65536 points 5-9 times
  * slower than it, benchmarks/scatter_webgl.py). `force` ("webgl" or "canvas": the canvas's
  * data-backend-force, which tests and benchmarks set) overrides the count and the kind, never the lack
  * of WebGL2.
