@@ -5,6 +5,7 @@ import { layerTop } from "./grid-geometry.js";
 
 /**
  * Index of the point (screen coordinates sx, sy of m points) nearest to (px, py) within maxDist; -1 if none.
+ * A scan of every point: the map asks its grid index (js/point-index.js), which answers the same.
  * @param {{sx: ArrayLike<number>, sy: ArrayLike<number>, m: number}} points
  * @param {[number, number]} at
  * @param {number} maxDist
@@ -55,8 +56,15 @@ export function gridHit(g, x, y) {
  */
 export function pointsInPolygon(sx, sy, m, polygon) {
   if (!polygon || polygon.length < 3) return [];
+  const xs = polygon.map((p) => p[0]);
+  const ys = polygon.map((p) => p[1]);
+  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
   const out = [];
-  for (let r = 0; r < m; r++) if (polygonContains(polygon, [sx[r], sy[r]])) out.push(r);
+  for (let r = 0; r < m; r++) {
+    // the polygon's bounding box first: at 65536 points most are outside it
+    if (!(sx[r] >= x0 && sx[r] <= x1 && sy[r] >= y0 && sy[r] <= y1)) continue;
+    if (polygonContains(polygon, [sx[r], sy[r]])) out.push(r);
+  }
   return out;
 }
 

@@ -75,7 +75,7 @@ function buildStamps(scale) {
  * @param {string[]} list
  * @param {string} muted
  */
-function packColours(list, muted) {
+export function packColours(list, muted) {
   const rgb = new Int32Array(list.length);
   /** @type {Map<string, number>} */
   const cache = new Map();

@@ -1,5 +1,10 @@
 // The frame recorder: every frame of the current run, kept for the timeline and the KL sparkline.
-// A new run_id starts a new recording; scrubbing shows a recorded frame instead of the newest.
+// A new run_id starts a new recording; scrubbing shows a recorded frame instead of the newest. A recording
+// keeps at most RECORD_BYTES of frames: beyond, every other frame goes (65536 tokens: 512 KiB a frame, a
+// run of a thousand frames would hold half a gigabyte).
+
+/** Bytes of frames a recording keeps at most (256 frames of 65536 tokens, 2048 of 8192). */
+export const RECORD_BYTES = 128 * 2 ** 20;
 
 import { decodeArray } from "./codecs.js";
 import { T } from "./model.js";
@@ -22,7 +27,9 @@ export function shownFrameIndex(count, scrub, following) {
 }
 
 export class FrameRecorder {
-  constructor() {
+  constructor(maxBytes = RECORD_BYTES) {
+    this.maxBytes = maxBytes;
+    this.bytes = 0; // of the recorded frames' data
     /** @type {Frame[]} */
     this.frames = [];
     /** @type {number | null} run id of the recording */
@@ -39,6 +46,7 @@ export class FrameRecorder {
     if (runId === this.run) return false;
     this.run = runId;
     this.frames = [];
+    this.bytes = 0;
     this.scrub = null;
     return true;
   }
@@ -46,13 +54,28 @@ export class FrameRecorder {
   /** Record a frame; a frame of the same iteration as the newest replaces it. */
   add(/** @type {Frame} */ frame) {
     const last = this.frames[this.frames.length - 1];
-    if (last && last.iteration === frame.iteration) this.frames[this.frames.length - 1] = frame;
-    else this.frames.push(frame);
+    if (last && last.iteration === frame.iteration) {
+      this.frames[this.frames.length - 1] = frame;
+      this.bytes -= last.data.byteLength;
+    } else this.frames.push(frame);
+    this.bytes += frame.data.byteLength;
+    if (this.bytes > this.maxBytes && this.frames.length > 2) this.thin();
+  }
+
+  /** Drop every other frame (the first and the newest stay); the scrubbed and shown indices follow. */
+  thin() {
+    const n = this.frames.length;
+    const at = (/** @type {number} */ i) => (i >= n - 1 ? Math.ceil((n - 1) / 2) : i >> 1);
+    this.frames = this.frames.filter((_, i) => i % 2 === 0 || i === n - 1);
+    this.bytes = this.frames.reduce((sum, f) => sum + f.data.byteLength, 0);
+    if (this.scrub != null) this.scrub = at(this.scrub);
+    if (this.shown >= 0) this.shown = at(this.shown);
   }
 
   /** Forget every frame (the frame trait went empty). */
   clear() {
     this.frames = [];
+    this.bytes = 0;
   }
 
   get last() {

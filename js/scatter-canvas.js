@@ -1,10 +1,14 @@
 // The scatter's drawing backend on a 2D canvas: a scene (js/scatter.js `Scene`: what the map shows, in
-// CSS px) drawn on the screen canvas or, for a PNG export, on a new canvas at any scale. Another backend
-// (WebGL for tens of thousands of points) implements the same `ScatterBackend` and keeps this one for
-// exports and small texts.
+// CSS px) drawn on the screen canvas or, for a PNG export, on a new canvas at any scale. On screen its
+// points come from WebGL2 when there are many and it runs on the GPU (js/point-gl.js, drawn into this
+// canvas between the axes and the labels), else from the script raster (js/point-raster.js); an export
+// draws them as arcs.
 
 import { chooseLabels } from "./labels.js";
+import { createLabelAtlas } from "./label-atlas.js";
 import { createPointRaster } from "./point-raster.js";
+import { chooseBackend } from "./point-gl.js";
+import { setData } from "./schedule.js";
 import {
   RADIUS,
   drawAxes,
@@ -14,7 +18,6 @@ import {
   drawPoints,
   haloFont,
   haloText,
-  labelAtlas,
   ring,
 } from "./scatter-paint.js";
 
@@ -61,8 +64,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
  */
 
 /**
- * @typedef {ReturnType<typeof labelAtlas>} LabelAtlas every token's label pre-rendered once: drawImage
- *   is far cheaper than fillText
+ * @typedef {ReturnType<typeof createLabelAtlas>} LabelAtlas the plain labels, each rendered once
+ *   (js/label-atlas.js)
  */
 
 /**
@@ -70,9 +73,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
  * @param {CanvasRenderingContext2D} c
  * @param {Scene} scene
  * @param {LabelAtlas | null} labels
- * @param {number} dpr
  */
-function layoutLabels(c, scene, labels, dpr) {
+function layoutLabels(c, scene, labels) {
   const { theme, tokens } = scene;
   if (!labels || !scene.points) return [];
   return chooseLabels({
@@ -86,7 +88,7 @@ function layoutLabels(c, scene, labels, dpr) {
     density: scene.density,
     radius: RADIUS,
     size: (t, emphasis) => {
-      if (!emphasis) return [labels.boxes[4 * t + 2] / dpr, LABEL_H];
+      if (!emphasis) return [labels.width(tokens[t] ?? ""), LABEL_H];
       c.font = haloFont(theme, emphasis === "main");
       return [c.measureText(tokens[t] ?? "").width + 3, emphasis === "main" ? 17 : 15];
     },
@@ -104,13 +106,7 @@ function layoutLabels(c, scene, labels, dpr) {
 function drawLabels(c, scene, boxes, labels) {
   const emphasised = new Set([scene.hover, ...scene.partners]);
   c.globalAlpha = scene.hoverRow >= 0 ? 0.45 : 0.85;
-  if (labels) {
-    const a = labels.boxes;
-    for (const b of boxes) {
-      const k = 4 * b.key;
-      if (!emphasised.has(b.key)) c.drawImage(labels.canvas, a[k], a[k + 1], a[k + 2], a[k + 3], b.x, b.y, b.w, b.h);
-    }
-  }
+  if (labels) for (const b of boxes) if (!emphasised.has(b.key)) labels.draw(c, scene.tokens[b.key] ?? "", b);
   c.globalAlpha = 1;
   if (scene.hoverRow < 0 || !scene.points) return;
   const { sx, sy, tokenRow, colours } = scene.points;
@@ -162,16 +158,16 @@ function drawMessage(c, { theme, width, height, message }) {
 
 /**
  * Draw the whole scene into `c` at `scale` device px per CSS px; returns the labels drawn. An export
- * draws every point as an arc and no lasso; on screen the filled points are rasterised in script
- * (js/point-raster.js): canvas arcs cost little in the script but 3-4 µs each in chromium's raster at
- * the commit (30-40 ms at 8192 points, never in data-paint-ms).
+ * draws every point as an arc and no lasso; on screen the points come from `layer` (WebGL2, or the
+ * filled ones rasterised in script, js/point-raster.js): canvas arcs cost little in the script but
+ * 3-4 µs each in chromium's raster at the commit (30-40 ms at 8192 points, never in data-paint-ms).
  * @param {CanvasRenderingContext2D} c
  * @param {Scene} scene
- * @param {{scale: number, exporting: boolean, raster: ReturnType<typeof createPointRaster>,
+ * @param {{scale: number, exporting: boolean, layer: PointLayer,
  *   labels: (scene: Scene, dpr: number) => LabelAtlas | null}} how
  * @returns {LabelBox[]}
  */
-function paint(c, scene, { scale, exporting, raster, labels }) {
+function paint(c, scene, { scale, exporting, layer, labels }) {
   const { theme, plot, points } = scene;
   c.setTransform(scale, 0, 0, scale, 0, 0);
   c.fillStyle = theme.panel;
@@ -188,33 +184,75 @@ function paint(c, scene, { scale, exporting, raster, labels }) {
   drawHoverEdges(c, scene);
   const { selected, matches } = scene;
   const dim = selected.size > 0 || scene.hoverRow >= 0;
-  const alpha = (/** @type {number} */ tok) => (!dim || selected.has(tok) ? 1 : 0.3);
-  const rastered = !exporting && raster.draw(c, { theme, scale, box: plot, points, alpha });
-  drawPoints(c, theme, points, { selected, matches, dim, filled: !rastered });
+  const by = exporting ? "arcs" : layer(c, { theme, scale, box: plot, points, dim, selected, matches });
+  if (by !== "webgl") drawPoints(c, theme, points, { selected, matches, dim, filled: by === "arcs" });
   drawPinned(c, theme, scene.pinned, points.sx, points.sy);
   const atlas = labels(scene, scale);
-  const boxes = layoutLabels(c, scene, atlas, scale);
+  const boxes = layoutLabels(c, scene, atlas);
   drawLabels(c, scene, boxes, atlas);
   if (scene.lasso && !exporting) drawLasso(c, theme, scene.lasso);
   c.restore();
   return boxes;
 }
 
-/** @returns {ScatterBackend} */
-export function createCanvasBackend() {
+/**
+ * The screen's filled points (special tokens' rings and the marks' rings too, from WebGL): drawn by
+ * WebGL ("webgl"), by the script raster ("canvas"), or left to canvas arcs ("arcs").
+ * @typedef {(c: CanvasRenderingContext2D, scene: import("./point-gl.js").GlScene) => "webgl" | "canvas" | "arcs"} PointLayer
+ */
+
+/**
+ * The points' layer of the screen: WebGL from WEBGL_MIN_POINTS points on where it runs on the GPU, else
+ * the script raster (js/point-gl.js chooseBackend); which one drew last is the canvas's data-backend, its
+ * time in the last paint (ms) data-points-ms, and what WebGL2 is here (hardware, software, none: known
+ * once asked) data-webgl.
+ * @param {HTMLCanvasElement} canvas
+ * @param {ReturnType<typeof import("./point-gl.js").createGlPoints> | null} gl
+ * @param {() => number} now
+ * @returns {PointLayer}
+ */
+function pointLayer(canvas, gl, now) {
+  const raster = createPointRaster();
+  return (c, scene) => {
+    const t0 = now();
+    const { dim, selected } = scene;
+    const kind = () => {
+      const k = gl ? gl.kind() : "none";
+      setData(canvas, "webgl", k);
+      return k;
+    };
+    const want = chooseBackend(scene.points.m, canvas.dataset.backendForce, kind);
+    let by = /** @type {"webgl" | "canvas" | "arcs"} */ ("webgl");
+    if (want !== "webgl" || !gl || !gl.draw(c, scene)) {
+      const alpha = (/** @type {number} */ tok) => (!dim || selected.has(tok) ? 1 : 0.3);
+      by = raster.draw(c, { ...scene, alpha }) ? "canvas" : "arcs";
+    }
+    setData(canvas, "backend", by === "webgl" ? "webgl" : "canvas");
+    setData(canvas, "pointsMs", (now() - t0).toFixed(2));
+    return by;
+  };
+}
+
+/**
+ * The 2D-canvas backend; its points drawn with WebGL when `gl` is given and there are many.
+ * @param {{gl?: ReturnType<typeof import("./point-gl.js").createGlPoints> | null, now?: () => number}} [options] `now`: the
+ *   clock of data-points-ms
+ * @returns {ScatterBackend}
+ */
+export function createCanvasBackend({ gl = null, now = () => 0 } = {}) {
   const canvas = document.createElement("canvas");
   const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
-  const raster = createPointRaster();
+  const layer = pointLayer(canvas, gl, now);
   /** @type {LabelAtlas | null} */
   let atlas = null;
   let width = 0;
   /** @type {(scene: Scene, dpr: number) => LabelAtlas | null} */
   const labels = ({ tokens, theme }, dpr) => {
-    if (!atlas || atlas.dpr !== dpr) atlas = tokens.length ? labelAtlas(tokens, theme, dpr, LABEL_H) : null;
+    if (!atlas || atlas.dpr !== dpr) atlas = tokens.length ? createLabelAtlas(theme, dpr, LABEL_H) : null;
     return atlas;
   };
   /** @param {CanvasRenderingContext2D} c @param {Scene} scene @param {number} scale @param {boolean} exporting */
-  const paintWith = (c, scene, scale, exporting) => paint(c, scene, { scale, exporting, raster, labels });
+  const paintWith = (c, scene, scale, exporting) => paint(c, scene, { scale, exporting, layer, labels });
 
   return {
     canvas,
@@ -224,7 +262,12 @@ export function createCanvasBackend() {
       canvas.width = Math.round(w * dpr);
       canvas.height = Math.round(h * dpr);
     },
-    draw: (scene) => paintWith(ctx, scene, canvas.width / Math.max(width, 1), false),
+    draw(scene) {
+      const t0 = now();
+      const boxes = paintWith(ctx, scene, canvas.width / Math.max(width, 1), false);
+      setData(canvas, "drawMs", (now() - t0).toFixed(2));
+      return boxes;
+    },
     render(scene, scale) {
       const out = document.createElement("canvas");
       out.width = Math.round(scene.width * scale);

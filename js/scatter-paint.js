@@ -179,44 +179,6 @@ export function drawLasso(c, theme, polygon) {
 }
 
 /**
- * Every token's label rendered once into one offscreen canvas (drawImage per label is far cheaper than
- * fillText): {canvas, boxes: [x, y, w, h] per token in device px, dpr}.
- * @param {string[]} tokens
- * @param {import("./theme.js").Theme} theme
- * @param {number} dpr device px per CSS px
- * @param {number} lineHeight CSS px of a label's box
- */
-export function labelAtlas(tokens, theme, dpr, lineHeight) {
-  const font = `10.5px ${theme.font}`;
-  const measure = /** @type {CanvasRenderingContext2D} */ (document.createElement("canvas").getContext("2d"));
-  measure.font = font;
-  const lineH = Math.ceil(lineHeight * dpr);
-  const maxW = 2048;
-  const boxes = new Float32Array(4 * tokens.length);
-  let x = 0;
-  let y = 0;
-  tokens.forEach((tok, i) => {
-    const w = Math.ceil((measure.measureText(tok).width + 2) * dpr);
-    if (x + w > maxW) {
-      x = 0;
-      y += lineH;
-    }
-    boxes.set([x, y, w, lineH], 4 * i);
-    x += w;
-  });
-  const canvas = document.createElement("canvas");
-  canvas.width = maxW;
-  canvas.height = Math.max(1, y + lineH);
-  const c = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
-  c.scale(dpr, dpr);
-  c.font = font;
-  c.textBaseline = "middle";
-  c.fillStyle = theme.fg;
-  tokens.forEach((tok, i) => c.fillText(tok, boxes[4 * i] / dpr + 1, (boxes[4 * i + 1] + lineH / 2) / dpr));
-  return { canvas, boxes, dpr };
-}
-
-/**
  * The points (special tokens as rings), dimmed outside the selection when `dim`; search matches ringed
  * in the highlight colour and selected tokens in the foreground colour.
  * @param {CanvasRenderingContext2D} c

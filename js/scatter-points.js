@@ -182,7 +182,8 @@ export class ScatterPoints {
   }
 
   /**
-   * The screen positions (sx, sy) of the shown positions through the scales `x`, `y`; far outliers
+   * The screen positions (sx, sy) of the shown positions through the linear scales `x`, `y` (applied as
+   * v * a + b: a call of a d3 scale per point and axis cost 2-6 ms a frame at 65536 points); far outliers
    * (robustExtent) pinned to the plot's edge (`box`, CSS px) when `pin`.
    * @param {(v: number) => number} x
    * @param {(v: number) => number} y
@@ -191,10 +192,12 @@ export class ScatterPoints {
    */
   toScreen(x, y, box, pin) {
     const { sx, sy, cur, pinned } = this;
+    const [bx, by] = [x(0), y(0)];
+    const [ax, ay] = [x(1) - bx, y(1) - by];
     pinned.length = 0;
     for (let r = 0; r < this.m; r++) {
-      sx[r] = x(cur[2 * r]);
-      sy[r] = y(cur[2 * r + 1]);
+      sx[r] = cur[2 * r] * ax + bx;
+      sy[r] = cur[2 * r + 1] * ay + by;
       if (!pin) continue;
       const px = Math.min(box.x1 - 4, Math.max(box.x0 + 4, sx[r]));
       const py = Math.min(box.y1 - 4, Math.max(box.y0 + 4, sy[r]));

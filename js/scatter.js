@@ -6,11 +6,13 @@
 
 import { select } from "d3-selection";
 import { zoom as d3zoom, zoomIdentity } from "d3-zoom";
-import { nearestPoint, pointsInPolygon } from "./hittest.js";
+import { pointsInPolygon } from "./hittest.js";
+import { createPointIndex } from "./point-index.js";
 import { createLasso } from "./lasso.js";
 import { MARGIN } from "./scatter-paint.js";
 import { ScatterPoints } from "./scatter-points.js";
 import { createCanvasBackend } from "./scatter-canvas.js";
+import { createGlPoints } from "./point-gl.js";
 import { disposer } from "./dom.js";
 import { createRedraw } from "./scatter-draw.js";
 import { changed } from "./store.js";
@@ -73,7 +75,14 @@ function follow(points, s, prev, plot) {
  *   metrics: {drawn: (count: number, run: any, ms: number) => void},
  *   backend?: import("./scatter-canvas.js").ScatterBackend}} ctx
  */
-export function createScatter({ dom, store, intents, clock, metrics, backend = createCanvasBackend() }) {
+export function createScatter({
+  dom,
+  store,
+  intents,
+  clock,
+  metrics,
+  backend = createCanvasBackend({ gl: createGlPoints(), now: clock.now }),
+}) {
   const wrap = dom.scatterWrap;
   const canvas = backend.canvas;
   canvas.dataset.testid = "headsne-scatter";
@@ -126,8 +135,13 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
   });
   scope.add(() => lasso.destroy());
 
-  /** What the map shows now, or null before there is a theme and a size. */
-  const scene = () => sceneOf(store.state, points, { ...view, plot: plotBox() });
+  // the pointer's hit test looks at the points near it, not at every point (65536 of them at most)
+  const hits = createPointIndex({ box: () => ({ x0: 0, y0: 0, x1: view.width, y1: view.height }) });
+  /** What the map shows now (the screen positions move: the hit index is rebuilt when next asked). */
+  const scene = () => {
+    hits.invalidate();
+    return sceneOf(store.state, points, { ...view, plot: plotBox() });
+  };
   const redraw = createRedraw({
     clock,
     backend,
@@ -162,7 +176,7 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
   /** @param {MouseEvent} event */
   function pointAt(event) {
     const rect = canvas.getBoundingClientRect();
-    const r = nearestPoint(points, [event.clientX - rect.left, event.clientY - rect.top], 10);
+    const r = hits.nearest(points, [event.clientX - rect.left, event.clientY - rect.top], 10);
     return r >= 0 ? store.state.rows.kept[r] : -1;
   }
   scope.listen(canvas, "dblclick", resetView);

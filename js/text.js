@@ -1,9 +1,11 @@
 // The text strip view: the input text with one span per token (textContent only, never HTML), underlined
 // in the token's colour. Hovering a span hovers the token; other views' hovers highlight it here (with
 // its partners). A click selects a token, shift-click the range from the last clicked one, ctrl/cmd-click
-// toggles one.
+// toggles one. Only the spans near the strip's scrolled view exist (js/text-blocks.js): a span is made
+// with the marks of the moment when its block comes into view.
 
 import { textSegments } from "./segments.js";
+import { createTextBlocks } from "./text-blocks.js";
 import { partnerTokens, shownPartners } from "./partners.js";
 import { disposer } from "./dom.js";
 import { changed } from "./store.js";
@@ -44,8 +46,8 @@ export function createTextStrip({ dom, store, intents }) {
   const container = dom.textStrip;
   const scope = disposer();
   const strip = {
-    /** @type {(HTMLElement | null)[]} token index -> span */
-    spans: [],
+    /** @type {Map<number, HTMLElement>} token index -> span, for the spans in the DOM */
+    spans: new Map(),
     hover: -1,
     /** @type {number[]} */
     partners: [],
@@ -81,37 +83,50 @@ export function createTextStrip({ dom, store, intents }) {
 
   /** Scroll the strip itself (not the page) so that `span` is visible. @param {HTMLElement} span */
   function reveal(span) {
-    const top = span.offsetTop - container.offsetTop;
+    // from the boxes on screen: the strip's containment (widget.css) makes it the span's offsetParent
+    const top = span.getBoundingClientRect().top - container.getBoundingClientRect().top + container.scrollTop;
     if (top < container.scrollTop || top + span.offsetHeight > container.scrollTop + container.clientHeight) {
       container.scrollTop = Math.max(0, top - container.clientHeight / 2);
     }
   }
 
+  /**
+   * The node of a piece of the text: a token's span with the marks of the moment, or plain text.
+   * @param {import("./text-blocks.js").Piece} piece
+   */
+  function fill(piece) {
+    if (piece.token < 0) return document.createTextNode(piece.text);
+    const t = piece.token;
+    const { doc, colours, rows } = store.state;
+    const span = document.createElement("span");
+    span.className = "hs-tok";
+    if (piece.special || doc.special[t]) span.classList.add("hs-special");
+    span.dataset.index = String(t);
+    span.textContent = piece.text;
+    span.style.setProperty("--hs-tok-color", (colours && colours.colours[t]) || "transparent");
+    span.classList.toggle("hs-dropped", !(rows.tokenRow[t] >= 0));
+    span.classList.toggle("hs-selected", strip.selected.has(t));
+    span.classList.toggle("hs-match", strip.matches.has(t));
+    span.classList.toggle("hs-hover", strip.hover === t);
+    span.classList.toggle("hs-partner", strip.partners.includes(t));
+    strip.spans.set(t, span);
+    return span;
+  }
+  const blocks = createTextBlocks(container, {
+    fill,
+    emptied: (first, last) => {
+      for (let t = first; t < last; t++) strip.spans.delete(t);
+    },
+  });
+  scope.add(() => blocks.destroy());
+
   /** Rebuild the spans of the text. @param {import("./state.js").Doc} doc */
-  function rebuild({ text, tokens, offsets, special }) {
-    container.replaceChildren();
-    strip.spans = new Array(tokens.length).fill(null);
+  function rebuild({ text, tokens, offsets }) {
+    strip.spans = new Map();
     strip.hover = -1;
     strip.partners = [];
     strip.anchor = -1;
-    const fragment = document.createDocumentFragment();
-    for (const piece of textSegments(text || "", tokens, offsets)) {
-      if (piece.token < 0) {
-        fragment.appendChild(document.createTextNode(piece.text));
-        continue;
-      }
-      const span = document.createElement("span");
-      span.className = "hs-tok";
-      if (piece.special || special[piece.token]) span.classList.add("hs-special");
-      span.dataset.index = String(piece.token);
-      span.textContent = piece.text;
-      span.style.setProperty("--hs-tok-color", "transparent");
-      if (strip.selected.has(piece.token)) span.classList.add("hs-selected");
-      if (strip.matches.has(piece.token)) span.classList.add("hs-match");
-      strip.spans[piece.token] = span;
-      fragment.appendChild(span);
-    }
-    container.appendChild(fragment);
+    blocks.build(textSegments(text || "", tokens, offsets));
   }
 
   /**
@@ -122,19 +137,20 @@ export function createTextStrip({ dom, store, intents }) {
    */
   function mark(before, after, className) {
     const next = new Set(after);
-    for (const i of before) if (!next.has(i)) strip.spans[i]?.classList.remove(className);
-    for (const i of next) strip.spans[i]?.classList.add(className);
+    for (const i of before) if (!next.has(i)) strip.spans.get(i)?.classList.remove(className);
+    for (const i of next) strip.spans.get(i)?.classList.add(className);
   }
 
   /** @param {State} s */
   function setHover(s) {
-    if (strip.hover >= 0) strip.spans[strip.hover]?.classList.remove("hs-hover");
+    if (strip.hover >= 0) strip.spans.get(strip.hover)?.classList.remove("hs-hover");
     const token = s.hover;
     const partners = partnerTokens(shownPartners(partnersAt(s, token), directionOf(s)));
     mark(strip.partners, partners, "hs-partner");
     strip.hover = token;
     strip.partners = partners;
-    const span = token >= 0 ? strip.spans[token] : null;
+    if (token >= 0 && s.hoverInfo && s.hoverInfo.source !== "text") blocks.show(token);
+    const span = token >= 0 ? strip.spans.get(token) : null;
     if (!span) return;
     span.classList.add("hs-hover");
     if (s.hoverInfo && s.hoverInfo.source !== "text") reveal(span);
@@ -144,13 +160,13 @@ export function createTextStrip({ dom, store, intents }) {
   function update(s, prev) {
     const is = (/** @type {keyof State} */ key) => changed(s, prev, key);
     if (is("doc")) rebuild(s.doc);
-    if (is("doc") || is("colours")) {
+    if (is("colours")) {
       const colours = s.colours ? s.colours.colours : [];
-      strip.spans.forEach((span, i) => span?.style.setProperty("--hs-tok-color", colours[i] || "transparent"));
+      strip.spans.forEach((span, i) => span.style.setProperty("--hs-tok-color", colours[i] || "transparent"));
     }
-    if (is("doc") || is("rows")) {
+    if (is("rows")) {
       // the tokens without a point in the map (excluded special tokens) are dimmed
-      strip.spans.forEach((span, i) => span?.classList.toggle("hs-dropped", !(s.rows.tokenRow[i] >= 0)));
+      strip.spans.forEach((span, i) => span.classList.toggle("hs-dropped", !(s.rows.tokenRow[i] >= 0)));
     }
     if (is("doc") || is("selected")) {
       mark(strip.selected, s.selected, "hs-selected");
@@ -159,8 +175,10 @@ export function createTextStrip({ dom, store, intents }) {
     if (is("doc") || is("search")) {
       mark(strip.matches, s.search.matches, "hs-match");
       strip.matches = s.search.matches;
-      const first = Math.min(...strip.matches);
-      const span = Number.isFinite(first) ? strip.spans[first] : null;
+      let first = Infinity; // not Math.min(...matches): 65536 arguments overflow the stack
+      for (const t of strip.matches) first = Math.min(first, t);
+      if (Number.isFinite(first)) blocks.show(first);
+      const span = Number.isFinite(first) ? strip.spans.get(first) : null;
       if (span) reveal(span);
     }
     if (is("hover")) setHover(s);

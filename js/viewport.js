@@ -79,17 +79,22 @@ export function easeDomains(current, target, alpha = 0.25) {
   return settled ? [target, true] : [{ x, y }, false];
 }
 
+// Above this many rows the core box's quantiles come from an evenly strided sample of about this many
+// (sorting 2 x 65536 values took 10-25 ms a frame; the 2% quantiles of 8192 rows are within 0.2% of them)
+const QUANTILE_SAMPLE = 8192;
+
 /**
- * The finite points of the first m rows of interleaved (m, 2) data, as x and y lists.
+ * The finite points of every `step`-th of the first m rows of interleaved (m, 2) data, as x and y lists.
  * @param {ArrayLike<number>} data
  * @param {number} m
+ * @param {number} step
  */
-function finitePoints(data, m) {
+function finitePoints(data, m, step) {
   /** @type {number[]} */
   const xs = [];
   /** @type {number[]} */
   const ys = [];
-  for (let r = 0; r < m; r++) {
+  for (let r = 0; r < m; r += step) {
     if (!Number.isFinite(data[2 * r]) || !Number.isFinite(data[2 * r + 1])) continue;
     xs.push(data[2 * r]);
     ys.push(data[2 * r + 1]);
@@ -117,21 +122,31 @@ function coreBox(xs, ys, tail) {
 }
 
 /**
- * The points inside `box` [x0, x1, y0, y1], interleaved, and their number.
- * @param {number[]} xs
- * @param {number[]} ys
+ * The finite rows of the first m rows of `data` outside `box` [x0, x1, y0, y1], the finite rows, and the
+ * extent of those inside.
+ * @param {ArrayLike<number>} data
+ * @param {number} m
  * @param {number[]} box
  */
-function pointsInBox(xs, ys, [x0, x1, y0, y1]) {
-  const inside = new Float32Array(2 * xs.length);
-  let k = 0;
-  for (let i = 0; i < xs.length; i++) {
-    if (xs[i] < x0 || xs[i] > x1 || ys[i] < y0 || ys[i] > y1) continue;
-    inside[2 * k] = xs[i];
-    inside[2 * k + 1] = ys[i];
-    k++;
+function splitByBox(data, m, [x0, x1, y0, y1]) {
+  let outside = 0;
+  let finite = 0;
+  const ext = [Infinity, -Infinity, Infinity, -Infinity];
+  for (let r = 0; r < m; r++) {
+    const x = data[2 * r];
+    const y = data[2 * r + 1];
+    if (!Number.isFinite(x) || !Number.isFinite(y)) continue;
+    finite++;
+    if (x < x0 || x > x1 || y < y0 || y > y1) {
+      outside++;
+      continue;
+    }
+    ext[0] = Math.min(ext[0], x);
+    ext[1] = Math.max(ext[1], x);
+    ext[2] = Math.min(ext[2], y);
+    ext[3] = Math.max(ext[3], y);
   }
-  return { inside, k };
+  return { outside, finite, extent: ext[0] <= ext[1] ? ext : null };
 }
 
 /**
@@ -146,11 +161,10 @@ function pointsInBox(xs, ys, [x0, x1, y0, y1]) {
 export function robustExtent(data, m, { tail = 0.02, ratio = 4, share = 0.05 } = {}) {
   const full = frameExtent(data, m);
   if (!full || m < 20) return { extent: full, clipped: false };
-  const { xs, ys } = finitePoints(data, m);
+  const { xs, ys } = finitePoints(data, m, Math.max(1, Math.floor(m / QUANTILE_SAMPLE)));
   const core = coreBox(xs, ys, tail);
   const far = full[1] - full[0] > ratio * (core[1] - core[0]) || full[3] - full[2] > ratio * (core[3] - core[2]);
-  const { inside, k } = pointsInBox(xs, ys, core);
-  const outside = xs.length - k;
-  if (!far || outside === 0 || outside > share * xs.length) return { extent: full, clipped: false };
-  return { extent: frameExtent(inside, k), clipped: true };
+  const { outside, finite, extent } = splitByBox(data, m, core);
+  if (!far || outside === 0 || outside > share * finite || !extent) return { extent: full, clipped: false };
+  return { extent, clipped: true };
 }

@@ -52,3 +52,19 @@ test("robustExtent leaves out a few far outliers, and nothing from ordinary data
   const spread = [...blob, ...Array.from({ length: 40 }, (_, i) => [700 * Math.cos(i), 700 * Math.sin(i)])];
   assert.equal(robustExtent(Float32Array.from(spread.flat()), spread.length).clipped, false, "not a few");
 });
+
+test("robustExtent at 65536 rows: quantiles from a sample, the extent and the outliers from every row", () => {
+  const random = rng(12);
+  const m = 65536;
+  const data = new Float32Array(2 * m);
+  for (let i = 0; i < 2 * m; i++) data[i] = random() * 10;
+  const outliers = [3, 40000, 65535]; // off the sample's stride and on it
+  for (const r of outliers) data[2 * r] = 900 + r / 1000;
+  data[2 * 123] = 10.25; // the blob's edge, seen by no sample: the extent still reaches it
+  const robust = robustExtent(data, m);
+  assert.equal(robust.clipped, true);
+  assert.equal(robust.extent[1], 10.25);
+  assert.ok(robust.extent[0] >= 0 && robust.extent[0] < 0.01 && robust.extent[3] < 10);
+  for (let i = 0; i < 2 * m; i += 2) data[i] = i < m ? 700 * random() : random(); // half far away: not a few
+  assert.equal(robustExtent(data, m).clipped, false);
+});
