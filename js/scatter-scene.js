@@ -24,11 +24,11 @@ export function densityOf(s) {
  * What the map shows now, or null before there is a theme and a size.
  * @param {State} s
  * @param {import("./scatter-points.js").ScatterPoints} points
- * @param {{width: number, height: number, transform: any, userZoomed: boolean,
+ * @param {{width: number, height: number, transform: any,
  *   lasso: [number, number][] | null, plot: import("./scatter-canvas.js").Box}} view
  * @returns {Scene | null}
  */
-export function sceneOf(s, points, { width, height, transform, userZoomed, lasso, plot }) {
+export function sceneOf(s, points, { width, height, transform, lasso, plot }) {
   if (!s.theme || !width) return null;
   const { kept, tokenRow } = s.rows;
   const colours = s.colours ? s.colours.colours : [];
@@ -43,7 +43,6 @@ export function sceneOf(s, points, { width, height, transform, userZoomed, lasso
     knots: null,
     points: null,
     message: s.doc.tokens.length ? "waiting for the first t-SNE frame…" : "no text yet",
-    pinned: points.pinned,
     hover: s.hover,
     hoverRow: -1,
     shown: NO_PARTNERS,
@@ -58,8 +57,7 @@ export function sceneOf(s, points, { width, height, transform, userZoomed, lasso
   if (!points.domains || points.m === 0) return base;
   const x = transform.rescaleX(scaleLinear(points.domains.x, [plot.x0, plot.x1]));
   const y = transform.rescaleY(scaleLinear(points.domains.y, [plot.y1, plot.y0]));
-  // far outliers (robustExtent) are pinned to the plot's edge while the view follows the data
-  points.toScreen(x, y, plot, points.pinOutliers && !userZoomed);
+  points.toScreen(x, y, plot);
   const hoverRow = s.hover >= 0 && s.hover < tokenRow.length ? tokenRow[s.hover] : -1;
   const shown = shownPartners(hoverRow >= 0 ? partnersAt(s, s.hover) : NO_PARTNERS, directionOf(s));
   const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);

@@ -80,77 +80,25 @@ export function easeDomains(current, target, alpha = 0.25) {
 }
 
 /**
- * The finite points of the first m rows of interleaved (m, 2) data, as x and y lists.
- * @param {ArrayLike<number>} data
- * @param {number} m
+ * `domains` grown, when they must, to show every point of `extent` [xmin, xmax, ymin, ymax] with the
+ * relative margin `pad` in a width x height plot (equal units per pixel on both axes, as fitDomains):
+ * the box of both, fitted; `domains` themselves when they already show everything. Returns [domains,
+ * grown]. The view zooms out as fast as the points spread (none ever leaves the plot, none is pinned to
+ * its edge) and in only as fast as easeDomains takes it.
+ * @param {{x: number[], y: number[]}} domains
+ * @param {number[] | null} extent
+ * @param {number} width
+ * @param {number} height
+ * @param {number} [pad]
+ * @returns {[{x: number[], y: number[]}, boolean]}
  */
-function finitePoints(data, m) {
-  /** @type {number[]} */
-  const xs = [];
-  /** @type {number[]} */
-  const ys = [];
-  for (let r = 0; r < m; r++) {
-    if (!Number.isFinite(data[2 * r]) || !Number.isFinite(data[2 * r + 1])) continue;
-    xs.push(data[2 * r]);
-    ys.push(data[2 * r + 1]);
-  }
-  return { xs, ys };
-}
-
-/**
- * The core box [x0, x1, y0, y1] of the points: the central 1 - 2 * tail quantiles on each axis, widened
- * by half their span each side.
- * @param {number[]} xs
- * @param {number[]} ys
- * @param {number} tail
- */
-function coreBox(xs, ys, tail) {
-  const core = [];
-  for (const values of [xs, ys]) {
-    const a = Float64Array.from(values).sort();
-    const at = (/** @type {number} */ p) => a[Math.min(a.length - 1, Math.max(0, Math.round(p * (a.length - 1))))];
-    const [lo, hi] = [at(tail), at(1 - tail)];
-    const w = Math.max(hi - lo, 1e-12);
-    core.push(lo - w / 2, hi + w / 2);
-  }
-  return core;
-}
-
-/**
- * The points inside `box` [x0, x1, y0, y1], interleaved, and their number.
- * @param {number[]} xs
- * @param {number[]} ys
- * @param {number[]} box
- */
-function pointsInBox(xs, ys, [x0, x1, y0, y1]) {
-  const inside = new Float32Array(2 * xs.length);
-  let k = 0;
-  for (let i = 0; i < xs.length; i++) {
-    if (xs[i] < x0 || xs[i] > x1 || ys[i] < y0 || ys[i] > y1) continue;
-    inside[2 * k] = xs[i];
-    inside[2 * k + 1] = ys[i];
-    k++;
-  }
-  return { inside, k };
-}
-
-/**
- * The extent to autoscale to, robust to a few far outliers: when at most `share` of the points lie
- * beyond the core box (the central 1 - 2 * tail quantiles, widened by half their span each side) and the
- * full extent is over `ratio` times the core's on an axis, the extent of the points inside the core (the
- * others are pinned to the plot's edge and marked); else the full extent. Returns {extent, clipped}.
- * @param {ArrayLike<number>} data
- * @param {number} m
- * @param {{tail?: number, ratio?: number, share?: number}} [options]
- */
-export function robustExtent(data, m, { tail = 0.02, ratio = 4, share = 0.05 } = {}) {
-  const full = frameExtent(data, m);
-  if (!full || m < 20) return { extent: full, clipped: false };
-  const { xs, ys } = finitePoints(data, m);
-  const core = coreBox(xs, ys, tail);
-  const far = full[1] - full[0] > ratio * (core[1] - core[0]) || full[3] - full[2] > ratio * (core[3] - core[2]);
-  const { inside, k } = pointsInBox(xs, ys, core);
-  const outside = xs.length - k;
-  if (!far || outside === 0 || outside > share * xs.length) return { extent: full, clipped: false };
-  return { extent: frameExtent(inside, k), clipped: true };
+export function coverExtent(domains, extent, width, height, pad = 0.06) {
+  if (!extent) return [domains, false];
+  const [x0, x1, y0, y1] = extent;
+  const px = pad * Math.max(x1 - x0, 0) + 1e-12 * Math.max(1, Math.abs(x0), Math.abs(x1));
+  const py = pad * Math.max(y1 - y0, 0) + 1e-12 * Math.max(1, Math.abs(y0), Math.abs(y1));
+  const { x, y } = domains;
+  if (x[0] <= x0 - px && x[1] >= x1 + px && y[0] <= y0 - py && y[1] >= y1 + py) return [domains, false];
+  const box = [Math.min(x[0], x0 - px), Math.max(x[1], x1 + px), Math.min(y[0], y0 - py), Math.max(y[1], y1 + py)];
+  return [fitDomains(box, width, height, 0), true];
 }

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { frameExtent, fitDomains, easeDomains, robustExtent } from "./viewport.js";
-import { close, rng } from "./testing.js";
+import { frameExtent, fitDomains, easeDomains } from "./viewport.js";
+import { close } from "./testing.js";
 
 test("frameExtent skips non-finite rows and returns null for none", () => {
   const data = new Float32Array([1, 2, NaN, 5, -3, 4, 0, -1]);
@@ -38,17 +38,4 @@ test("easeDomains approaches the target smoothly and settles on it", () => {
   assert.ok(steps > 5 && steps < 200, `took ${steps} steps`);
   assert.deepEqual(cur, target);
   assert.deepEqual(easeDomains(null, target), [target, true]);
-});
-
-test("robustExtent leaves out a few far outliers, and nothing from ordinary data", () => {
-  const random = rng(11);
-  const blob = Array.from({ length: 200 }, () => [random() * 10, random() * 10]);
-  const plain = robustExtent(Float32Array.from(blob.flat()), 200);
-  assert.equal(plain.clipped, false);
-  const far = [...blob, [700, 5], [-700, 2], [5, 690], [3, -710]];
-  const robust = robustExtent(Float32Array.from(far.flat()), far.length);
-  assert.equal(robust.clipped, true);
-  assert.ok(robust.extent[0] > -1 && robust.extent[1] < 11 && robust.extent[2] > -1 && robust.extent[3] < 11);
-  const spread = [...blob, ...Array.from({ length: 40 }, (_, i) => [700 * Math.cos(i), 700 * Math.sin(i)])];
-  assert.equal(robustExtent(Float32Array.from(spread.flat()), spread.length).clipped, false, "not a few");
 });
