@@ -122,6 +122,11 @@ export class GridCanvas {
     this.resize();
   }
 
+  /** Whether the token axis is zoomed in. */
+  get zoomed() {
+    return this.view[1] > this.view[0];
+  }
+
   /** Show every token again. */
   resetZoom() {
     this.view = [0, 0];
