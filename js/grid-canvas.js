@@ -90,7 +90,7 @@ export class GridCanvas {
     if (!L || !H || !n) return;
     const width = Math.max(200, this.dom.gridScroll.clientWidth);
     const [t0, t1] = this.view[1] > this.view[0] ? this.view : [0, n];
-    const geom = gridGeometry(L, H, n, width, { t0, t1 });
+    const geom = gridGeometry(L, H, n, width, { t0, t1, height: this.dom.gridScroll.clientHeight });
     this.geom = geom;
     const dpr = window.devicePixelRatio || 1;
     canvas.style.width = `${geom.width}px`;

@@ -6,6 +6,7 @@ import { scaleLinear } from "d3-scale";
 import { partnerTokens, shownPartners } from "./partners.js";
 import { directionOf, partnersAt } from "./state.js";
 import { MARGIN, RADIUS } from "./scatter-paint.js";
+import { axisTicks } from "./axes.js";
 
 const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
 
@@ -18,6 +19,18 @@ const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
 export function densityOf(s) {
   const value = s.label_density == null ? 0.5 : Number(s.label_density);
   return Math.max(0, Math.min(1, Number.isFinite(value) ? value : 0.5));
+}
+
+/**
+ * What an empty map says: what is being done before its first frame.
+ * @param {State} s
+ */
+export function messageOf(s) {
+  if (s.state === "loading") return "the map comes once the text is captured";
+  if (s.state === "error") return "no map: see the error above";
+  if (!s.doc.tokens.length) return "no text yet";
+  if (s.state === "running") return "building P, then the first t-SNE frame…";
+  return "press ▶ (or click a head) to run t-SNE";
 }
 
 /**
@@ -42,7 +55,7 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot }) {
     y: null,
     knots: null,
     points: null,
-    message: s.doc.tokens.length ? "waiting for the first t-SNE frame…" : "no text yet",
+    message: messageOf(s),
     hover: s.hover,
     hoverRow: -1,
     shown: NO_PARTNERS,
@@ -67,12 +80,13 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot }) {
 }
 
 /**
- * What is on screen, for the SVG export: points and label boxes in CSS px.
+ * What is on screen, for the SVG export (js/svg.js): points, label boxes and the axes' ticks in CSS px.
  * @param {State} s
  * @param {import("./scatter-points.js").ScatterPoints} points
- * @param {{width: number, height: number, lastBoxes: import("./scatter-canvas.js").LabelBox[]}} view
+ * @param {{width: number, height: number, lastBoxes: import("./scatter-canvas.js").LabelBox[],
+ *   scene: Scene | null}} view
  */
-export function snapshotOf({ doc, rows, colours }, points, { width, height, lastBoxes }) {
+export function snapshotOf({ doc, rows, colours }, points, { width, height, lastBoxes, scene }) {
   const list = colours ? colours.colours : [];
   const pts = [];
   for (let r = 0; r < points.m; r++) {
@@ -86,5 +100,10 @@ export function snapshotOf({ doc, rows, colours }, points, { width, height, last
     });
   }
   const labels = lastBoxes.map((b) => ({ ...b, text: doc.tokens[b.key] ?? "" }));
-  return { width, height, margin: MARGIN, radius: RADIUS, points: pts, labels };
+  const knots = scene ? scene.knots : null;
+  const axes =
+    scene && scene.x
+      ? { x: axisTicks(scene.x, knots ? knots.x : null), y: axisTicks(scene.y, knots ? knots.y : null) }
+      : null;
+  return { width, height, margin: MARGIN, radius: RADIUS, points: pts, labels, axes };
 }

@@ -101,7 +101,7 @@ test("text click and shift-click select tokens in one write; Python's selection 
 test("search highlights matches and Enter turns them into the selection", () => {
   const { model, root, cleanup } = mount();
   const box = root.querySelector("[data-testid=headsne-search]");
-  box.value = "/^(hello|world)$/";
+  box.value = "/\\b(hello|world)\\b/";
   box.dispatchEvent(new Event("input"));
   assert.equal(root.dataset.matchCount, "2");
   assert.ok(root.querySelector("[data-index='2']").classList.contains("hs-match"));
