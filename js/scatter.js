@@ -149,6 +149,8 @@ export function createScatter({ dom, store, intents, clock, metrics, backend = c
     view.width = w;
     view.height = h;
     backend.resize(w, h);
+    const box = plotBox();
+    canvas.dataset.plot = JSON.stringify([box.x0, box.y0, box.x1, box.y1]);
     points.project(plotSize());
     if (!view.userZoomed) points.domains = points.target;
     request();
