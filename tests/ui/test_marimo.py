@@ -1,4 +1,4 @@
-"""The widget in marimo: ``mo.ui.anywidget(w)`` served by a real ``marimo run`` on 127.0.0.1 and opened in
+"""The widget in marimo: ``mo.ui.anywidget(w.widget)`` served by a real ``marimo run`` on 127.0.0.1 and opened in
 headless chromium. It renders, a grid click reaches Python (an observer in the app writes every (layer,
 head) it sees to a file the test reads), and what Python sets reaches the page: the frames of the run's
 background thread, the run started by the click, and a head and selection set by a cell that a marimo
@@ -52,7 +52,7 @@ def _():
             f.write(json.dumps({"layer": w.layer, "head": w.head, "run_id": w.run_id}) + "\\n")
 
     w.observe(record, names=["layer", "head"])
-    widget = mo.ui.anywidget(w)
+    widget = mo.ui.anywidget(w.widget)  # the ipywidget the HeadSNE owns
     return mo, w, widget
 
 
