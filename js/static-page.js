@@ -39,7 +39,7 @@ export function staticModel(state, offline) {
 
   /** What the map shows for the held head `layer`, `head`: the export's own, or its atlas thumbnail. */
   function viewOf(/** @type {number} */ layer, /** @type {number} */ head) {
-    const names = ["frame", "kept", "iteration", "kl", "status", "edges", "attends_to", "attended_by"];
+    const names = ["frame", "kept", "iteration", "kl", "best_kl", "status", "edges", "attends_to", "attended_by"];
     if (layer === exported.layer && head === exported.head)
       return Object.fromEntries(names.map((k) => [k, exported[k]]));
     const atlas = decodeArray(state.atlas);
@@ -50,7 +50,8 @@ export function staticModel(state, offline) {
     const status =
       `static page: layer ${layer} head ${head} from the head atlas (${state.atlas_n_iter} iterations, seed ` +
       `${state.atlas_seed}); the export's map is layer ${exported.layer} head ${exported.head}`;
-    return { frame, kept: offline.atlas_kept, iteration: state.atlas_n_iter, kl: kl.data[head], status };
+    // no best-of-restarts KL for a thumbnail: the export's would compare it with another run
+    return { frame, kept: offline.atlas_kept, iteration: state.atlas_n_iter, kl: kl.data[head], best_kl: null, status };
   }
 
   /** The widget wrote (a head click, a colour mode): do what the kernel would, where the page can. */

@@ -23,7 +23,7 @@ const atlas = Float32Array.from({ length: H * n * 2 }, (_, i) =>
 
 function page() {
   const state = {
-    ...traits({ state: "done", status: "done layer 0 head 0 - KL 1.5000 after 1000 iterations" }),
+    ...traits({ state: "done", status: "done layer 0 head 0 - KL 1.5000 after 1000 iterations", best_kl: 0.5 }),
     atlas: encodeArray(atlas, [H, n, 2]),
     atlas_kl: encodeArray(Float32Array.of(1.7, 1.8, 1.9), [H]),
     atlas_heads: [0, 1, 2],
@@ -66,6 +66,7 @@ test("a saved page says it is static and switches the map to a head it holds", a
   assert.match(text(root, "headsne-status"), /layer 1 head 2 from the head atlas \(300 iterations/);
   assert.match(root.textContent, /layer 1 · head 2/, "the caption follows");
   assert.equal(text(root, "headsne-iteration"), "300");
+  assert.equal(root.querySelector("[data-testid=headsne-kl-hint]").hidden, true, "no hint from the export's best KL");
   cleanup();
 });
 
