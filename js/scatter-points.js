@@ -3,9 +3,10 @@
 // axes), the autoscaled data domains and their animation, and the screen positions of the last draw
 // (for hit testing and the lasso, whatever draws them). Until the user zooms, the view holds every point
 // shown, from the first frame on: it grows at once when the points spread or move away (they move no
-// faster than the tween between frames takes them) and eases in, in log-span, when they gather.
+// faster than the tween between frames takes them) and eases in, in log-span, when they gather, drawing
+// them to its middle (js/viewport.js approachDomains).
 
-import { coverExtent, easeDomains, fitDomains, frameExtent } from "./viewport.js";
+import { approachDomains, coverExtent, fitDomains, frameExtent } from "./viewport.js";
 import { quantileRescaleFrame } from "./rescaling.js";
 import { tweenMs } from "./schedule.js";
 
@@ -156,7 +157,7 @@ export class ScatterPoints {
       else this.tweenDuration = 0;
     }
     if (this.target && !userZoomed) {
-      const [eased, settled] = easeDomains(this.domains, this.target, ZOOM_IN);
+      const [eased, settled] = approachDomains(this.domains, this.target, ZOOM_IN);
       const [domains, grown] = this.quantile ? [eased, false] : this.cover(eased, plot);
       this.domains = domains;
       if (!settled || grown) busy = true;

@@ -47,17 +47,17 @@ export function fitDomains(extent, width, height, pad = 0.06) {
 }
 
 /**
- * One animation step of the displayed domains towards the target: exponential approach in log-span and
- * linear in centre, so that a t-SNE run that grows by orders of magnitude zooms out smoothly.
+ * One animation step of the displayed domains towards the target, zooming in log-span (a run that shrinks
+ * or grows by orders of magnitude is followed smoothly) while the target's offset from the middle of the view,
+ * in view widths, shrinks by (1 - alpha): what the view zooms in on drifts to its middle and never into a
+ * corner (a centre moving linearly while the span shrinks geometrically left a collapsing cloud at the edge).
  * Returns [next, settled].
- */
-/**
  * @param {{x: number[], y: number[]} | null} current
  * @param {{x: number[], y: number[]}} target
  * @param {number} [alpha]
  * @returns {[{x: number[], y: number[]}, boolean]}
  */
-export function easeDomains(current, target, alpha = 0.25) {
+export function approachDomains(current, target, alpha = 0.12) {
   if (!current) return [target, true];
   /** @type {(c: number[], t: number[]) => number[]} */
   const step = (c, t) => {
@@ -66,7 +66,7 @@ export function easeDomains(current, target, alpha = 0.25) {
     const cs = c[1] - c[0],
       ts = t[1] - t[0];
     const s = Math.exp(Math.log(cs) + alpha * (Math.log(ts) - Math.log(cs)));
-    const m = cc + alpha * (tc - cc);
+    const m = tc + (1 - alpha) * (cc - tc) * (s / cs);
     return [m - s / 2, m + s / 2];
   };
   const x = step(current.x, target.x);
@@ -84,7 +84,7 @@ export function easeDomains(current, target, alpha = 0.25) {
  * relative margin `pad` in a width x height plot (equal units per pixel on both axes, as fitDomains):
  * the box of both, fitted; `domains` themselves when they already show everything. Returns [domains,
  * grown]. The view zooms out as fast as the points spread (none ever leaves the plot, none is pinned to
- * its edge) and in only as fast as easeDomains takes it.
+ * its edge) and in only as fast as approachDomains takes it.
  * @param {{x: number[], y: number[]}} domains
  * @param {number[] | null} extent
  * @param {number} width
