@@ -1,10 +1,13 @@
 // The head atlas (data-testid="headsne-atlas"): a small t-SNE thumbnail for every head of a layer (the one
 // shown when it was asked for: `atlas_layer`), computed by Python in the background on request (control
 // "atlas", cancelled by "atlas_stop"), with its progress, sortable by head or by KL; heads not done yet (or
-// never, after a stop) show as empty; a click on a thumbnail selects that layer and head.
+// never, after a stop) show as empty; a click on a thumbnail selects that layer and head. Its note says
+// with how many iterations and which seed the thumbnails ran, and whether their KLs compare with the
+// map's (a run of other length or seed ends at another KL).
 
 import { decodeArray } from "./codecs.js";
 import { disposer, el } from "./dom.js";
+import { setText } from "./schedule.js";
 import { frameExtent, fitDomains } from "./viewport.js";
 import { headOf } from "./state.js";
 
@@ -50,12 +53,29 @@ function readAtlas(s) {
 }
 
 /**
- * @param {{dom: {atlasPanel: HTMLElement}, store: import("./store.js").Store<State>,
+ * What the thumbnails ran, next to the map's run: their KLs compare with the map's only when both are alike.
+ * @param {State} s
+ */
+export function atlasNote(s) {
+  const n = s.atlas_n_iter;
+  if (n == null || (s.atlas_state === "idle" && !s.atlas)) return "";
+  const seed = s.atlas_seed ?? 0;
+  const same = n === s.n_iter && seed === s.seed;
+  if (same) return `each thumbnail: ${n} iterations, seed ${seed}, as the map: their KLs compare with its KL`;
+  return (
+    `each thumbnail: ${n} iterations, seed ${seed}; the map: ${s.n_iter} iterations, seed ${s.seed}. ` +
+    "A shorter run ends at a higher KL: compare the thumbnails' KLs with each other, not with the map's"
+  );
+}
+
+/**
+ * @param {{dom: {atlasPanel: HTMLElement, atlasTitle: HTMLElement}, store: import("./store.js").Store<State>,
  *   intents: import("./intents.js").Intents}} ctx
  */
 export function createAtlas({ dom, store, intents }) {
   const panel = dom.atlasPanel;
   const scope = disposer();
+  const note = el("div", { className: "hs-atlas-note", dataset: { testid: "headsne-atlas-note" } });
   const title = el("span", { className: "hs-atlas-title", text: "head atlas" });
   const run = el("button", {
     dataset: { testid: "headsne-atlas-run" },
@@ -67,10 +87,8 @@ export function createAtlas({ dom, store, intents }) {
     el("option", { value: "kl", text: "by KL" }),
   ]);
   const thumbs = el("div", { className: "hs-atlas-thumbs" });
-  panel.append(
-    el("div", { className: "hs-panel-title" }, [title, run, progress, el("label", {}, ["sort", sort])]),
-    thumbs,
-  );
+  dom.atlasTitle.append(title, run, progress, el("label", {}, ["sort", sort]));
+  panel.append(note, thumbs);
   scope.listen(run, "click", () => intents.toggleAtlas());
   scope.listen(sort, "change", () => draw());
 
@@ -111,9 +129,12 @@ export function createAtlas({ dom, store, intents }) {
     const H = s.n_heads || 0;
     panel.dataset.state = state;
     run.textContent = state === "running" ? "■ stop" : state === "done" ? "↻ recompute" : "▦ compute atlas";
+    run.disabled = Boolean(s.offline);
+    if (s.offline) run.title = "a saved page: computing an atlas needs the notebook's kernel";
     const finished = new Set(s.atlas_heads ?? []);
     progress.textContent = state === "running" ? `${finished.size} / ${H} heads…` : state === "error" ? "failed" : "";
     title.textContent = `head atlas · layer ${s.atlas_layer ?? headOf(s).layer}`;
+    setText(note, atlasNote(s));
     const { atlas, kl, error } = readAtlas(s);
     if (error) progress.textContent = error;
     if (!atlas || atlas.shape.length !== 3 || !s.theme) {
@@ -130,6 +151,8 @@ export function createAtlas({ dom, store, intents }) {
 
   /** @type {(keyof State)[]} */
   const keys = ["atlas", "atlas_kl", "atlas_state", "atlas_heads", "atlas_layer", "n_heads", "theme", "colours"];
-  scope.add(store.watch([...keys, "layer", "head", "mode"], draw));
+  scope.add(
+    store.watch([...keys, "layer", "head", "mode", "n_iter", "seed", "atlas_n_iter", "atlas_seed", "offline"], draw),
+  );
   return { destroy: () => scope.dispose() };
 }

@@ -1,7 +1,7 @@
 // The run row: play/pause/restart/stop, the iteration counter, KL and its sparkline, the timeline of
-// recorded frames, replay, speed, reset zoom and the exports. Buttons call the intents; the row follows
-// the state (run state, speed, replaying, recording); the readout is written by the run panel
-// (js/run-panel.js) at its own pace.
+// recorded frames, replay, speed and the settings' fold; and in the map's title bar the help, reset zoom and
+// the exports. Buttons call the intents; the row follows the state (run state, speed, replaying,
+// recording); the readout is written by the run panel (js/run-panel.js) at its own pace.
 
 import { button, disposer, el } from "./dom.js";
 import { canReplay } from "./replay.js";
@@ -54,10 +54,23 @@ function buildRow() {
       { className: "hs-replay", disabled: true, "aria-pressed": "false" },
     ),
     speed: el("select", { title: "playback speed (iterations per second)", "aria-label": "speed" }),
-    exportPng: button("PNG", "headsne-export-png", "save the grid, the map and the legend as a PNG (2x)"),
-    exportSvg: button("SVG", "headsne-export-svg", "save the map as an SVG"),
+    settings: button("⚙", "headsne-settings", "settings: the t-SNE parameters and the display options", {
+      "aria-expanded": "false",
+      "aria-label": "settings",
+    }),
+    exportPng: button("PNG", "headsne-export-png", "save the title, the grid, the map and the legends as a PNG (2x)"),
+    exportSvg: button(
+      "SVG",
+      "headsne-export-svg",
+      "save the title, the grid, the map with its axes and the legends as an SVG",
+    ),
     record: button("● rec", "headsne-record", "record the map as a WebM video; click again to stop and save"),
     reset: el("button", { text: "⤢", title: "reset zoom (or double-click the map)", "aria-label": "reset zoom" }),
+    help: el("span", {
+      className: "hs-help",
+      text: "?",
+      title: "the map: scroll to zoom · drag to pan · shift + drag to lasso · double-click to reset the zoom",
+    }),
   };
   const row = [
     el("span", { className: "hs-group" }, [e.play, e.restart, e.stop]),
@@ -65,10 +78,10 @@ function buildRow() {
     el("span", { className: "hs-group" }, [e.kl, e.spark]),
     e.timeline,
     e.replay,
-    el("label", {}, ["speed", e.speed]),
-    el("span", { className: "hs-group" }, [e.reset, e.exportPng, e.exportSvg, e.record]),
+    e.speed,
+    e.settings,
   ];
-  return { e, row };
+  return { e, row, bar: [e.help, e.reset, e.exportPng, e.exportSvg, e.record] };
 }
 
 /**
@@ -82,14 +95,20 @@ export function speedOptions(value) {
 }
 
 /**
- * @param {{dom: {runRow: HTMLElement, status: HTMLElement, hint: HTMLElement},
- *   store: import("./store.js").Store<State>, intents: import("./intents.js").Intents,
+ * @param {{dom: {runRow: HTMLElement, exportBar: HTMLElement, paramRow: HTMLElement, status: HTMLElement,
+ *   hint: HTMLElement}, store: import("./store.js").Store<State>, intents: import("./intents.js").Intents,
  *   clock: import("./schedule.js").Clock, recorder: import("./recorder.js").FrameRecorder}} ctx
  */
 export function createControls({ dom, store, intents, clock, recorder }) {
-  const { e, row } = buildRow();
+  const { e, row, bar } = buildRow();
   dom.runRow.append(...row);
+  dom.exportBar.append(...bar);
+  e.settings.setAttribute("aria-controls", dom.paramRow.id);
   const scope = disposer();
+  scope.listen(e.settings, "click", () => {
+    dom.paramRow.hidden = !dom.paramRow.hidden;
+    e.settings.setAttribute("aria-expanded", String(!dom.paramRow.hidden));
+  });
   scope.listen(e.play, "click", () => intents.togglePlay());
   scope.listen(e.restart, "click", () => intents.run("restart"));
   scope.listen(e.stop, "click", () => intents.run("stop"));
@@ -123,7 +142,9 @@ export function createControls({ dom, store, intents, clock, recorder }) {
       const state = s.state;
       e.play.textContent = state === "running" ? "❚❚" : "▶";
       e.play.setAttribute("aria-label", state === "running" ? "pause" : state === "paused" ? "resume" : "play");
-      e.stop.disabled = !(state === "running" || state === "paused");
+      e.stop.disabled = !(state === "running" || state === "paused") || Boolean(s.offline);
+      // a saved page has no kernel to run t-SNE: its recorded frames still replay
+      e.play.disabled = e.restart.disabled = Boolean(s.offline) || state === "loading";
       e.total.textContent = ` / ${s.n_iter}`;
     }
     if (is("speed")) {

@@ -6,6 +6,7 @@ declare module "d3-array" {
   export function bisectRight(values: ArrayLike<number>, x: number, lo?: number, hi?: number): number;
   export function quantileSorted(values: ArrayLike<number>, p: number): number | undefined;
   export function ticks(start: number, stop: number, count: number): number[];
+  export function tickStep(start: number, stop: number, count: number): number;
 }
 
 declare module "d3-color" {
@@ -23,6 +24,8 @@ declare module "d3-color" {
 
 declare module "d3-format" {
   export function format(specifier: string): (n: number) => string;
+  export function precisionFixed(step: number): number;
+  export function precisionRound(step: number, max: number): number;
 }
 
 declare module "d3-polygon" {

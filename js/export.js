@@ -1,9 +1,11 @@
-// Exports of what the widget shows: a PNG of the grid, the map and the legend at twice the CSS size on
-// an opaque background, an SVG of the map, and a WebM video of the map (MediaRecorder on the canvas).
+// Exports of what the widget shows: a PNG of the title, the grid, the map and the legend at twice the CSS
+// size on an opaque background, the same as an SVG (js/svg.js: the map's axes, points and labels as vectors),
+// and a WebM video of the map (MediaRecorder on the canvas).
 // Files are handed to the browser as downloads (an <a download> click on an object URL). The exporter
 // answers the store's "export" and "record" events (js/intents.js).
 
 import { paintLegend } from "./legend.js";
+import { composeSvg } from "./svg.js";
 import { realClock } from "./schedule.js";
 
 /**
@@ -61,51 +63,6 @@ export function composePng({ grid, gridSize, scatter, scatterSize, paintLegend, 
     c.drawImage(scatter, gridSize.width + 2 * pad, head, scatterSize.width, scatterSize.height);
   paintLegend(c, gridSize.width + 2 * pad, head + Math.max(gridSize.height, scatterSize.height) + 4);
   return out;
-}
-
-/**
- * An SVG document of the scatter as shown: frame, points and the drawn labels (text nodes, escaped by
- * the serializer), with a title.
- * @param {{width: number, height: number, margin: any, radius: number,
- *   points: {x: number, y: number, colour: string, special: boolean}[],
- *   labels: {x: number, y: number, w: number, h: number, text: string}[]}} snap
- * @param {any} theme
- * @param {string} title
- */
-export function scatterSvg(snap, theme, title) {
-  const NS = "http://www.w3.org/2000/svg";
-  /** @param {string} tag @param {Record<string, any>} [attrs] @param {string | null} [text] */
-  const node = (tag, attrs = {}, text = null) => {
-    const e = document.createElementNS(NS, tag);
-    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-    if (text != null) e.textContent = text;
-    return e;
-  };
-  const { width, height, margin: M } = snap;
-  const svg = node("svg", { xmlns: NS, width, height, viewBox: `0 0 ${width} ${height}`, "font-family": theme.font });
-  svg.append(node("title", {}, title));
-  svg.append(node("rect", { width, height, fill: theme.panel }));
-  const w = width - M.left - M.right;
-  const h = height - M.top - M.bottom;
-  svg.append(node("rect", { x: M.left, y: M.top, width: w, height: h, fill: "none", stroke: theme.border }));
-  const inside = (/** @type {{x: number, y: number}} */ p) =>
-    p.x >= M.left && p.x <= M.left + w && p.y >= M.top && p.y <= M.top + h;
-  const points = node("g", { class: "points" });
-  for (const p of snap.points) {
-    if (!inside(p)) continue;
-    const attrs = { cx: p.x.toFixed(2), cy: p.y.toFixed(2), r: snap.radius };
-    points.append(
-      node("circle", p.special ? { ...attrs, fill: "none", stroke: p.colour } : { ...attrs, fill: p.colour }),
-    );
-  }
-  const labels = node("g", { class: "labels", "font-size": "10.5", fill: theme.fg });
-  for (const b of snap.labels) {
-    labels.append(
-      node("text", { x: (b.x + 1).toFixed(2), y: (b.y + b.h / 2).toFixed(2), "dominant-baseline": "middle" }, b.text),
-    );
-  }
-  svg.append(points, labels);
-  return new XMLSerializer().serializeToString(svg);
 }
 
 /**
@@ -200,7 +157,20 @@ export function createExporter({ dom, store, clock, recorder }, { grid, scatter 
   }
 
   function svg() {
-    const text = scatterSvg(scatter.snapshot(), theme(), title());
+    const gridRect = grid.canvas.getBoundingClientRect();
+    const hasGrid = grid.canvas.width > 0 && gridRect.width > 0;
+    const measure = /** @type {CanvasRenderingContext2D} */ (document.createElement("canvas").getContext("2d"));
+    measure.font = `11px ${theme().font}`;
+    const text = composeSvg({
+      snap: scatter.snapshot(),
+      theme: theme(),
+      title: title(),
+      legend: store.state.colours ? store.state.colours.legend : null,
+      grid: hasGrid
+        ? { href: grid.canvas.toDataURL("image/png"), width: gridRect.width, height: gridRect.height }
+        : null,
+      measure: (t) => measure.measureText(t).width,
+    });
     download(new Blob([text], { type: "image/svg+xml" }), name("svg"), root, clock);
   }
 

@@ -48,6 +48,8 @@ export function installDom() {
     "getComputedStyle",
     "matchMedia",
     "navigator",
+    "XMLSerializer",
+    "DOMParser",
   ]) {
     Object.defineProperty(globalThis, name, { value: window[name], configurable: true, writable: true });
   }

@@ -90,7 +90,7 @@ export class GridCanvas {
     if (!L || !H || !n) return;
     const width = Math.max(200, this.dom.gridScroll.clientWidth);
     const [t0, t1] = this.view[1] > this.view[0] ? this.view : [0, n];
-    const geom = gridGeometry(L, H, n, width, { t0, t1 });
+    const geom = gridGeometry(L, H, n, width, { t0, t1, height: this.dom.gridScroll.clientHeight });
     this.geom = geom;
     const dpr = window.devicePixelRatio || 1;
     canvas.style.width = `${geom.width}px`;
@@ -120,6 +120,11 @@ export class GridCanvas {
     this.values = grid.data;
     this.vmax = Math.max(max(this.values) || 0, 1e-6);
     this.resize();
+  }
+
+  /** Whether the token axis is zoomed in. */
+  get zoomed() {
+    return this.view[1] > this.view[0];
   }
 
   /** Show every token again. */

@@ -2,25 +2,33 @@
 // head labels on the left. The token axis shows the range [t0, t1) (zoom); when it holds more tokens
 // than there are pixels, columns are bins of several tokens (the overview: each bin's maximum).
 
+const MIN_ROW = 5; // CSS px of a head row when the rows shrink to show every layer in the box
+const LABEL_ROW = 8; // head rows this tall get a label each; smaller ones one every `labelEvery`
+
 /**
  * Geometry of the stacked per-layer heat maps: a layer title band of `gap` px above each block, `labelW`
  * px of head labels on the left. cellW is the width of one token (fractional when binned), cellH of one
- * head; every head row is at least 8 px, so that every head gets its label.
+ * head. Given the box's `height`, the rows shrink (down to MIN_ROW px) so that every layer fits in it,
+ * and grow up to 14 px to fill it; without one every head row is 8 to 12 px. Rows under 8 px label
+ * every `labelEvery`-th head.
  * @param {number} L
  * @param {number} H
  * @param {number} n
  * @param {number} width available CSS px
- * @param {{labelW?: number, rightPad?: number, gap?: number, maxCellW?: number, t0?: number, t1?: number}} [options]
+ * @param {{labelW?: number, rightPad?: number, gap?: number, maxCellW?: number, t0?: number, t1?: number,
+ *   height?: number}} [options]
  */
 export function gridGeometry(
   L,
   H,
   n,
   width,
-  { labelW = 46, rightPad = 8, gap = 18, maxCellW = 28, t0 = 0, t1 = n } = {},
+  { labelW = 46, rightPad = 8, gap = 18, maxCellW = 28, t0 = 0, t1 = n, height: box = 0 } = {},
 ) {
   const rows = L * H;
-  const cellH = Math.max(8, Math.min(12, Math.floor(440 / Math.max(rows, 1))));
+  const fit = (/** @type {number} */ budget) => Math.floor(budget / Math.max(rows, 1));
+  const cellH = box > 0 ? Math.max(MIN_ROW, Math.min(14, fit(box - L * gap - 4))) : Math.max(8, Math.min(12, fit(440)));
+  const labelEvery = cellH >= LABEL_ROW ? 1 : Math.ceil(LABEL_ROW / cellH);
   const lo = Math.max(0, Math.min(t0, n - 1));
   const hi = Math.max(lo + 1, Math.min(t1, n));
   const count = hi - lo;
@@ -42,6 +50,7 @@ export function gridGeometry(
     labelW,
     cellW,
     cellH,
+    labelEvery,
     gap,
     blockH,
     height,

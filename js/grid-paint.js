@@ -145,10 +145,11 @@ function drawLayer(ctx, scene, l) {
   ctx.fillStyle = l === selected.layer ? theme.accent : theme.fg;
   ctx.fillText(`Layer ${l}`, 2, top - geom.gap / 2);
   if (geom.cellW >= TOKEN_LABEL_W) drawTokenLabels(ctx, scene, top);
-  ctx.font = `${Math.min(10, geom.cellH)}px ${theme.font}`;
+  ctx.font = `${Math.min(10, geom.cellH * geom.labelEvery)}px ${theme.font}`;
   ctx.textAlign = "right";
   for (let h = 0; h < H; h++) {
     const isSel = !hidden && l === selected.layer && h === selected.head;
+    if (!isSel && h % geom.labelEvery) continue;
     ctx.fillStyle = isSel ? theme.accent : theme.muted;
     ctx.fillText(`${isSel ? "▶ " : ""}H${h}`, geom.labelW - 4, top + (h + 0.5) * geom.cellH);
   }
@@ -224,12 +225,16 @@ export function drawGrid(ctx, scene, dpr) {
     ctx.font = `9px ${theme.font}`;
     ctx.textAlign = "right";
     ctx.fillStyle = theme.muted;
-    const what = geom.binned ? `overview: max of ${(geom.count / geom.columns).toFixed(1)} tokens per column · ` : "";
-    ctx.fillText(
-      `${what}tokens ${geom.t0}–${geom.t1 - 1} of ${geom.n}`,
-      geom.labelW + geom.count * geom.cellW,
-      geom.gap / 2,
-    );
+    const ratio = (geom.count / geom.columns).toFixed(1);
+    const range = `${geom.t0}–${geom.t1 - 1} of ${geom.n}`;
+    const right = geom.labelW + geom.count * geom.cellW;
+    // the longest that does not run into the "Layer 0" title
+    const text = [
+      geom.binned ? `overview: max of ${ratio} tokens per column · tokens ${range}` : `tokens ${range}`,
+      geom.binned ? `max of ${ratio} per column · ${range}` : range,
+      range,
+    ].find((t) => right - ctx.measureText(t).width >= 58);
+    if (text) ctx.fillText(text, right, geom.gap / 2);
   }
   drawOutlines(ctx, scene);
 }

@@ -2,7 +2,9 @@
 // (js/grid-canvas.js). Every head is labelled; a click on a cell or a head label selects the head (the
 // layer in hidden-state mode); arrows move a cursor and Enter selects when the grid has focus; ctrl/alt +
 // wheel zooms the token axis (double-click or Escape resets), with token labels once columns are wide
-// enough. Hovering a cell hovers its token and rests on its row (js/intents.js).
+// enough. Hovering a cell hovers its token and rests on its row (js/intents.js). A double-click resets the
+// zoom and selects nothing: on a zoomed grid a click selects once no second click followed within
+// DOUBLE_CLICK_MS (unzoomed, where a double-click has nothing to reset, a click selects at once).
 
 import { kvGroup, moveCursor, zoomRange } from "./grid-geometry.js";
 import { GridCanvas } from "./grid-canvas.js";
@@ -10,18 +12,28 @@ import { disposer } from "./dom.js";
 import { changed } from "./store.js";
 import { headOf } from "./state.js";
 
+export const DOUBLE_CLICK_MS = 300;
+
 /**
  * @typedef {import("./state.js").State} State
  */
 
 /**
  * @param {{dom: {gridScroll: HTMLElement, legend: HTMLCanvasElement, legendMax: HTMLElement},
- *   store: import("./store.js").Store<State>, intents: import("./intents.js").Intents}} ctx
+ *   store: import("./store.js").Store<State>, intents: import("./intents.js").Intents,
+ *   clock: import("./schedule.js").Clock}} ctx
  */
-export function createGrid({ dom, store, intents }) {
+export function createGrid({ dom, store, intents, clock }) {
   const grid = new GridCanvas(dom, () => store.state);
   const { canvas } = grid;
   const scope = disposer();
+  /** @type {any} the click waiting to see whether it is half of a double-click */
+  let pendingClick = null;
+  const cancelClick = () => {
+    if (pendingClick !== null) clock.cancel(pendingClick);
+    pendingClick = null;
+  };
+  scope.add(cancelClick);
 
   /** @param {number} layer @param {number} head */
   const select = (layer, head) => {
@@ -87,13 +99,22 @@ export function createGrid({ dom, store, intents }) {
   });
   scope.listen(canvas, "click", (/** @type {MouseEvent} */ event) => {
     const hit = grid.cellAt(event);
-    if (!hit) return;
+    cancelClick();
+    if (!hit || event.detail > 1) return; // the second click of a double-click selects nothing
     grid.cursor = { layer: hit.layer, head: hit.head };
-    select(hit.layer, hit.head);
+    if (!grid.zoomed) select(hit.layer, hit.head);
+    else
+      pendingClick = clock.later(() => {
+        pendingClick = null;
+        select(hit.layer, hit.head);
+      }, DOUBLE_CLICK_MS);
   });
   scope.listen(canvas, "keydown", onKey);
   scope.listen(canvas, "wheel", onWheel, { passive: false });
-  scope.listen(canvas, "dblclick", () => grid.resetZoom());
+  scope.listen(canvas, "dblclick", () => {
+    cancelClick();
+    grid.resetZoom();
+  });
   scope.listen(canvas, "focus", () => grid.draw());
   scope.listen(canvas, "blur", () => grid.draw());
 

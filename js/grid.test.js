@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { installDom } from "./fake-dom.js";
 import { encodeArray } from "./codecs.js";
 import { H, L, TOKENS, clickCell, gridEvent, longTraits, mount as mountOn } from "./widget-fixture.js";
+import { DOUBLE_CLICK_MS } from "./grid.js";
 
 let widget;
 before(async () => {
@@ -64,6 +65,46 @@ test("ctrl + wheel zooms the grid's token axis and double-click resets it", () =
   assert.equal(canvas.dataset.tokenStart, "0");
   assert.equal(canvas.dataset.tokenEnd, String(n));
   big.cleanup();
+});
+
+test("a double-click on the zoomed grid resets the zoom and selects nothing; a click there selects after the pause", async () => {
+  const n = 40;
+  const grid = Float32Array.from({ length: L * H * n }, (_, i) => (i % 5) / 5);
+  const { model, root, cleanup, clock } = mount({
+    tokens: Array.from({ length: n }, (_, i) => `t${i}`),
+    offsets: [],
+    special: new Array(n).fill(false),
+    max_attention: encodeArray(grid, [L, H, n]),
+    kept: [],
+    frame: null,
+  });
+  await Promise.resolve();
+  const canvas = root.querySelector("[data-testid=headsne-grid]");
+  const y = Number(canvas.dataset.gap) + 1;
+  canvas.dispatchEvent(
+    new WheelEvent("wheel", { deltaY: -100, ctrlKey: true, clientX: 100, clientY: y, bubbles: true }),
+  );
+  assert.notEqual(canvas.dataset.tokenEnd, String(n), "zoomed");
+  model.calls.length = 0;
+  // a double-click as the browser sends it: click (detail 1), click (detail 2), dblclick
+  const at = { clientX: 100, clientY: y + 2 * Number(canvas.dataset.cellH), bubbles: true };
+  canvas.dispatchEvent(new MouseEvent("click", { ...at, detail: 1 }));
+  clock.advance(120);
+  canvas.dispatchEvent(new MouseEvent("click", { ...at, detail: 2 }));
+  canvas.dispatchEvent(new MouseEvent("dblclick", { ...at, detail: 2 }));
+  clock.advance(1000);
+  assert.equal(canvas.dataset.tokenStart, "0");
+  assert.equal(canvas.dataset.tokenEnd, String(n));
+  assert.deepEqual(model.calls, [], "nothing was selected");
+  // zoomed again, a single click selects its head once the pause is over
+  canvas.dispatchEvent(
+    new WheelEvent("wheel", { deltaY: -100, ctrlKey: true, clientX: 100, clientY: y, bubbles: true }),
+  );
+  canvas.dispatchEvent(new MouseEvent("click", { ...at, detail: 1 }));
+  assert.deepEqual(model.calls, []);
+  clock.advance(DOUBLE_CLICK_MS + 1);
+  assert.deepEqual(model.calls, [["set", "layer", 0], ["set", "head", 2], ["save_changes"]]);
+  cleanup();
 });
 
 test("resting on a grid row writes hovered_head on long texts only; sweeping or the selected head writes nothing", async () => {

@@ -78,3 +78,20 @@ test("binColumns takes each bin's maximum; zoomRange keeps the pointer's token i
   assert.equal(kvGroup(11, 12, 4), 2);
   assert.equal(kvGroup(5, 12, 1), -1);
 });
+
+test("the tooltip stays inside the part of the widget the user sees", async () => {
+  const { tooltipAt } = await import("./tooltip.js");
+  const box = { left: 100, top: 50, right: 900, bottom: 700 };
+  const size = { w: 300, h: 120 };
+  const inside = (at) =>
+    at.x >= box.left && at.x + size.w <= box.right && at.y >= box.top && at.y + size.h <= box.bottom;
+  for (const pointer of [
+    { x: 500, y: 300 },
+    { x: 890, y: 690 }, // the bottom right corner: flipped up and left
+    { x: 105, y: 55 },
+    { x: 700, y: 650 }, // the text strip at the bottom of the visible part
+  ]) {
+    assert.ok(inside(tooltipAt(pointer, size, box)), JSON.stringify(pointer));
+  }
+  assert.deepEqual(tooltipAt({ x: 500, y: 300 }, size, box), { x: 514, y: 314 }, "below right of the pointer");
+});

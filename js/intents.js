@@ -7,7 +7,8 @@
 import { T, control, preview, write } from "./model.js";
 import { throttle } from "./schedule.js";
 import { PREFETCH_MIN_N, createDwell } from "./prefetch.js";
-import { searchOf } from "./state.js";
+import { searchOf } from "./search.js";
+import { headHeld } from "./state.js";
 
 // `hovered` reaches Python at most 20 times a second, at the end of each 50 ms window (never at once): the
 // host sends a model's next update only once the kernel has answered the one in flight (ipywidgets keeps
@@ -57,14 +58,26 @@ export function createIntents({ model, store, clock, metrics }) {
   }
 
   /**
+   * Whether head (`layer`, `head`) can be shown; on a saved page that holds no map of it, says so instead.
+   * @param {number} layer
+   * @param {number} head
+   */
+  function held(layer, head) {
+    if (headHeld(store.state, layer, head)) return true;
+    const offline = /** @type {import("./static-page.js").Offline} */ (store.state.offline);
+    store.emit("notice", `${offline.label}: this page holds no map of layer ${layer} head ${head} (no kernel)`);
+    return false;
+  }
+
+  /**
    * Select tokens (sorted, each once) in every view and in Python's `selected`.
    * @param {number[]} list
    */
   function select(list) {
-    const sorted = [...new Set(list)].sort((a, b) => a - b);
     const n = store.state.doc.tokens.length;
-    store.set({ selected: new Set(sorted.filter((t) => Number.isInteger(t) && t >= 0 && t < n)) });
-    write(model, { [T.selected]: sorted });
+    const sorted = [...new Set(list)].filter((t) => Number.isInteger(t) && t >= 0 && t < n).sort((a, b) => a - b);
+    store.set({ selected: new Set(sorted) });
+    write(model, { [T.selected]: sorted }); // tokens of the text only: Python refuses any other
   }
 
   return {
@@ -92,6 +105,7 @@ export function createIntents({ model, store, clock, metrics }) {
     selectHead(layer, head) {
       dwell.cancel();
       if (layer === model.get(T.layer) && head === model.get(T.head)) return;
+      if (!held(layer, head)) return;
       metrics.clicked(model.get(T.run_id));
       writeWithHover({ [T.layer]: layer, [T.head]: head });
     },
@@ -99,6 +113,7 @@ export function createIntents({ model, store, clock, metrics }) {
     selectAtlasHead(head) {
       metrics.clicked(model.get(T.run_id));
       const layer = model.get(T.atlas_layer) ?? model.get(T.layer); // the atlas's own layer, maybe not the shown one
+      if (!held(layer, head)) return;
       writeWithHover({ [T.layer]: layer, [T.head]: head });
     },
     /**
@@ -110,7 +125,7 @@ export function createIntents({ model, store, clock, metrics }) {
     /** The search matches become the selection (Enter in the search box). */
     selectMatches: () => select([...store.state.search.matches]),
     clearSelection: () => select([]),
-    /** Highlight the tokens that match `query` (js/search.js). @param {string} query */
+    /** Highlight the tokens that `query`'s matches in the text touch (js/search.js). @param {string} query */
     search: (query) => store.set({ search: searchOf(query, store.state.doc) }),
     /** The map's drag draws a box (else it pans; shift + drag always lassoes). @param {boolean} on */
     setBoxMode: (on) => store.set({ boxMode: Boolean(on) }),

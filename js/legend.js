@@ -82,13 +82,49 @@ export function paintLegend(c, legend, { x, y }, theme) {
 }
 
 /**
- * The legend view: follows the state's colouring.
- * @param {{dom: {colourLegend: HTMLElement}, store: import("./store.js").Store<import("./state.js").State>}} ctx
+ * The styles of the hover edges drawn for `direction` (js/scatter-canvas.js drawHoverEdges): attends to
+ * solid in the accent colour with an arrow at the partner, attended by dashed in the highlight colour
+ * with the arrow at the hovered token; in hidden-state mode plain lines to the nearest neighbours.
+ * @param {import("./model.js").EdgeDirection} direction
+ * @param {boolean} hidden
+ * @returns {{style: "to" | "from" | "near", label: string}[]}
+ */
+export function edgeStyles(direction, hidden) {
+  if (direction === "off") return [];
+  if (hidden) return [{ style: "near", label: "nearest neighbours" }];
+  const to = { style: /** @type {const} */ ("to"), label: "attends to →" };
+  const from = { style: /** @type {const} */ ("from"), label: "← attended by" };
+  return direction === "to" ? [to] : direction === "from" ? [from] : [to, from];
+}
+
+/**
+ * The legend view: follows the state's colouring; next to it, the key of the hover edges' styles.
+ * @param {{dom: {colourLegend: HTMLElement, edgeKey: HTMLElement},
+ *   store: import("./store.js").Store<import("./state.js").State>}} ctx
  */
 export function createLegend({ dom, store }) {
   const box = dom.colourLegend;
   box.dataset.testid = "headsne-legend";
   box.classList.add("hs-colour-legend");
-  const stop = store.watch(["colours"], (s) => s.colours && showLegend(box, s.colours.legend, s.colours.mode));
-  return { destroy: stop };
+  const stops = [
+    store.watch(["colours", "doc"], (s) => {
+      box.hidden = !s.doc.tokens.length; // nothing coloured yet (the text is being captured)
+      if (s.colours) showLegend(box, s.colours.legend, s.colours.mode);
+    }),
+    store.watch(["edge_direction", "mode"], (s) => {
+      const styles = edgeStyles(s.edge_direction || "both", s.mode === "hidden");
+      dom.edgeKey.hidden = styles.length === 0;
+      dom.edgeKey.title = "the edges drawn from the hovered token (hover edges, in the row above the map)";
+      dom.edgeKey.replaceChildren(
+        span("hs-legend-title", "hover edges"),
+        ...styles.map(({ style, label }) =>
+          el("span", { className: "hs-legend-entry", dataset: { style } }, [
+            el("span", { className: `hs-edge-line hs-edge-${style}` }),
+            label,
+          ]),
+        ),
+      );
+    }),
+  ];
+  return { destroy: () => stops.forEach((stop) => stop()) };
 }

@@ -70,6 +70,8 @@
  * @property {number[]} atlas_heads the heads of the atlas done so far
  * @property {number | null} atlas_layer the layer the atlas shows
  * @property {AtlasState} atlas_state
+ * @property {number | null} atlas_n_iter iterations of each atlas thumbnail's run
+ * @property {number | null} atlas_seed the seed of the atlas thumbnails' runs
  * @property {number | null} progress fraction done of what `status` names, or null
  * @property {number | null} best_kl best KL of a background best-of-restarts check
  */
@@ -137,6 +139,8 @@ export const T = Object.freeze({
   atlas_heads: "atlas_heads",
   atlas_layer: "atlas_layer",
   atlas_state: "atlas_state",
+  atlas_n_iter: "atlas_n_iter",
+  atlas_seed: "atlas_seed",
   progress: "progress",
   best_kl: "best_kl",
 });
@@ -183,13 +187,55 @@ export const WRITABLE = Object.freeze(
 );
 
 /**
- * Set traits in the page without sending them (see `write`); a trait the browser may not write is refused.
+ * The bounds of the numbers the browser writes, Python's (headsne_widget/widget/protocol.py; tests/test_protocol.py
+ * checks that they agree): [min, max], `int` for integers, `above` when the min itself is refused, `gap`: the
+ * numbers strictly between min and this are refused too (speed: 0, or at least 0.1).
+ * @type {Readonly<Record<string, {min: number, max: number, int?: boolean, above?: boolean, gap?: number}>>}
+ */
+export const BOUNDS = Object.freeze({
+  layer: { min: 0, max: Number.MAX_SAFE_INTEGER, int: true },
+  head: { min: 0, max: Number.MAX_SAFE_INTEGER, int: true },
+  perplexity: { min: 0, max: 1e4, above: true },
+  learning_rate: { min: 0, max: 1e9, above: true },
+  n_iter: { min: 1, max: 100000, int: true },
+  early_exaggeration: { min: 1, max: 1000 },
+  exaggeration_iters: { min: 0, max: 100000, int: true },
+  seed: { min: 0, max: 4294967295, int: true },
+  restarts: { min: 1, max: 1000, int: true },
+  quantile_k: { min: 2, max: 1000, int: true },
+  speed: { min: 0, max: 1e6, gap: 0.1 },
+  edge_k: { min: 1, max: 100, int: true },
+  label_density: { min: 0, max: 1 },
+  hovered: { min: 0, max: Number.MAX_SAFE_INTEGER, int: true },
+});
+
+/**
+ * Why the browser may not send `value` for trait `name` ("" when it may): a number out of its bounds.
+ * @param {string} name
+ * @param {unknown} value
+ */
+export function outOfBounds(name, value) {
+  const b = BOUNDS[name];
+  if (!b || typeof value !== "number") return "";
+  const range = `${b.above ? "(" : "["}${b.min}, ${b.max}]`;
+  if (!Number.isFinite(value) || (b.int && !Number.isInteger(value)))
+    return `must be ${b.int ? "an integer" : "a number"} in ${range}`;
+  if (value < b.min || value > b.max || (b.above && value === b.min)) return `must be in ${range}`;
+  if (b.gap && value > b.min && value < b.gap) return `must be ${b.min} or at least ${b.gap}`;
+  return "";
+}
+
+/**
+ * Set traits in the page without sending them (see `write`); a trait the browser may not write, or a number
+ * out of its bounds (one Python would refuse), is refused.
  * @param {Model} model
  * @param {Partial<Traits>} values
  */
 export function preview(model, values) {
-  for (const name of Object.keys(values)) {
+  for (const [name, value] of Object.entries(values)) {
     if (!WRITABLE.has(/** @type {TraitName} */ (name))) throw new Error(`the browser may not write ${name}`);
+    const why = outOfBounds(name, value);
+    if (why) throw new RangeError(`${name} ${why}, got ${value}`);
   }
   for (const [name, value] of Object.entries(values)) model.set(/** @type {TraitName} */ (name), value);
 }

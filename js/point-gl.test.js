@@ -79,7 +79,6 @@ function scene(m) {
       special: kept.map(() => false),
     },
     message: "",
-    pinned: [],
     hover: -1,
     hoverRow: -1,
     shown: { to: [], from: [], near: [] },

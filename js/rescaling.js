@@ -12,6 +12,9 @@ import { bisectRight, quantileSorted, ticks as niceTicks } from "d3-array";
  * @typedef {{q: Float64Array, levels: Float64Array}} Knots
  */
 
+/** The most knots per axis (Python's MAX_QUANTILE_K): each costs a quantile of the frame, every frame. */
+export const MAX_QUANTILE_K = 1000;
+
 /**
  * The knots (q strictly increasing, levels in [0, 1]) of the per-axis rescaling map phi, from unsorted `values`.
  * @param {ArrayLike<number>} values
@@ -19,7 +22,9 @@ import { bisectRight, quantileSorted, ticks as niceTicks } from "d3-array";
  * @returns {Knots}
  */
 export function quantileKnots(values, k = 100) {
-  if (!(Number.isInteger(k) && k >= 2)) throw new RangeError(`quantile_k must be an integer >= 2, got ${k}`);
+  if (!(Number.isInteger(k) && k >= 2 && k <= MAX_QUANTILE_K)) {
+    throw new RangeError(`quantile_k must be an integer in [2, ${MAX_QUANTILE_K}], got ${k}`);
+  }
   if (values.length === 0) throw new RangeError("quantile rescaling needs at least one value");
   const sorted = Float64Array.from(values).sort();
   if (!Number.isFinite(sorted[0]) || !Number.isFinite(sorted[sorted.length - 1])) {

@@ -83,6 +83,12 @@ export function createRunPanel({ store, clock, recorder, status, hint, readout }
       cancelFrame();
       status.textContent = message;
     }),
+    store.on("notice", (/** @type {string} */ message) => {
+      panel.cancel();
+      cancelFrame();
+      status.textContent = message;
+      status.title = message;
+    }),
   ];
   refresh();
 

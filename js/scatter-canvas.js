@@ -5,21 +5,12 @@
 // draws them as arcs.
 
 import { chooseLabels } from "./labels.js";
+import { drawAxes } from "./axes.js";
 import { createLabelAtlas } from "./label-atlas.js";
 import { createPointRaster } from "./point-raster.js";
 import { chooseBackend } from "./point-gl.js";
 import { setData } from "./schedule.js";
-import {
-  RADIUS,
-  drawAxes,
-  drawEdges,
-  drawLasso,
-  drawPinned,
-  drawPoints,
-  haloFont,
-  haloText,
-  ring,
-} from "./scatter-paint.js";
+import { RADIUS, drawEdges, drawLasso, drawPoints, haloFont, haloText, ring } from "./scatter-paint.js";
 
 const LABEL_H = 14; // CSS px of a plain label's box
 
@@ -38,7 +29,6 @@ const LABEL_H = 14; // CSS px of a plain label's box
  * @property {{sx: Float32Array, sy: Float32Array, m: number, kept: number[], tokenRow: Int32Array,
  *   colours: string[], special: boolean[]} | null} points null: nothing to draw but `message`
  * @property {string} message
- * @property {number[]} pinned rows pinned to the edge
  * @property {number} hover the hovered token (-1: none)
  * @property {number} hoverRow its row (-1: not in the map)
  * @property {{to: Partner[], from: Partner[], near: Partner[]}} shown the hovered token's partners to draw
@@ -176,7 +166,8 @@ function paint(c, scene, { scale, exporting, layer, labels }) {
     drawMessage(c, scene);
     return [];
   }
-  drawAxes(c, theme, { x: scene.x, y: scene.y, w: plot.x1 - plot.x0, h: plot.y1 - plot.y0, knots: scene.knots });
+  const [w, h] = [plot.x1 - plot.x0, plot.y1 - plot.y0];
+  drawAxes(c, theme, { x: scene.x, y: scene.y, w, h, width: scene.width, knots: scene.knots });
   c.save();
   c.beginPath();
   c.rect(plot.x0, plot.y0, plot.x1 - plot.x0, plot.y1 - plot.y0);
@@ -186,7 +177,6 @@ function paint(c, scene, { scale, exporting, layer, labels }) {
   const dim = selected.size > 0 || scene.hoverRow >= 0;
   const by = exporting ? "arcs" : layer(c, { theme, scale, box: plot, points, dim, selected, matches });
   if (by !== "webgl") drawPoints(c, theme, points, { selected, matches, dim, filled: by === "arcs" });
-  drawPinned(c, theme, scene.pinned, points.sx, points.sy);
   const atlas = labels(scene, scale);
   const boxes = layoutLabels(c, scene, atlas);
   drawLabels(c, scene, boxes, atlas);

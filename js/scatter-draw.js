@@ -1,7 +1,7 @@
 // The map's redraw loop (js/scatter.js): at most one paint per animation frame, and one in every frame
 // while the points move (a waiting frame, a tween, the domains easing); what a paint leaves for the
-// page: the drawn label boxes as data-label-boxes / data-label-tokens (throttled), the pinned count,
-// and the paint counters of js/metrics.js.
+// page: the drawn label boxes as data-label-boxes / data-label-tokens (throttled), the count of points
+// outside the plot (data-outside: 0 unless the user zoomed in) and the paint counters of js/metrics.js.
 
 import { setData, throttle } from "./schedule.js";
 
@@ -68,7 +68,7 @@ export function createRedraw({ clock, backend, points, scene, step, onFrame }) {
     const ms = clock.now() - t0;
     points.paintMs += (ms - points.paintMs) / 4;
     lastBoxes = drawn;
-    setData(canvas, "pinned", String(points.pinned.length));
+    setData(canvas, "outside", String(points.outside));
     boxes.write(drawn);
     points.hasDrawnPoints = true;
     if (!points.freshFrame) return;

@@ -1,62 +1,10 @@
-// Canvas painting of the scatter's parts, each a function of a 2D context and plain data: axes, edges
+// Canvas painting of the scatter's parts, each a function of a 2D context and plain data: edges
 // to the hovered token's partners (undirected, or "attends to" / "attended by" drawn distinguishably),
 // a point with a halo label, and the lasso. Used for the screen and for the 2x PNG export alike (the
 // screen's filled points: js/point-raster.js).
 
-import { format } from "d3-format";
-import { quantileTicks } from "./rescaling.js";
-
 export const MARGIN = { top: 10, right: 12, bottom: 24, left: 48 };
 export const RADIUS = 3.6;
-const tickLabel = format(".3~g");
-
-/**
- * Ticks, grid lines, frame and tick labels of both axes: `x`, `y` d3 linear scales (data -> CSS px), `w`,
- * `h` the plot's size, `knots` the quantile knots when the axes are quantile-equidistant.
- * @param {CanvasRenderingContext2D} c
- * @param {import("./theme.js").Theme} theme
- * @param {{x: any, y: any, w: number, h: number, knots: {x: any, y: any} | null}} axes
- */
-export function drawAxes(c, theme, { x, y, w, h, knots }) {
-  /** @type {{pos: number, text: string}[]} */
-  let xt;
-  /** @type {{pos: number, text: string}[]} */
-  let yt;
-  if (knots) {
-    const [x0, x1] = x.domain();
-    const [y0, y1] = y.domain();
-    xt = quantileTicks(knots.x, x0, x1, 6).map((t) => ({ pos: x(t.t), text: tickLabel(t.value) }));
-    yt = quantileTicks(knots.y, y0, y1, 6).map((t) => ({ pos: y(t.t), text: tickLabel(t.value) }));
-  } else {
-    const fx = x.tickFormat(6);
-    const fy = y.tickFormat(6);
-    xt = x.ticks(6).map((/** @type {number} */ v) => ({ pos: x(v), text: fx(v) }));
-    yt = y.ticks(6).map((/** @type {number} */ v) => ({ pos: y(v), text: fy(v) }));
-  }
-  c.lineWidth = 1;
-  c.strokeStyle = theme.border;
-  c.globalAlpha = 0.55;
-  c.beginPath();
-  for (const t of xt) {
-    c.moveTo(Math.round(t.pos) + 0.5, MARGIN.top);
-    c.lineTo(Math.round(t.pos) + 0.5, MARGIN.top + h);
-  }
-  for (const t of yt) {
-    c.moveTo(MARGIN.left, Math.round(t.pos) + 0.5);
-    c.lineTo(MARGIN.left + w, Math.round(t.pos) + 0.5);
-  }
-  c.stroke();
-  c.globalAlpha = 1;
-  c.strokeRect(MARGIN.left + 0.5, MARGIN.top + 0.5, w - 1, h - 1);
-  c.fillStyle = theme.muted;
-  c.font = `10px ${theme.font}`;
-  c.textAlign = "center";
-  c.textBaseline = "top";
-  for (const t of xt) c.fillText(t.text, t.pos, MARGIN.top + h + 5);
-  c.textAlign = "right";
-  c.textBaseline = "middle";
-  for (const t of yt) c.fillText(t.text, MARGIN.left - 5, t.pos);
-}
 
 /**
  * An arrowhead at (x1, y1) pointing away from (x0, y0).
@@ -219,22 +167,4 @@ export function drawPoints(
       if (r >= 0) ring(c, sx[r], sy[r], { fill: colours[tok] || theme.muted, stroke });
     }
   }
-}
-
-/**
- * A mark around each outlier pinned to the plot's edge: a square outline, so that a pinned point is not
- * read as lying there.
- * @param {CanvasRenderingContext2D} c
- * @param {import("./theme.js").Theme} theme
- * @param {number[]} rows
- * @param {ArrayLike<number>} sx
- * @param {ArrayLike<number>} sy
- */
-export function drawPinned(c, theme, rows, sx, sy) {
-  if (!rows.length) return;
-  c.strokeStyle = theme.fg;
-  c.lineWidth = 1.25;
-  c.setLineDash([2, 2]);
-  for (const r of rows) c.strokeRect(sx[r] - RADIUS - 2, sy[r] - RADIUS - 2, 2 * RADIUS + 4, 2 * RADIUS + 4);
-  c.setLineDash([]);
 }

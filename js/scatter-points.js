@@ -1,13 +1,18 @@
 // The scatter's points over time, without drawing: received frames waiting to be shown, the tween from
 // the last frame to the new one, the display-space positions (original units, or [0, 1] with quantile
 // axes), the autoscaled data domains and their animation, and the screen positions of the last draw
-// (for hit testing and the lasso, whatever draws them).
+// (for hit testing and the lasso, whatever draws them). Until the user zooms, the view holds every point
+// shown, from the first frame on: it grows at once when the points spread or move away (they move no
+// faster than the tween between frames takes them) and eases in, in log-span, when they gather, drawing
+// them to its middle (js/viewport.js approachDomains).
 
-import { easeDomains, fitDomains, robustExtent } from "./viewport.js";
+import { approachDomains, coverExtent, fitDomains, frameExtent } from "./viewport.js";
 import { quantileRescaleFrame } from "./rescaling.js";
 import { tweenMs } from "./schedule.js";
 
 const QUANTILE_DOMAIN = [-0.04, 1.06];
+const ZOOM_IN = 0.12; // share of the way (in log-span) towards the data's extent the view zooms in per display frame
+const COVER_PAD = 0.04; // the least margin round the points (the target's is fitDomains' 0.06)
 // Frames received but not yet shown: one is shown per animation frame, so two that arrive within one
 // display frame (network jitter) are both shown, one display frame apart, instead of the first never.
 // At most this many wait (a frame is shown at most this many display frames late); older ones are dropped.
@@ -36,8 +41,7 @@ export class ScatterPoints {
     this.cur = new Float32Array(0);
     this.sx = new Float32Array(0);
     this.sy = new Float32Array(0); // screen positions of the last draw (CSS px)
-    /** @type {number[]} rows of the far outliers pinned to the edge in the last draw */
-    this.pinned = [];
+    this.outside = 0; // points outside the plot in the last draw (only when the user zoomed in)
     this.tweenStart = 0;
     this.tweenDuration = 0;
     this.lastFrameAt = 0;
@@ -49,7 +53,6 @@ export class ScatterPoints {
     this.target = null;
     /** @type {{x: any, y: any} | null} quantile knots */
     this.knots = null;
-    this.pinOutliers = false;
     this.quantile = false;
     this.quantileK = 100;
     /** @type {Frame[]} received frames not shown yet, oldest first */
@@ -102,8 +105,7 @@ export class ScatterPoints {
     }
     this.knots = null;
     this.to.set(this.raw.subarray(0, 2 * this.m));
-    const { extent, clipped } = robustExtent(this.to, this.m);
-    this.pinOutliers = clipped;
+    const extent = frameExtent(this.to, this.m);
     if (extent) this.target = fitDomains(extent, plot.w, plot.h);
   }
 
@@ -155,13 +157,23 @@ export class ScatterPoints {
       else this.tweenDuration = 0;
     }
     if (this.target && !userZoomed) {
-      const [domains, settled] = easeDomains(this.domains, this.target, 0.3);
+      const [eased, settled] = approachDomains(this.domains, this.target, ZOOM_IN);
+      const [domains, grown] = this.quantile ? [eased, false] : this.cover(eased, plot);
       this.domains = domains;
-      if (!settled) busy = true;
+      if (!settled || grown) busy = true;
     } else if (!this.domains) {
       this.domains = this.target;
     }
     return busy;
+  }
+
+  /**
+   * `domains` grown to hold every point as shown now (mid-tween too).
+   * @param {Domains} domains
+   * @param {PlotSize} plot
+   */
+  cover(domains, plot) {
+    return coverExtent(domains, frameExtent(this.cur, this.m), plot.w, plot.h, COVER_PAD);
   }
 
   /**
@@ -183,29 +195,22 @@ export class ScatterPoints {
 
   /**
    * The screen positions (sx, sy) of the shown positions through the linear scales `x`, `y` (applied as
-   * v * a + b: a call of a d3 scale per point and axis cost 2-6 ms a frame at 65536 points); far outliers
-   * (robustExtent) pinned to the plot's edge (`box`, CSS px) when `pin`.
+   * v * a + b: a call of a d3 scale per point and axis cost 2-6 ms a frame at 65536 points), and how many
+   * fall outside the plot's box (CSS px).
    * @param {(v: number) => number} x
    * @param {(v: number) => number} y
    * @param {{x0: number, y0: number, x1: number, y1: number}} box
-   * @param {boolean} pin
    */
-  toScreen(x, y, box, pin) {
-    const { sx, sy, cur, pinned } = this;
+  toScreen(x, y, box) {
+    const { sx, sy, cur } = this;
     const [bx, by] = [x(0), y(0)];
     const [ax, ay] = [x(1) - bx, y(1) - by];
-    pinned.length = 0;
+    let outside = 0;
     for (let r = 0; r < this.m; r++) {
       sx[r] = cur[2 * r] * ax + bx;
       sy[r] = cur[2 * r + 1] * ay + by;
-      if (!pin) continue;
-      const px = Math.min(box.x1 - 4, Math.max(box.x0 + 4, sx[r]));
-      const py = Math.min(box.y1 - 4, Math.max(box.y0 + 4, sy[r]));
-      if (px !== sx[r] || py !== sy[r]) {
-        sx[r] = px;
-        sy[r] = py;
-        pinned.push(r);
-      }
+      if (!(sx[r] >= box.x0 && sx[r] <= box.x1 && sy[r] >= box.y0 && sy[r] <= box.y1)) outside++;
     }
+    this.outside = outside;
   }
 }

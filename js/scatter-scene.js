@@ -6,6 +6,7 @@ import { scaleLinear } from "d3-scale";
 import { partnerTokens, shownPartners } from "./partners.js";
 import { directionOf, partnersAt } from "./state.js";
 import { MARGIN, RADIUS } from "./scatter-paint.js";
+import { axisTicks } from "./axes.js";
 
 const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
 
@@ -21,14 +22,26 @@ export function densityOf(s) {
 }
 
 /**
+ * What an empty map says: what is being done before its first frame.
+ * @param {State} s
+ */
+export function messageOf(s) {
+  if (s.state === "loading") return "the map comes once the text is captured";
+  if (s.state === "error") return "no map: see the error above";
+  if (!s.doc.tokens.length) return "no text yet";
+  if (s.state === "running") return "building P, then the first t-SNE frame…";
+  return "press ▶ (or click a head) to run t-SNE";
+}
+
+/**
  * What the map shows now, or null before there is a theme and a size.
  * @param {State} s
  * @param {import("./scatter-points.js").ScatterPoints} points
- * @param {{width: number, height: number, transform: any, userZoomed: boolean,
+ * @param {{width: number, height: number, transform: any,
  *   lasso: [number, number][] | null, plot: import("./scatter-canvas.js").Box}} view
  * @returns {Scene | null}
  */
-export function sceneOf(s, points, { width, height, transform, userZoomed, lasso, plot }) {
+export function sceneOf(s, points, { width, height, transform, lasso, plot }) {
   if (!s.theme || !width) return null;
   const { kept, tokenRow } = s.rows;
   const colours = s.colours ? s.colours.colours : [];
@@ -42,8 +55,7 @@ export function sceneOf(s, points, { width, height, transform, userZoomed, lasso
     y: null,
     knots: null,
     points: null,
-    message: s.doc.tokens.length ? "waiting for the first t-SNE frame…" : "no text yet",
-    pinned: points.pinned,
+    message: messageOf(s),
     hover: s.hover,
     hoverRow: -1,
     shown: NO_PARTNERS,
@@ -58,8 +70,7 @@ export function sceneOf(s, points, { width, height, transform, userZoomed, lasso
   if (!points.domains || points.m === 0) return base;
   const x = transform.rescaleX(scaleLinear(points.domains.x, [plot.x0, plot.x1]));
   const y = transform.rescaleY(scaleLinear(points.domains.y, [plot.y1, plot.y0]));
-  // far outliers (robustExtent) are pinned to the plot's edge while the view follows the data
-  points.toScreen(x, y, plot, points.pinOutliers && !userZoomed);
+  points.toScreen(x, y, plot);
   const hoverRow = s.hover >= 0 && s.hover < tokenRow.length ? tokenRow[s.hover] : -1;
   const shown = shownPartners(hoverRow >= 0 ? partnersAt(s, s.hover) : NO_PARTNERS, directionOf(s));
   const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);
@@ -69,12 +80,13 @@ export function sceneOf(s, points, { width, height, transform, userZoomed, lasso
 }
 
 /**
- * What is on screen, for the SVG export: points and label boxes in CSS px.
+ * What is on screen, for the SVG export (js/svg.js): points, label boxes and the axes' ticks in CSS px.
  * @param {State} s
  * @param {import("./scatter-points.js").ScatterPoints} points
- * @param {{width: number, height: number, lastBoxes: import("./scatter-canvas.js").LabelBox[]}} view
+ * @param {{width: number, height: number, lastBoxes: import("./scatter-canvas.js").LabelBox[],
+ *   scene: Scene | null}} view
  */
-export function snapshotOf({ doc, rows, colours }, points, { width, height, lastBoxes }) {
+export function snapshotOf({ doc, rows, colours }, points, { width, height, lastBoxes, scene }) {
   const list = colours ? colours.colours : [];
   const pts = [];
   for (let r = 0; r < points.m; r++) {
@@ -88,5 +100,10 @@ export function snapshotOf({ doc, rows, colours }, points, { width, height, last
     });
   }
   const labels = lastBoxes.map((b) => ({ ...b, text: doc.tokens[b.key] ?? "" }));
-  return { width, height, margin: MARGIN, radius: RADIUS, points: pts, labels };
+  const knots = scene ? scene.knots : null;
+  const axes =
+    scene && scene.x
+      ? { x: axisTicks(scene.x, knots ? knots.x : null), y: axisTicks(scene.y, knots ? knots.y : null) }
+      : null;
+  return { width, height, margin: MARGIN, radius: RADIUS, points: pts, labels, axes };
 }

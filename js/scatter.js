@@ -10,6 +10,7 @@ import { pointsInPolygon } from "./hittest.js";
 import { createPointIndex } from "./point-index.js";
 import { createLasso } from "./lasso.js";
 import { MARGIN } from "./scatter-paint.js";
+import { MAX_QUANTILE_K } from "./rescaling.js";
 import { ScatterPoints } from "./scatter-points.js";
 import { createCanvasBackend } from "./scatter-canvas.js";
 import { createGlPoints } from "./point-gl.js";
@@ -19,7 +20,7 @@ import { changed } from "./store.js";
 import { sceneOf, snapshotOf } from "./scatter-scene.js";
 
 const MIN_W = 200; // CSS px
-const MIN_H = 300; // widget.css's min-height of the map
+const MIN_H = 260; // widget.css's min-height of the map
 
 /**
  * @typedef {import("./state.js").State} State
@@ -64,7 +65,7 @@ function follow(points, s, prev, plot) {
     if (s.frame) points.enqueue(s.frame);
     else if (prev) points.clear();
   }
-  const k = Math.max(2, Math.floor(s.quantile_k ?? 100));
+  const k = Math.min(MAX_QUANTILE_K, Math.max(2, Math.floor(Number(s.quantile_k) || 100))); // never more knots than Python allows
   if (Boolean(s.quantile) === points.quantile && k === points.quantileK) return false;
   return points.setQuantile(Boolean(s.quantile), k, plot);
 }
@@ -162,6 +163,8 @@ export function createScatter({
     view.width = w;
     view.height = h;
     backend.resize(w, h);
+    const box = plotBox();
+    canvas.dataset.plot = JSON.stringify([box.x0, box.y0, box.x1, box.y1]);
     points.project(plotSize());
     if (!view.userZoomed) points.domains = points.target;
     request();
@@ -197,7 +200,7 @@ export function createScatter({
   }
   /** @type {(keyof State)[]} */
   const keys = ["theme", "doc", "colours", "rows", "frame", "selected", "search", "hover", "edges", "boxMode"];
-  keys.push("edge_k", "edge_direction", "mode", "quantile", "quantile_k", "label_density");
+  keys.push("edge_k", "edge_direction", "mode", "quantile", "quantile_k", "label_density", "state");
   scope.add(store.watch(keys, update));
 
   const observer = new ResizeObserver(resize);
@@ -220,7 +223,7 @@ export function createScatter({
       return { width: view.width, height: view.height };
     },
     /** What is on screen, for the SVG export: points and label boxes in CSS px. */
-    snapshot: () => snapshotOf(store.state, points, { ...view, lastBoxes: redraw.lastBoxes }),
+    snapshot: () => snapshotOf(store.state, points, { ...view, lastBoxes: redraw.lastBoxes, scene: scene() }),
     destroy: () => scope.dispose(),
   };
 }

@@ -4,7 +4,6 @@
 // writers of the shared UI state (hover, selection, search).
 
 import { partnersOf } from "./partners.js";
-import { parseQuery, searchTokens } from "./search.js";
 
 /** Traits mirrored into the state under their own names (scalars, lists, and the atlas arrays as received). */
 export const MIRRORED = /** @type {const} */ ([
@@ -38,6 +37,8 @@ export const MIRRORED = /** @type {const} */ ([
   "atlas_heads",
   "atlas_layer",
   "atlas_state",
+  "atlas_n_iter",
+  "atlas_seed",
   "progress",
   "best_kl",
 ]);
@@ -59,7 +60,9 @@ export const MIRRORED = /** @type {const} */ ([
  * @typedef {{layer: number, head: number, token: number, value: number, group: number}} GridCell
  * @typedef {{source: "grid" | "scatter" | "text", x: number, y: number, cell?: GridCell}} HoverInfo where the
  *   pointer is (client px) and what it is over
- * @typedef {{query: string, matches: Set<number>, error: string}} Search
+ * @typedef {{query: string, matches: Set<number>, count: number, error: string, pending: boolean}} Search the
+ *   search over the text (js/search.js): the tokens the matches touch, how many matches, a regular
+ *   expression still running (js/search-worker.js)
  * @typedef {{data: Float32Array, count: number, animate: boolean, tag: any}} ShownFrame the frame to show
  * @typedef {"live" | "now" | "throttled"} Pace how soon the run panel shows a readout: "live" in the next
  *   animation frame while running (at once otherwise), "now" at once, "throttled" within PANEL_MS
@@ -79,11 +82,14 @@ export const MIRRORED = /** @type {const} */ ([
  * @property {HoverInfo | null} hoverInfo null when Python set the hover or the pointer left
  * @property {Set<number>} selected
  * @property {Search} search
+ * @property {boolean} userValues Python gave per-token values (w.color_by): "your values" can be chosen
  * @property {boolean} boxMode the map's drag selects a box
  * @property {boolean} replaying
  * @property {boolean} recording a WebM video is being recorded
  * @property {ShownFrame | null} frame null: no frame (clear the map)
  * @property {Readout} readout
+ * @property {import("./static-page.js").Offline | null} offline a saved page's: no kernel, and the heads it
+ *   holds a map of
  */
 
 /** @typedef {UiState & {[K in Mirrored]: Traits[K] | undefined}} State */
@@ -106,12 +112,14 @@ export function initialState() {
     hover: -1,
     hoverInfo: null,
     selected: new Set(),
-    search: { query: "", matches: new Set(), error: "" },
+    search: { query: "", matches: new Set(), count: 0, error: "", pending: false },
+    userValues: false,
     boxMode: false,
     replaying: false,
     recording: false,
     frame: null,
     readout: { iteration: 0, kl: null, count: 0, index: 0, pace: "live" },
+    offline: null,
   };
   const mirrored = Object.fromEntries(MIRRORED.map((name) => [name, undefined]));
   return /** @type {State} */ ({ ...mirrored, ...ui });
@@ -127,18 +135,6 @@ export function selectionOf(list, n) {
   return new Set(
     /** @type {number[]} */ ((list || []).filter((t) => Number.isInteger(t) && Number(t) >= 0 && Number(t) < n)),
   );
-}
-
-/**
- * The search state of `query` over `doc`.
- * @param {string} query
- * @param {Doc} doc
- * @returns {Search}
- */
-export function searchOf(query, doc) {
-  const parsed = parseQuery(query);
-  const error = parsed && "error" in parsed ? parsed.error : "";
-  return { query, matches: new Set(searchTokens(parsed, doc.tokens, doc.text, doc.offsets)), error };
 }
 
 /**
@@ -171,6 +167,17 @@ export function partnersAt(state, token) {
  */
 export function directionOf(state) {
   return state.edge_direction || "both";
+}
+
+/**
+ * Whether the page can show head (`layer`, `head`): always with a kernel; on a saved page only the heads it
+ * holds a map of.
+ * @param {State} state
+ * @param {number} layer
+ * @param {number} head
+ */
+export function headHeld(state, layer, head) {
+  return !state.offline || state.offline.heads.some(([l, h]) => l === layer && h === head);
 }
 
 /**

@@ -5,7 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { changed, createStore } from "./store.js";
-import { hoverOf, initialState, searchOf, selectionOf } from "./state.js";
+import { hoverOf, initialState, selectionOf } from "./state.js";
+import { searchOf } from "./search.js";
 import { createIntents } from "./intents.js";
 import { fakeModel } from "./fake-dom.js";
 import { fakeClock } from "./testing.js";
@@ -89,7 +90,15 @@ test("events go to their handlers in order, until a handler stops", () => {
 
 test("the state's update helpers: selection inside the text, search matches, hover of a trait value", () => {
   assert.deepEqual([...selectionOf([3, 1, 7, -1, 1.5, "2", 1], 5)], [3, 1]);
-  const doc = { ...initialState().doc, text: "a cat. a dog.", tokens: ["a", "cat", ".", "a", "dog", "."] };
+  const offsets = [
+    [0, 1],
+    [2, 5],
+    [5, 6],
+    [7, 8],
+    [9, 12],
+    [12, 13],
+  ];
+  const doc = { ...initialState().doc, text: "a cat. a dog.", tokens: ["a", "cat", ".", "a", "dog", "."], offsets };
   assert.deepEqual([...searchOf("a", doc).matches], [0, 1, 3]);
   assert.equal(searchOf("/(/", doc).error.length > 0, true);
   assert.deepEqual([...searchOf("/(/", doc).matches], []);
@@ -98,13 +107,24 @@ test("the state's update helpers: selection inside the text, search matches, hov
 
 test("intents: a selection is stored filtered and written sorted; a hover is written at its window's end", () => {
   const store = createStore(initialState());
-  store.set({ doc: { ...store.state.doc, tokens: ["a", "b", "c"] } });
+  store.set({
+    doc: {
+      ...store.state.doc,
+      text: "a b c",
+      tokens: ["a", "b", "c"],
+      offsets: [
+        [0, 1],
+        [2, 3],
+        [4, 5],
+      ],
+    },
+  });
   const model = fakeModel({ layer: 0, head: 0, run_id: 1, hovered: null, mode: "attention" });
   const clock = fakeClock();
   const intents = createIntents({ model, store, clock, metrics: { clicked() {} } });
   intents.select([2, 0, 9, 2]);
   assert.deepEqual([...store.state.selected], [0, 2]);
-  assert.deepEqual(model.calls, [["set", "selected", [0, 2, 9]], ["save_changes"]]);
+  assert.deepEqual(model.calls, [["set", "selected", [0, 2]], ["save_changes"]], "token 9 is not sent: no such token");
   intents.select([1], { add: true });
   assert.deepEqual([...store.state.selected], [0, 1, 2]);
   model.calls.length = 0;

@@ -8,7 +8,8 @@ import { T, changes } from "./model.js";
 import { coalesce } from "./schedule.js";
 import { tokenRows } from "./tokens.js";
 import { colourTokens, tokenKinds, KIND_PIECE } from "./colors.js";
-import { MIRRORED, hoverOf, searchOf, selectionOf } from "./state.js";
+import { MIRRORED, hoverOf, selectionOf } from "./state.js";
+import { searchOf } from "./search.js";
 
 /**
  * @typedef {import("./state.js").State} State
@@ -127,7 +128,11 @@ export function connectModel({ model, store, feed, onError }) {
     stops.push(() => model.off(events, fn));
   };
   const n = () => store.state.doc.tokens.length;
-  const recolour = () => store.set({ colours: readColours(model, store.state, onError) });
+  const recolour = () => {
+    // Python's values in "user" mode are the user's (w.color_by): from then on "your values" can be chosen
+    const user = model.get(T.color_mode) === "user" && model.get(T.color_values) != null;
+    store.set({ colours: readColours(model, store.state, onError), ...(user ? { userValues: true } : {}) });
+  };
 
   /** The text changed: everything that depends on it, in one change of the state. */
   function onText() {

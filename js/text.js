@@ -7,7 +7,7 @@
 import { textSegments } from "./segments.js";
 import { createTextBlocks } from "./text-blocks.js";
 import { partnerTokens, shownPartners } from "./partners.js";
-import { disposer } from "./dom.js";
+import { disposer, el } from "./dom.js";
 import { changed } from "./store.js";
 import { directionOf, partnersAt } from "./state.js";
 
@@ -39,12 +39,14 @@ export function clickSelection(i, keys, anchor, selected) {
 }
 
 /**
- * @param {{dom: {textStrip: HTMLElement}, store: import("./store.js").Store<State>,
+ * @param {{dom: {textStrip: HTMLElement, textTitle: HTMLElement}, store: import("./store.js").Store<State>,
  *   intents: import("./intents.js").Intents}} ctx
  */
 export function createTextStrip({ dom, store, intents }) {
   const container = dom.textStrip;
   const scope = disposer();
+  const title = el("span", { className: "hs-text-title", text: "text" });
+  dom.textTitle.append(title);
   const strip = {
     /** @type {Map<number, HTMLElement>} token index -> span, for the spans in the DOM */
     spans: new Map(),
@@ -159,7 +161,11 @@ export function createTextStrip({ dom, store, intents }) {
   /** @param {State} s @param {State | null} prev */
   function update(s, prev) {
     const is = (/** @type {keyof State} */ key) => changed(s, prev, key);
-    if (is("doc")) rebuild(s.doc);
+    if (is("doc")) {
+      rebuild(s.doc);
+      const n = s.doc.tokens.length;
+      title.textContent = n ? `text · ${n} tokens · hover a token, click to select (shift: a range)` : "text";
+    }
     if (is("colours")) {
       const colours = s.colours ? s.colours.colours : [];
       strip.spans.forEach((span, i) => span.style.setProperty("--hs-tok-color", colours[i] || "transparent"));

@@ -1,6 +1,7 @@
 // The hover tooltip view: the token (with #index), where it was hovered (grid cell), its context in the
-// text, and its partners. Text only (textContent), placed next to the pointer inside the widget. Shown
-// while the pointer is over a token (the state's `hoverInfo`); a hover set by Python shows none.
+// text, and its partners. Text only (textContent), placed next to the pointer inside the part of the widget
+// the user sees (the window, the notebook's scrolling output area: never cut at their edges). Shown while the
+// pointer is over a token (the state's `hoverInfo`); a hover set by Python shows none.
 
 import { el, span } from "./dom.js";
 import { tokenContext } from "./segments.js";
@@ -8,23 +9,72 @@ import { partnerLines } from "./partners.js";
 import { partnersAt } from "./state.js";
 
 /**
+ * The part of `root` the user can see (client px): inside the window and inside every ancestor that clips
+ * (a notebook's scrolling output area, a cell), so that a tooltip placed in it is never cut.
+ * @param {HTMLElement} root
+ * @param {HTMLElement[]} clips
+ */
+export function visibleBox(root, clips) {
+  const r = root.getBoundingClientRect();
+  const box = { left: Math.max(r.left, 0), top: Math.max(r.top, 0), right: r.right, bottom: r.bottom };
+  box.right = Math.min(box.right, window.innerWidth || box.right);
+  box.bottom = Math.min(box.bottom, window.innerHeight || box.bottom);
+  for (const clip of clips) {
+    const c = clip.getBoundingClientRect();
+    box.left = Math.max(box.left, c.left);
+    box.top = Math.max(box.top, c.top);
+    box.right = Math.min(box.right, c.right);
+    box.bottom = Math.min(box.bottom, c.bottom);
+  }
+  return box;
+}
+
+/**
+ * Where a `size` tooltip goes next to `pointer` inside `box` (client px): below right of the pointer, flipped
+ * to the other side where it would leave the box, and kept inside it.
+ * @param {{x: number, y: number}} pointer
+ * @param {{w: number, h: number}} size
+ * @param {{left: number, top: number, right: number, bottom: number}} box
+ */
+export function tooltipAt(pointer, size, box) {
+  const gap = 14;
+  const place = (
+    /** @type {number} */ at,
+    /** @type {number} */ len,
+    /** @type {number} */ lo,
+    /** @type {number} */ hi,
+  ) => {
+    let v = at + gap;
+    if (v + len > hi - 4) v = at - len - gap;
+    return Math.max(lo + 4, Math.min(v, hi - len - 4));
+  };
+  return { x: place(pointer.x, size.w, box.left, box.right), y: place(pointer.y, size.h, box.top, box.bottom) };
+}
+
+/**
  * @param {HTMLElement} root the widget root (the tooltip is positioned in its box)
  * @param {HTMLElement} tooltip
  */
 export function createTooltip(root, tooltip) {
+  /** @type {HTMLElement[] | null} the ancestors that clip what they hold (found at the first hover) */
+  let clips = null;
+  const clipping = () => {
+    const found = [];
+    for (let p = root.parentElement; p && p !== document.body; p = p.parentElement) {
+      const style = getComputedStyle(p);
+      if (/auto|scroll|hidden|clip/.test(`${style.overflowX} ${style.overflowY}`)) found.push(p);
+    }
+    return found;
+  };
+
   /** @param {{x: number, y: number} | undefined} pointer client px */
   function place(pointer) {
     if (!pointer || pointer.x == null) return;
-    const event = { clientX: pointer.x, clientY: pointer.y };
-    const box = root.getBoundingClientRect();
-    const tw = tooltip.offsetWidth;
-    const th = tooltip.offsetHeight;
-    let x = event.clientX - box.left + 14;
-    let y = event.clientY - box.top + 14;
-    if (x + tw > box.width - 4) x = Math.max(4, event.clientX - box.left - tw - 14);
-    if (y + th > box.height - 4) y = Math.max(4, event.clientY - box.top - th - 14);
-    tooltip.style.left = `${x}px`;
-    tooltip.style.top = `${y}px`;
+    if (!clips || !clips.every((c) => c.isConnected)) clips = clipping();
+    const r = root.getBoundingClientRect();
+    const at = tooltipAt(pointer, { w: tooltip.offsetWidth, h: tooltip.offsetHeight }, visibleBox(root, clips));
+    tooltip.style.left = `${at.x - r.left}px`;
+    tooltip.style.top = `${at.y - r.top}px`;
   }
 
   return {

@@ -1,6 +1,7 @@
-// The view row: token search, the selection (count, clear), box-select mode, colour by, label density
-// and the direction of the hover edges. View traits are written through the intents and followed when
-// Python changes them; a trait Python does not have yet still works locally.
+// The view row: search over the text, the selection (count, clear; shown when there is one), box-select
+// mode, colour by, and the direction of the hover edges. View traits are written through the intents and
+// followed when Python changes them. "your values" can be chosen once Python gave values (w.color_by =
+// values): before that it is disabled, with the hint of how to give them.
 
 import { button, disposer, el } from "./dom.js";
 import { T } from "./model.js";
@@ -14,11 +15,12 @@ const COLOUR_MODES = [
   ["user", "your values"],
 ];
 const DIRECTIONS = [
-  ["both", "to + from"],
+  ["both", "both directions"],
   ["to", "attends to"],
   ["from", "attended by"],
-  ["off", "off"],
+  ["off", "none"],
 ];
+const USER_HINT = "your values: set them from Python first, w.color_by = [one number or label per token]";
 
 /**
  * @typedef {import("./state.js").State} State
@@ -30,9 +32,12 @@ function buildRow() {
     search: el("input", {
       type: "search",
       className: "hs-search",
-      placeholder: "search tokens or /regex/",
+      placeholder: "search the text or /regex/",
       dataset: { testid: "headsne-search" },
-      "aria-label": "search tokens (a string or /regular expression/); Enter selects the matches",
+      title:
+        "search the text (any case, across word pieces: t-SNE finds its 4 tokens) or a /regular expression/flags; " +
+        "Enter selects the tokens the matches touch",
+      "aria-label": "search the text (a string or /regular expression/); Enter selects the matched tokens",
       spellcheck: false,
     }),
     found: el("span", { className: "hs-found", dataset: { testid: "headsne-search-count" } }),
@@ -43,30 +48,24 @@ function buildRow() {
       { dataset: { testid: "headsne-color" }, title: "colour the tokens by", "aria-label": "colour by" },
       COLOUR_MODES.map(([value, text]) => el("option", { value, text })),
     ),
-    labels: el("input", {
-      type: "range",
-      min: "0",
-      max: "1",
-      step: "0.05",
-      className: "hs-density",
-      dataset: { testid: "headsne-labels" },
-      title: "label density (0 = no labels)",
-      "aria-label": "label density",
-    }),
     edges: el(
       "select",
-      { dataset: { testid: "headsne-edges" }, title: "hover edges of the selected head", "aria-label": "edges" },
+      {
+        dataset: { testid: "headsne-edges" },
+        title: "which hover edges of the selected head to draw",
+        "aria-label": "hover edges",
+      },
       DIRECTIONS.map(([value, text]) => el("option", { value, text })),
     ),
   };
   e.box.setAttribute("aria-pressed", "false");
+  e.chosen.hidden = true;
   const row = [
     el("span", { className: "hs-group" }, [e.search, e.found]),
     e.chosen,
     e.box,
     el("label", {}, ["colour", e.colour]),
-    el("label", {}, ["labels", e.labels]),
-    el("label", {}, ["edges", e.edges]),
+    el("label", {}, ["hover edges", e.edges]),
   ];
   return { e, row };
 }
@@ -96,14 +95,16 @@ export function createViewBar({ dom, store, intents }) {
     intents.setBoxMode(pressed);
   });
   scope.listen(e.colour, "change", () => intents.write({ [T.color_mode]: e.colour.value }));
-  scope.listen(e.labels, "input", () => intents.preview(T.label_density, Number(e.labels.value)));
-  scope.listen(e.labels, "change", () => intents.write({ [T.label_density]: Number(e.labels.value) }));
   scope.listen(e.edges, "change", () => intents.write({ [T.edge_direction]: e.edges.value }));
 
   /** The trait-backed inputs follow the state. @param {State} s */
   function syncInputs(s) {
+    const user = /** @type {HTMLOptionElement} */ (e.colour.querySelector("option[value=user]"));
+    user.disabled = !s.userValues && s.color_mode !== "user";
+
+    user.title = user.disabled ? USER_HINT : "the values given with w.color_by";
+    e.colour.title = user.disabled ? `colour the tokens by; ${USER_HINT}` : "colour the tokens by";
     e.colour.value = s.color_mode || "position";
-    e.labels.value = String(s.label_density ?? 0.5);
     e.edges.value = s.edge_direction || "both";
     const hidden = s.mode === "hidden";
     e.edges.disabled = hidden;
@@ -114,9 +115,13 @@ export function createViewBar({ dom, store, intents }) {
 
   /** Matches of the current query: a count, or the reason the query is invalid. @param {State} s */
   function showFound(s) {
-    const { matches, error } = s.search;
-    e.found.textContent = error ? "invalid /regex/" : e.search.value.trim() ? `${matches.size} found` : "";
-    e.found.title = error || "";
+    const { matches, error, count, pending } = s.search;
+    const tokens = `${matches.size} token${matches.size === 1 ? "" : "s"}`;
+    const typed = e.search.value.trim();
+    const short = /stopped|refused/.test(error) ? "too slow" : "invalid /regex/";
+    const matched = `${count} match${count === 1 ? "" : "es"}`;
+    e.found.textContent = error ? short : pending ? "searching…" : typed ? matched : "";
+    e.found.title = error || (e.search.value.trim() ? `${count} in the text, touching ${tokens}` : "");
     if (error) e.search.setAttribute("aria-invalid", "true");
     else e.search.removeAttribute("aria-invalid");
   }
@@ -124,13 +129,13 @@ export function createViewBar({ dom, store, intents }) {
   /** @param {State} s @param {State | null} prev */
   function update(s, prev) {
     const is = (/** @type {keyof State} */ key) => changed(s, prev, key);
-    if (is("color_mode") || is("label_density") || is("edge_direction") || is("mode")) syncInputs(s);
+    if (is("color_mode") || is("userValues") || is("edge_direction") || is("mode")) syncInputs(s);
     if (is("search")) showFound(s);
     if (is("selected")) {
       e.chosen.textContent = s.selected.size ? `${s.selected.size} selected ✕` : "none selected";
-      e.chosen.disabled = s.selected.size === 0;
+      e.chosen.hidden = s.selected.size === 0;
     }
   }
-  scope.add(store.watch(["color_mode", "label_density", "edge_direction", "mode", "search", "selected"], update));
+  scope.add(store.watch(["color_mode", "userValues", "edge_direction", "mode", "search", "selected"], update));
   return { destroy: () => scope.dispose() };
 }

@@ -47,17 +47,17 @@ export function fitDomains(extent, width, height, pad = 0.06) {
 }
 
 /**
- * One animation step of the displayed domains towards the target: exponential approach in log-span and
- * linear in centre, so that a t-SNE run that grows by orders of magnitude zooms out smoothly.
+ * One animation step of the displayed domains towards the target, zooming in log-span (a run that shrinks
+ * or grows by orders of magnitude is followed smoothly) while the target's offset from the middle of the view,
+ * in view widths, shrinks by (1 - alpha): what the view zooms in on drifts to its middle and never into a
+ * corner (a centre moving linearly while the span shrinks geometrically left a collapsing cloud at the edge).
  * Returns [next, settled].
- */
-/**
  * @param {{x: number[], y: number[]} | null} current
  * @param {{x: number[], y: number[]}} target
  * @param {number} [alpha]
  * @returns {[{x: number[], y: number[]}, boolean]}
  */
-export function easeDomains(current, target, alpha = 0.25) {
+export function approachDomains(current, target, alpha = 0.12) {
   if (!current) return [target, true];
   /** @type {(c: number[], t: number[]) => number[]} */
   const step = (c, t) => {
@@ -66,7 +66,7 @@ export function easeDomains(current, target, alpha = 0.25) {
     const cs = c[1] - c[0],
       ts = t[1] - t[0];
     const s = Math.exp(Math.log(cs) + alpha * (Math.log(ts) - Math.log(cs)));
-    const m = cc + alpha * (tc - cc);
+    const m = tc + (1 - alpha) * (cc - tc) * (s / cs);
     return [m - s / 2, m + s / 2];
   };
   const x = step(current.x, target.x);
@@ -79,92 +79,26 @@ export function easeDomains(current, target, alpha = 0.25) {
   return settled ? [target, true] : [{ x, y }, false];
 }
 
-// Above this many rows the core box's quantiles come from an evenly strided sample of about this many
-// (sorting 2 x 65536 values took 10-25 ms a frame; the 2% quantiles of 8192 rows are within 0.2% of them)
-const QUANTILE_SAMPLE = 8192;
-
 /**
- * The finite points of every `step`-th of the first m rows of interleaved (m, 2) data, as x and y lists.
- * @param {ArrayLike<number>} data
- * @param {number} m
- * @param {number} step
+ * `domains` grown, when they must, to show every point of `extent` [xmin, xmax, ymin, ymax] with the
+ * relative margin `pad` in a width x height plot (equal units per pixel on both axes, as fitDomains):
+ * the box of both, fitted; `domains` themselves when they already show everything. Returns [domains,
+ * grown]. The view zooms out as fast as the points spread (none ever leaves the plot, none is pinned to
+ * its edge) and in only as fast as approachDomains takes it.
+ * @param {{x: number[], y: number[]}} domains
+ * @param {number[] | null} extent
+ * @param {number} width
+ * @param {number} height
+ * @param {number} [pad]
+ * @returns {[{x: number[], y: number[]}, boolean]}
  */
-function finitePoints(data, m, step) {
-  /** @type {number[]} */
-  const xs = [];
-  /** @type {number[]} */
-  const ys = [];
-  for (let r = 0; r < m; r += step) {
-    if (!Number.isFinite(data[2 * r]) || !Number.isFinite(data[2 * r + 1])) continue;
-    xs.push(data[2 * r]);
-    ys.push(data[2 * r + 1]);
-  }
-  return { xs, ys };
-}
-
-/**
- * The core box [x0, x1, y0, y1] of the points: the central 1 - 2 * tail quantiles on each axis, widened
- * by half their span each side.
- * @param {number[]} xs
- * @param {number[]} ys
- * @param {number} tail
- */
-function coreBox(xs, ys, tail) {
-  const core = [];
-  for (const values of [xs, ys]) {
-    const a = Float64Array.from(values).sort();
-    const at = (/** @type {number} */ p) => a[Math.min(a.length - 1, Math.max(0, Math.round(p * (a.length - 1))))];
-    const [lo, hi] = [at(tail), at(1 - tail)];
-    const w = Math.max(hi - lo, 1e-12);
-    core.push(lo - w / 2, hi + w / 2);
-  }
-  return core;
-}
-
-/**
- * The finite rows of the first m rows of `data` outside `box` [x0, x1, y0, y1], the finite rows, and the
- * extent of those inside.
- * @param {ArrayLike<number>} data
- * @param {number} m
- * @param {number[]} box
- */
-function splitByBox(data, m, [x0, x1, y0, y1]) {
-  let outside = 0;
-  let finite = 0;
-  const ext = [Infinity, -Infinity, Infinity, -Infinity];
-  for (let r = 0; r < m; r++) {
-    const x = data[2 * r];
-    const y = data[2 * r + 1];
-    if (!Number.isFinite(x) || !Number.isFinite(y)) continue;
-    finite++;
-    if (x < x0 || x > x1 || y < y0 || y > y1) {
-      outside++;
-      continue;
-    }
-    ext[0] = Math.min(ext[0], x);
-    ext[1] = Math.max(ext[1], x);
-    ext[2] = Math.min(ext[2], y);
-    ext[3] = Math.max(ext[3], y);
-  }
-  return { outside, finite, extent: ext[0] <= ext[1] ? ext : null };
-}
-
-/**
- * The extent to autoscale to, robust to a few far outliers: when at most `share` of the points lie
- * beyond the core box (the central 1 - 2 * tail quantiles, widened by half their span each side) and the
- * full extent is over `ratio` times the core's on an axis, the extent of the points inside the core (the
- * others are pinned to the plot's edge and marked); else the full extent. Returns {extent, clipped}.
- * @param {ArrayLike<number>} data
- * @param {number} m
- * @param {{tail?: number, ratio?: number, share?: number}} [options]
- */
-export function robustExtent(data, m, { tail = 0.02, ratio = 4, share = 0.05 } = {}) {
-  const full = frameExtent(data, m);
-  if (!full || m < 20) return { extent: full, clipped: false };
-  const { xs, ys } = finitePoints(data, m, Math.max(1, Math.floor(m / QUANTILE_SAMPLE)));
-  const core = coreBox(xs, ys, tail);
-  const far = full[1] - full[0] > ratio * (core[1] - core[0]) || full[3] - full[2] > ratio * (core[3] - core[2]);
-  const { outside, finite, extent } = splitByBox(data, m, core);
-  if (!far || outside === 0 || outside > share * finite || !extent) return { extent: full, clipped: false };
-  return { extent, clipped: true };
+export function coverExtent(domains, extent, width, height, pad = 0.06) {
+  if (!extent) return [domains, false];
+  const [x0, x1, y0, y1] = extent;
+  const px = pad * Math.max(x1 - x0, 0) + 1e-12 * Math.max(1, Math.abs(x0), Math.abs(x1));
+  const py = pad * Math.max(y1 - y0, 0) + 1e-12 * Math.max(1, Math.abs(y0), Math.abs(y1));
+  const { x, y } = domains;
+  if (x[0] <= x0 - px && x[1] >= x1 + px && y[0] <= y0 - py && y[1] >= y1 + py) return [domains, false];
+  const box = [Math.min(x[0], x0 - px), Math.max(x[1], x1 + px), Math.min(y[0], y0 - py), Math.max(y[1], y1 + py)];
+  return [fitDomains(box, width, height, 0), true];
 }

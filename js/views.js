@@ -16,6 +16,8 @@ import { createControls } from "./controls.js";
 import { createParams } from "./params.js";
 import { createAtlas } from "./atlas.js";
 import { createExporter } from "./export.js";
+import { createLoading } from "./loading.js";
+import { createPanels } from "./panels.js";
 
 /**
  * What every view gets.
@@ -37,6 +39,7 @@ import { createExporter } from "./export.js";
 export const VIEWS = [
   ["hooks", createHooks],
   ["header", createHeader],
+  ["loading", createLoading],
   ["grid", createGrid],
   ["scatter", createScatter],
   ["text", createTextStrip],
@@ -46,6 +49,7 @@ export const VIEWS = [
   ["controls", createControls],
   ["params", createParams],
   ["atlas", createAtlas],
+  ["panels", createPanels],
   ["exporter", (ctx, views) => createExporter(ctx, { grid: views.grid, scatter: views.scatter })],
 ];
 

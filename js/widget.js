@@ -18,6 +18,8 @@ import { initialState } from "./state.js";
 import { connectModel } from "./sync.js";
 import { createIntents } from "./intents.js";
 import { mountViews } from "./views.js";
+import { createSearcher } from "./search-worker.js";
+import { staticModel } from "./static-page.js";
 
 const THEME_SETTLE_MS = 400; // JupyterLab swaps its theme stylesheet after flipping the body attributes
 
@@ -46,20 +48,22 @@ function followTheme(root, store, clock) {
 
 /**
  * Render the widget into `el`; returns the function that removes it. `clock` schedules every timer and
- * animation frame (tests pass a fake one).
- * @param {{model: import("./model.js").Model, el: HTMLElement, clock?: import("./schedule.js").Clock}} props
+ * animation frame (tests pass a fake one); `offline`: a saved page's (js/static-page.js), no kernel behind it.
+ * @param {{model: import("./model.js").Model, el: HTMLElement, clock?: import("./schedule.js").Clock,
+ *   offline?: import("./static-page.js").Offline | null}} props
  */
-function render({ model: host, el, clock = realClock }) {
+function render({ model: host, el, clock = realClock, offline = null }) {
   const model = oneEventAtATime(host);
   const dom = buildSkeleton();
   el.appendChild(dom.root);
-  const store = createStore(initialState());
+  const store = createStore({ ...initialState(), offline });
   const onError = (/** @type {string} */ message) => store.emit("error", message);
   const recorder = new FrameRecorder();
   const metrics = createMetrics(dom.root, clock);
   const intents = createIntents({ model, store, clock, metrics });
   const feed = createFrameFeed({ model, store, recorder, onError });
   const playback = createPlayback({ model, store, recorder, feed, clock });
+  const searcher = createSearcher({ store, clock });
   const stopTheme = followTheme(dom.root, store, clock);
   const views = mountViews({ dom, store, intents, clock, recorder, metrics });
   const sync = connectModel({ model, store, feed: playback, onError });
@@ -69,12 +73,22 @@ function render({ model: host, el, clock = realClock }) {
   return () => {
     sync.stop();
     playback.destroy();
+    searcher.destroy();
     for (const view of Object.values(views).reverse()) view.destroy();
     intents.destroy();
     stopTheme();
     stopKeys();
     dom.root.remove();
   };
+}
+
+/**
+ * A saved page's widget (headsne_widget/widget/export.py): the state of the export, no kernel.
+ * @param {{state: Record<string, any>, offline: import("./static-page.js").Offline, el: HTMLElement,
+ *   clock?: import("./schedule.js").Clock}} page
+ */
+export function renderStatic({ state, offline, el, clock = realClock }) {
+  return render({ model: /** @type {any} */ (staticModel(state, offline)), el, offline, clock });
 }
 
 export default { render };

@@ -101,7 +101,7 @@ test("text click and shift-click select tokens in one write; Python's selection 
 test("search highlights matches and Enter turns them into the selection", () => {
   const { model, root, cleanup } = mount();
   const box = root.querySelector("[data-testid=headsne-search]");
-  box.value = "/^(hello|world)$/";
+  box.value = "/\\b(hello|world)\\b/";
   box.dispatchEvent(new Event("input"));
   assert.equal(root.dataset.matchCount, "2");
   assert.ok(root.querySelector("[data-index='2']").classList.contains("hs-match"));
@@ -203,11 +203,11 @@ test("a run far above the best of restarts shows a hint; a good one does not", (
   cleanup();
 });
 
-test("a few far outliers are pinned to the plot's edge and counted", () => {
+test("from the first frame on, every point is inside the plot: far outliers and frames that move fast", async () => {
   const n = 40;
   const xy = Float32Array.from({ length: 2 * n }, (_, i) => (i * 7919) % 13);
   xy.set([700, 3, -690, 5], 0); // tokens 0 and 1 far out
-  const { root, cleanup, clock } = mount({
+  const { model, root, cleanup, clock } = mount({
     tokens: Array.from({ length: n }, (_, i) => `t${i}`),
     offsets: [],
     special: new Array(n).fill(false),
@@ -215,8 +215,21 @@ test("a few far outliers are pinned to the plot's edge and counted", () => {
     frame: encodeArray(xy, [n, 2]),
     kept: Array.from({ length: n }, (_, i) => i),
   });
+  const canvas = root.querySelector("[data-testid=headsne-scatter]");
   clock.advance(100);
-  assert.equal(root.querySelector("[data-testid=headsne-scatter]").dataset.pinned, "2");
+  assert.equal(canvas.dataset.outside, "0");
+  // a new run's first frames: 10x smaller every frame and drifting away by far more than their size
+  const seen = [];
+  for (let k = 1; k <= 12; k++) {
+    const next = Float32Array.from(xy, (v, i) => (i % 2 ? 5 : 3) * k + v * 10 ** -k);
+    model.emit({ frame: encodeArray(next, [n, 2]), iteration: 4 * k, run_id: 2 });
+    await Promise.resolve(); // the frame's traits are read a microtask later (js/sync.js)
+    for (let f = 0; f < 3; f++) {
+      clock.advance(17);
+      seen.push(canvas.dataset.outside);
+    }
+  }
+  assert.deepEqual([...new Set(seen)], ["0"], "no point ever left the plot");
   cleanup();
 });
 

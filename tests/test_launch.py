@@ -90,8 +90,8 @@ def clone(tmp_path: Path) -> Path:
         pytest.skip("needs git and a git checkout of the repository")
     dest = tmp_path / "headsne-widget"
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(dest)], check=True, timeout=120)
-    if not (dest / "headsne_widget" / "launch.py").is_file():
-        pytest.fail("the clone of HEAD has no headsne_widget/launch.py: commit it first")
+    if not (dest / "headsne_widget" / "widget" / "launch.py").is_file():
+        pytest.fail("the clone of HEAD has no headsne_widget/widget/launch.py: commit it first")
     return dest
 
 

@@ -73,3 +73,38 @@ def test_headsne_has_every_trait_and_takes_the_keywords():
         assert isinstance(attribute, property), spec.name
         assert (attribute.fset is not None) == spec.browser_writable, spec.name
     assert set(KEYWORDS) <= BROWSER_WRITABLE and "layer" not in KEYWORDS and "selected" not in KEYWORDS
+
+
+def test_the_browser_bounds_are_pythons():
+    """js/model.js's BOUNDS (which its write and preview enforce, and the settings' fields check) hold every number
+    the browser writes, with Python's bounds: the browser never sends a number Python would refuse."""
+    import traitlets as t
+
+    from headsne_widget.widget.protocol import StrictFloat
+
+    source = (JS / "model.js").read_text()
+    block = source[source.index("export const BOUNDS") :]
+    block = block[: block.index("});")]
+    js = {
+        name: dict(re.findall(r"(\w+): ([\w.e+-]+)", body))
+        for name, body in re.findall(r"^\s+(\w+): \{([^}]*)\},$", block, flags=re.M)
+    }
+    for spec in TRAITS:
+        trait = spec.trait
+        if isinstance(trait, t.Union):  # learning_rate: a number or "auto"
+            trait = next(part for part in trait.trait_types if isinstance(part, t.Float))
+        if not spec.browser_writable or not isinstance(trait, t.Int | t.Float) or spec.name == "selected":
+            continue
+        assert spec.name in js, f"js/model.js BOUNDS misses {spec.name}"
+        bounds = js.pop(spec.name)
+        low, high = (None if v is None or abs(v) == float("inf") else v for v in (trait.min, trait.max))
+        js_max = bounds["max"]
+        assert (high is None and js_max == "Number.MAX_SAFE_INTEGER") or float(js_max) == high, (spec.name, bounds)
+        if low is not None:
+            assert float(bounds["min"]) == low, (spec.name, bounds)
+        else:  # no lower bound in Python: the browser's is stricter (a step size or perplexity is > 0)
+            assert bounds.get("above") == "true" and float(bounds["min"]) == 0, (spec.name, bounds)
+        assert (bounds.get("int") == "true") == isinstance(trait, t.Int), spec.name
+        if isinstance(trait, StrictFloat) and trait.positive:
+            assert bounds.get("above") == "true", spec.name
+    assert js == {}, f"js/model.js BOUNDS names traits the browser does not write: {sorted(js)}"

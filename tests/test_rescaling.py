@@ -74,7 +74,7 @@ def test_ties_and_constant_axes_stay_finite():
         (np.zeros(5), 10, ValueError, "2-D array"),
         (np.zeros((0, 2)), 10, ValueError, "2-D array"),
         (np.array([[0.0, np.nan], [1.0, 2.0]]), 10, ValueError, "NaN or infinite"),
-        (np.zeros((4, 2)), 1, ValueError, "at least 2 quantiles"),
+        (np.zeros((4, 2)), 1, ValueError, "between 2 and 1000 quantiles"),
         (np.zeros((4, 2)), 2.5, TypeError, "k must be an int"),
         (np.full((3, 2), "x"), 10, TypeError, "numeric"),
     ],

@@ -179,6 +179,24 @@ def test_color_by_takes_a_mode_or_one_value_per_token(make, ex):
         w.color_by = [1.0, 2.0]
 
 
+def test_your_values_are_never_another_modes(make, ex):
+    """The browser's "your values" before any w.color_by goes back and says how to give them (it showed the max
+    attention values as the user's); after another mode, the user's values come back."""
+    w, c = make(ex, n_iter=30, speed=0.0)
+    w.wait(10)
+    w.color_by = "max_attention"
+    c.from_browser(color_mode="user")
+    assert w.color_mode == "max_attention" and "w.color_by = values" in w.status
+    np.testing.assert_allclose(w.color_values, ex.max_attention[0, 0])
+    values = np.linspace(0, 1, ex.n_tokens)
+    w.color_by = values
+    c.from_browser(color_mode="max_attention")
+    np.testing.assert_allclose(w.color_values, ex.max_attention[0, 0])
+    c.from_browser(color_mode="user")
+    assert w.color_mode == "user" and w.color_categories == []
+    np.testing.assert_allclose(w.color_values, values.astype(np.float32))
+
+
 def test_hidden_mode_partners_are_hidden_space_neighbours(make, ex):
     w, _ = make(ex, mode="hidden", layer=1, n_iter=30, speed=0.0)
     w.wait(10)
@@ -214,6 +232,25 @@ def test_the_head_atlas_fills_in_every_head_of_the_layer(make, ex):
     direct = head_atlas(ex, 1, seed=w.seed)
     np.testing.assert_allclose(w.atlas_kl, direct.kls, rtol=1e-5)
     np.testing.assert_allclose(w.atlas, direct.embeddings, rtol=1e-4, atol=1e-4)
+    # its iterations and seed, next to the map's (the browser says when their KLs do not compare)
+    from headsne_widget.widget.atlas import ATLAS_N_ITER
+
+    assert (w.atlas_n_iter, w.atlas_seed) == (ATLAS_N_ITER, w.seed) and w.n_iter == 30
+
+
+def test_a_saved_page_holds_the_maps_of_its_head_and_its_atlas(make, ex):
+    """``save_html``'s page says what it is, and which heads it can show without a kernel (js/static-page.js)."""
+    from headsne_widget.widget.export import offline_info
+
+    w, c = make(ex, layer=1, head=2, n_iter=30, speed=0.0)
+    w.wait(10)
+    assert offline_info(w.widget) == {"label": "static export of layer 1 head 2", "heads": [[1, 2]], "atlas_kept": None}
+    c.control("atlas")
+    wait_until(lambda: w.atlas_state == "done", timeout=60, what="the atlas")
+    info = offline_info(w.widget)
+    assert info["heads"] == [[1, 2], [1, 0], [1, 1], [1, 3]] and info["atlas_kept"] == w.kept
+    w.mode = "hidden"
+    assert offline_info(w.widget)["heads"] == [] and "hidden states of layer 1" in offline_info(w.widget)["label"]
 
 
 def test_a_finished_run_gets_the_best_kl_of_other_restarts(make, ex):

@@ -53,11 +53,14 @@ def head_atlas(
 
 @dataclass(frozen=True)
 class AtlasStarted:
-    """An atlas of ``layer`` is being computed: ``n_heads`` thumbnails over ``m`` tokens."""
+    """An atlas of ``layer`` is being computed: ``n_heads`` thumbnails over ``m`` tokens, each a run of ``n_iter``
+    iterations from ``seed``."""
 
     layer: int
     n_heads: int
     m: int
+    n_iter: int = ATLAS_N_ITER
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ def atlas_job(
 ) -> None:
     """The atlas of ``layer`` for the widget, a head at a time (see the module doc)."""
     m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if exclude_special else 0)
-    job.emit(AtlasStarted(layer, ex.n_heads, m))
+    job.emit(AtlasStarted(layer, ex.n_heads, m, n_iter, seed))
     for head in range(ex.n_heads):
         key = SelectionKey("attention", layer, head, exclude_special, 0.0)
         sel, P_lease, A_lease = build_selection(job, ex, key, workspace)

@@ -1,9 +1,12 @@
 """One standalone HTML file of a widget's current state, opening offline with nothing but a browser.
 
 Two views: ``"widget"`` (the default) inlines the widget's own front end (the esbuild bundle) and its
-synced state, so the linked views (grid, scatter, text, hover, selection, search) keep working without a
-kernel; only what needs Python (a new run, the atlas) is unavailable. ``"bokeh"`` draws the grid, the
-scatter of the current frame and the KL curve as bokeh figures with bokeh's scripts inlined.
+synced state, so the linked views (grid, scatter, text, hover, selection, search, replay) keep working without
+a kernel. The page says it is static ("static export of layer 3 head 8", js/static-page.js): a click on a head
+whose map the export holds (the exported head, and every finished head of the atlas's layer) shows that map;
+any other head is refused with a word why, and what needs Python (a new run, the atlas) is off. ``"bokeh"``
+draws the grid, the scatter of the current frame and the KL curve as bokeh figures with bokeh's scripts
+inlined.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from bokeh.resources import INLINE
 
 from . import plots
 
-__all__ = ["VIEWS", "save_html", "widget_html", "widget_layout", "widget_title"]
+__all__ = ["VIEWS", "offline_info", "save_html", "widget_html", "widget_layout", "widget_title"]
 
 VIEWS = ("widget", "bokeh")
 
@@ -122,7 +125,8 @@ _PAGE = """<!doctype html>
 <body style="margin:16px"><div id="headsne-root"></div>
 <script type="application/json" id="headsne-state">{state}</script>
 <script type="module">
-// A static stand-in for the kernel's model: get/set/on/off as anywidget's, no kernel behind save/send.
+// The saved state, its arrays as DataViews, and the widget's bundle: its renderStatic answers for the kernel
+// where the page can (js/static-page.js) and says the page is static.
 const payload = JSON.parse(document.getElementById("headsne-state").textContent);
 const state = payload.state;
 const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -131,31 +135,31 @@ payload.buffer_paths.forEach((path, i) => {{
   for (const key of path.slice(0, -1)) obj = obj[key];
   obj[path[path.length - 1]] = new DataView(bytes(payload.buffers[i]).buffer);
 }});
-const listeners = new Map();
-const model = {{
-  get: (name) => state[name],
-  set(name, value) {{
-    state[name] = value;
-    for (const cb of listeners.get(`change:${{name}}`) || []) cb({{ new: value }});
-  }},
-  save_changes() {{}},
-  send() {{}},
-  on(events, cb) {{
-    for (const e of events.split(" ")) listeners.set(e, [...(listeners.get(e) || []), cb]);
-  }},
-  off(events, cb) {{
-    for (const e of (events || "").split(" ")) listeners.set(e, (listeners.get(e) || []).filter((f) => cb && f !== cb));
-  }},
-}};
 const source = new TextDecoder().decode(bytes(payload.esm));
 const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
 const mod = await import(url);
-const widget = typeof mod.default === "function" ? await mod.default() : mod.default;
-if (widget.initialize) await widget.initialize({{ model }});
-await widget.render({{ model, el: document.getElementById("headsne-root") }});
+mod.renderStatic({{ state, offline: payload.offline, el: document.getElementById("headsne-root") }});
 document.body.dataset.rendered = "true";
 </script></body></html>
 """
+
+
+def offline_info(model: Any) -> dict[str, Any]:
+    """What a saved page holds besides the state: its label, the heads it has a map of (the exported one, and in
+    attention mode every finished head of the atlas's layer) and the token of each row of the atlas's maps."""
+    if model.mode == "hidden":
+        return {"label": f"static export of the hidden states of layer {model.layer}", "heads": [], "atlas_kept": None}
+    heads = [[model.layer, model.head]]
+    atlas_kept = None
+    if model.atlas is not None and model.atlas_layer is not None:
+        heads += [[model.atlas_layer, h] for h in model.atlas_heads if [model.atlas_layer, h] != heads[0]]
+        m, n = model.atlas.shape[1], len(model.tokens)
+        if m == len(model.kept):
+            atlas_kept = list(model.kept)
+        else:  # the atlas ran with the other exclude_special: all tokens, or the non-special ones
+            atlas_kept = list(range(n)) if m == n else [i for i in range(n) if not model.special[i]]
+    label = f"static export of layer {model.layer} head {model.head}"
+    return {"label": label, "heads": heads, "atlas_kept": atlas_kept}
 
 
 def widget_html(widget: Any) -> str:
@@ -172,6 +176,7 @@ def widget_html(widget: Any) -> str:
         "buffer_paths": paths,
         "buffers": [base64.b64encode(bytes(b)).decode("ascii") for b in buffers],
         "esm": base64.b64encode(esm.encode("utf-8")).decode("ascii"),
+        "offline": offline_info(model),
     }
     # "<" escaped inside JSON: no token or name can close the script element or open a tag
     data = json.dumps(payload, ensure_ascii=False).replace("<", "\\u003c").replace("&", "\\u0026")

@@ -128,10 +128,11 @@ class HeadSNE:
     @color_by.setter
     def color_by(self, value: Any) -> None:
         traits = color_traits(value, self._owner.ready().n_tokens)  # raises before anything changes
+        if traits.get("color_mode") == "user":  # kept for "your values" after another mode (first: it is checked)
+            self._owner.user_colors = value
         with self.widget.hold_sync():
             for name, item in traits.items():
                 setattr(self.widget, name, item)
-        self._owner.user_colors = value if traits.get("color_mode") == "user" else None
 
     def wait_ready(self, timeout: float | None = None) -> Extraction:
         """Block until the text is captured; raise the capture's error, or TimeoutError after ``timeout`` s."""

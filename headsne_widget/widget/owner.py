@@ -17,6 +17,7 @@ import numpy as np
 from ..affinity.selection import selection_label
 from ..capture.extraction import Extraction
 from .atlas import atlas_job
+from .colors import color_traits
 from .inbox import Inbox
 from .jobs import Job, Slot
 from .loading import Loaded, apply_loaded
@@ -116,7 +117,7 @@ class Owner:
             self.run.ended = True
         with self.widget.hold_sync():
             self.widget.run_id += 1
-            self.widget.state, self.widget.status, self.widget.best_kl = "running", self.status("starting"), None
+            self.widget.state, self.widget.status, self.widget.best_kl = "running", self.status("building"), None
         if self.inbox.loop is not None:
             self.inbox.loop.call_soon(self.flush)
 
@@ -184,12 +185,25 @@ class Owner:
         note = "" if self.run is None else self.run.note
         return status_line(what, selection_label(w.mode, w.layer, w.head), iteration, w.n_iter, kl, note)
 
-    def recolour(self) -> None:
-        """Colour values for "max_attention" mode (the selected head's, none in hidden mode)."""
+    def recolour(self, previous: str = "position") -> None:
+        """Colour values for "max_attention" mode (the selected head's, none in hidden mode) and for "user" mode
+        (the user's values again, after another mode replaced them). "user" without values (the browser chose
+        it before ``w.color_by = values``) goes back to ``previous`` and the status says how to give them:
+        never another mode's values shown as the user's."""
         w = self.widget
-        if self.ex is not None and w.color_mode == "max_attention":
+        if self.ex is None:
+            return
+        if w.color_mode == "max_attention":
             w.color_values = self.ex.max_attention[w.layer, w.head] if w.mode == "attention" else None
             w.color_categories = []
+        elif w.color_mode == "user" and self.user_colors is None:
+            with w.hold_sync():
+                w.color_mode = previous if previous != "user" else "position"
+                w.status = "no values of yours to colour by: give one per token with w.color_by = values"
+        elif w.color_mode == "user":
+            traits = color_traits(self.user_colors, self.ex.n_tokens)
+            with w.hold_sync():
+                w.color_values, w.color_categories = traits["color_values"], traits["color_categories"]
 
     # -------------------------------------------------------------------------------------- results
 
@@ -249,7 +263,7 @@ class Owner:
         if change.name == "speed":
             self.pace.speed = change.new
         elif change.name == "color_mode":
-            self.recolour()
+            self.recolour(change.old)
         elif self.run is not None and self.run.kept is not None and self.ex is not None:  # edge_k
             ex, workspace = self.loaded()
             work = functools.partial(partners_job, ex=ex, run_id=self.run.request.run_id, key=self.run.request.key,

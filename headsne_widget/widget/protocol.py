@@ -237,6 +237,9 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("atlas_layer", t.Int(None, allow_none=True), "state", "the layer the atlas shows, or null"),
     _spec("atlas_state", t.Enum(("idle", "running", "done", "error"), default_value="idle"), "state",
           "the atlas job's state"),
+    _spec("atlas_n_iter", t.Int(None, allow_none=True), "state", "iterations of each atlas thumbnail's run (the "
+          "map's are `n_iter`: KLs compare only between runs of the same length and seed)"),
+    _spec("atlas_seed", t.Int(None, allow_none=True), "state", "the seed of the atlas thumbnails' runs"),
 )  # fmt: skip
 
 _BY_ROLE = {role: tuple(s.name for s in TRAITS if s.role == role) for role in ROLES}

@@ -130,6 +130,7 @@ def _atlas(owner: Owner, result: AtlasStarted | AtlasHead | AtlasDone) -> None:
             widget.atlas = np.zeros((result.n_heads, result.m, 2), np.float32)
             widget.atlas_kl = np.zeros(result.n_heads, np.float32)
             widget.atlas_heads, widget.atlas_layer, widget.atlas_state = [], result.layer, "running"
+            widget.atlas_n_iter, widget.atlas_seed = result.n_iter, result.seed
     elif isinstance(result, AtlasHead) and widget.atlas is not None:
         embeddings, kls = widget.atlas.copy(), widget.atlas_kl.copy()
         embeddings[result.head], kls[result.head] = result.embedding, result.kl

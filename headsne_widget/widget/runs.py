@@ -203,6 +203,7 @@ def run_options(params: Any, every: int) -> dict[str, Any]:
 def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | None = None, note: str = "") -> str:
     """The widget's one human line for a run: "running layer 2 head 5 - iteration 300/1000", ..."""
     text = {
+        "building": f"running {label} - building P",
         "starting": f"running {label} - starting",
         "running": f"running {label} - iteration {iteration}/{n_iter}",
         "paused": f"paused {label} at iteration {iteration}/{n_iter}",

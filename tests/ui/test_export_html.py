@@ -6,7 +6,9 @@ its token in the tooltip and highlights it in the text strip, and hostile text s
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from typing import Any
 
 import pytest
@@ -68,6 +70,69 @@ def test_the_exported_widget_draws_and_links_offline(browser, exported) -> None:
         assert "hs-hover" in (span.get_attribute("class") or "")
         assert "alert" in root.locator(jupyter.testid("headsne-text")).inner_text()  # shown as text
         assert log.dialogs == [] and log.page_errors == [] and log.blocked == [], log
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def exported_with_atlas(tiny_bert, tmp_path_factory, monkeypatch_module) -> Any:
+    """Layer 1 head 2 of tiny BERT, with the head atlas of layer 1 (4 heads), saved (HEADSNE_ESM=path/widget.js:
+    with that bundle inlined instead of the package's, for mutation tests)."""
+    if os.environ.get("HEADSNE_ESM"):
+        from headsne_widget.widget.model import HeadSNEModel
+
+        monkeypatch_module.setattr(HeadSNEModel, "_esm", open(os.environ["HEADSNE_ESM"]).read())
+    w = HeadSNE("attention heads look at tokens and layers stack them into a map of a text", tiny_bert, layer=1,
+                head=2, n_iter=120, speed=0)  # fmt: skip
+    try:
+        w.wait(60)
+        w.start_atlas()
+        deadline = time.monotonic() + 120
+        while w.atlas_state != "done":
+            assert time.monotonic() < deadline, w.atlas_state
+            time.sleep(0.2)
+        return w.save_html(tmp_path_factory.mktemp("export") / "atlas.html")
+    finally:
+        w.close()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Any:
+    patch = pytest.MonkeyPatch()
+    yield patch
+    patch.undo()
+
+
+def _caption(root: Any) -> str:
+    return root.locator(".hs-caption").text_content() or ""
+
+
+def test_a_saved_page_shows_the_heads_it_holds_and_refuses_the_others(browser, exported_with_atlas) -> None:
+    page, log = open_offline(browser, exported_with_atlas)
+    try:
+        root = page.locator("#headsne-root")
+        status = root.locator(jupyter.testid("headsne-status"))
+        badge = root.locator(jupyter.testid("headsne-static")).text_content() or ""
+        assert "static export of layer 1 head 2" in badge, badge
+        assert root.locator(jupyter.testid("headsne-play")).is_disabled()
+        assert re.search(r"layer 1 · head 2", _caption(root))
+        scatter = jupyter.canvas_of(root, "headsne-scatter")
+        before = scatter.evaluate("c => c.toDataURL()")
+        # a head of the atlas's layer: its map
+        jupyter.click_grid_cell(root, 1, 0, token=1)
+        status.filter(has_text="from the head atlas").wait_for(timeout=5000)
+        assert re.search(r"layer 1 · head 0", _caption(root))
+        assert jupyter.iteration_shown(root) == 300, "the atlas thumbnail's iterations"
+        page.wait_for_timeout(500)
+        assert scatter.evaluate("c => c.toDataURL()") != before, "the map switched"
+        # a head of another layer: refused, and the page says why
+        jupyter.click_grid_cell(root, 0, 3, token=1)
+        status.filter(has_text="holds no map of layer 0 head 3").wait_for(timeout=5000)
+        assert re.search(r"layer 1 · head 0", _caption(root)), "nothing changed"
+        # back to the exported head: its own map
+        jupyter.click_grid_cell(root, 1, 2, token=1)
+        page.wait_for_function("() => document.querySelector('[data-testid=headsne-iteration]').textContent === '120'")
+        assert log.page_errors == [] and log.blocked == [], log
     finally:
         page.close()
 

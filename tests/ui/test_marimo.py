@@ -52,7 +52,7 @@ def _():
             f.write(json.dumps({"layer": w.layer, "head": w.head, "run_id": w.run_id}) + "\\n")
 
     w.observe(record, names=["layer", "head"])
-    widget = mo.ui.anywidget(w.widget)
+    widget = mo.ui.anywidget(w.widget)  # the ipywidget the HeadSNE owns
     return mo, w, widget
 
 

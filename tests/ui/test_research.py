@@ -279,10 +279,10 @@ def test_hovered_and_selected_reach_python_observers(lab: jupyter.OpenedWidget) 
 
 def test_search_highlights_and_enter_selects(lab: jupyter.OpenedWidget) -> None:
     tokens = lab.ui.query("w.tokens")
-    expected = [i for i, t in enumerate(tokens) if re.fullmatch(r"the", t)]
+    expected = [i for i, t in enumerate(tokens) if re.fullmatch(r"the", t)]  # uncased: "The" is "the" too
     assert len(expected) >= 3
     box = lab.root.locator(jupyter.testid("headsne-search"))
-    box.fill("/^the$/")
+    box.fill("/\\bthe\\b/i")  # the text's words "the" and "The", each one token
     jupyter.wait_dataset(lab.root, lambda d: d.get("matchCount") == str(len(expected)), 10, "search matches")
     strip = lab.root.locator(jupyter.testid("headsne-text"))
     assert strip.locator(".hs-match").evaluate_all("els => els.map(e => +e.dataset.index)") == expected
@@ -345,6 +345,9 @@ def test_side_by_side_at_800_px_and_keys_stay_in_the_widget(lab: jupyter.OpenedW
         "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')]"
         ".findIndex(c => c.classList.contains('jp-mod-active'))"
     )
+    settings = root.locator(jupyter.testid("headsne-settings"))
+    if settings.get_attribute("aria-expanded") != "true":
+        settings.click()  # the settings are folded at first
     field = root.locator("input[aria-label=iterations]")
     field.click()  # activates the widget's cell, as any click in it does
     cell_before = lab.page.evaluate(active)
