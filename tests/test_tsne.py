@@ -800,3 +800,36 @@ def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype):
     for r in range(runs):
         want = kl_divergence(P.astype(np.float64), Y[r].T.astype(np.float64))
         assert kls[0][r].sum(dtype=np.float64) == pytest.approx(want, rel=rtol)
+
+
+def test_a_pool_worker_never_waits_for_its_own_pool_and_only_the_pool_marks_its_workers():
+    """Work split with ``_parallel.each`` from inside a pool worker runs in that worker (every worker inside such
+    a wait would leave none to do the work: here every worker does it at once, which deadlocked otherwise). The
+    workers are known by a mark the pool's initializer sets, not by their name: a thread of the caller's that is
+    named like them still hands its pieces to the pool."""
+    from headsne_widget import _parallel
+
+    pool = _parallel.workers()
+    if pool is None:
+        pytest.skip("one core: no pool")
+    busy = pool._max_workers
+    started = threading.Barrier(busy)
+
+    def nested(_: int) -> list[int]:
+        started.wait(timeout=30)  # every worker is inside this call before any splits its work
+        seen: list[int] = []
+        _parallel.each(8, lambda k: seen.append(threading.get_ident()))
+        return [threading.get_ident(), *seen]
+
+    for idents in [f.result(timeout=60) for f in [pool.submit(nested, k) for k in range(busy)]]:
+        assert len(idents) == 9 and set(idents) == {idents[0]}  # all eight pieces in the worker itself
+    assert not _parallel.in_worker()
+
+    where: list[tuple[bool, int]] = []
+    caller = threading.Thread(
+        target=lambda: _parallel.each(4, lambda k: where.append((_parallel.in_worker(), threading.get_ident()))),
+        name="headsne-worker-lookalike",
+    )
+    caller.start()
+    caller.join(timeout=60)
+    assert len(where) == 4 and all(marked and ident != caller.ident for marked, ident in where)
