@@ -613,8 +613,9 @@ def test_a_ready_float32_P_is_not_copied():
 
 def test_a_half_filled_kernel_cache_does_not_crash_later_processes(tmp_path):
     """numba's disk cache filled in three processes: the first compiles only the force passes (as a first
-    start killed early leaves it), the second and third run a parallel-size t-SNE from that cache. Before
-    the fix the third crashed with a segmentation fault (a cached compiled loop around the parallel pass)."""
+    start killed early leaves it), the second and third run a 2048-point t-SNE from that cache. Before the
+    fix the third crashed with a segmentation fault (a cached compiled loop around the parallel pass, when
+    2048 points ran in parallel)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     first = (
         "import numpy as np\n"
@@ -760,15 +761,17 @@ def test_the_compiled_passes_leave_python_free_to_run():
     assert end - start > 0.05 and gaps.max() < 0.5 * (end - start), (end - start, gaps.max())
 
 
+@pytest.mark.parametrize("n", [515, 2051])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype):
-    """The passes the engine runs from 2048 points (in shares of the rows on the worker threads; the forces
-    four rows at a time) give the bits of the one-thread passes, and the sums of the module doc at every
-    row: n = 2051 leaves three rows past the last group of four, and two runs share each row of P."""
+def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype, n):
+    """The passes the engine runs from POOL_MIN_PAIRS (in shares of the rows on the worker threads) give the
+    bits of the one-thread passes, and the sums of the module doc at every row, with the forces one row at a
+    time (n = 515) and four rows at a time (n = 2051 leaves three rows past the last group of four); two runs
+    share each row of P."""
     from headsne_widget.embedding import kernels
 
-    n, runs = 2051, 2
-    assert runs * n * n >= kernels.POOL_MIN_PAIRS
+    runs = 2
+    assert (n >= kernels.FOUR_ROWS_MIN_N) == (n == 2051)
     P = random_P(n, seed=3, dtype=dtype)
     Y = np.random.default_rng(4).normal(scale=3.0, size=(runs, 2, n)).astype(dtype)
     one, ex = dtype(1), dtype(4)

@@ -73,8 +73,8 @@ class NumbaEngine:
         )
 
     def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
-        """``count`` iterations of forces + update (no KL): one compiled call when serial, else a loop
-        over the parallel passes (see ``_tsne_kernels._steps`` for why there is no compiled parallel loop)."""
+        """``count`` iterations of forces + update (no KL): one compiled call below ``kernels.POOL_MIN_PAIRS``,
+        else a loop over the passes in shares on the worker threads (``kernels.forces``)."""
         if self._steps is None:
             for _ in range(count):
                 self.forces(exaggeration, False)
