@@ -836,3 +836,21 @@ def test_a_pool_worker_never_waits_for_its_own_pool_and_only_the_pool_marks_its_
     caller.start()
     caller.join(timeout=60)
     assert len(where) == 4 and all(marked and ident != caller.ident for marked, ident in where)
+
+
+@pytest.mark.parametrize("n", [300, 2051])
+def test_the_engine_gives_the_same_bits_in_one_compiled_call_and_in_shares(n, monkeypatch):
+    """Where the engine switches from one compiled call of serial steps to the passes in shares
+    (kernels.POOL_MIN_PAIRS, chosen by measurement on one machine) does not change a run: the same frames,
+    bit for bit, with either (one row at a time at n = 300, four at 2051)."""
+    from headsne_widget.embedding import kernels
+
+    P = random_P(n, seed=2, dtype=np.float32)
+    kw = dict(n_iter=60, seed=5, every=20, exaggeration_iters=30)
+    runs = []
+    for pairs in (1 << 62, 1):  # every size serial, then every size in shares
+        monkeypatch.setattr(kernels, "POOL_MIN_PAIRS", pairs)
+        runs.append(list(tsne_frames(P, **kw)))
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a.embedding, b.embedding)
+        assert a.kl == b.kl
