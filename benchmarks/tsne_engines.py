@@ -199,7 +199,7 @@ def print_table(rows: list) -> None:
         theirs_kl = {round(r["kl"], 6) for r in got["theirs"]}
         load = np.median([r["loadavg"] for r in got["ours"] + got["theirs"]])
         ratios = f"{tb / ob:.2f}x/{tm / om:.2f}x"
-        cpus = f"{oc:.2f}/{tc:.2f}"
+        cpus = f"{oc:.3f}/{tc:.3f}"
         print(
             f"{n:>5} {kind:<7} {n_iter:>5} {measure:<15} {scale * ob:>7{fmt}}/{scale * om:<7{fmt}} "
             f"{scale * tb:>8{fmt}}/{scale * tm:<7{fmt}} {ratios:>15} {cpus:>18} "
