@@ -653,7 +653,7 @@ def test_a_half_filled_kernel_cache_does_not_crash_later_processes(tmp_path):
 )  # fmt: skip
 @pytest.mark.parametrize("where", [(590, 300), (3, 597), (257, 255)])
 def test_one_bad_entry_in_any_tile_is_not_taken_as_is(defect, match, where):
-    """P is accepted without a copy by one compiled pass in tiles of 256 (_matrix_kernels.census): an entry
+    """P is accepted without a copy by one compiled pass in tiles of 256 (affinity.matrix_kernels.census): an entry
     in the ragged last tile, or either side of a tile edge, must still be seen (n = 600)."""
     from headsne_widget.embedding.tsne import check_affinities
 
@@ -688,7 +688,7 @@ def test_without_a_first_kl_the_frames_are_the_same_and_the_kl_comes_kl_every_in
 
 
 def test_the_kl_kernels_float32_logarithm_is_within_two_ulp_of_log():
-    """The exact KL's float32 log (_tsne_kernels.vector_log: bits and Cephes' polynomial, so that the pass
+    """The exact KL's float32 log (embedding.kernels.vector_log: bits and Cephes' polynomial, so that the pass
     vectorises) against float64 np.log over float32's whole range, and its special values."""
     from numba import njit
 
