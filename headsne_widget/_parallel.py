@@ -17,12 +17,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["WORKER_PREFIX", "each", "in_shares", "workers"]
+__all__ = ["each", "in_shares", "in_worker", "workers"]
 
 _POOL: list[ThreadPoolExecutor | None] = []
 _POOL_LOCK = threading.Lock()
-#: name prefix of the pool's threads (work running on one of them must not wait for the pool)
-WORKER_PREFIX = "headsne-worker"
+_THREAD = threading.local()  # ``worker`` is True on the pool's own threads, set by its initializer
+
+
+def _mark_worker() -> None:
+    _THREAD.worker = True
+
+
+def in_worker() -> bool:
+    """Whether this thread is one of the pool's workers (marked when the pool started it, whatever its name)."""
+    return getattr(_THREAD, "worker", False)
 
 
 def workers() -> ThreadPoolExecutor | None:
@@ -30,16 +38,16 @@ def workers() -> ThreadPoolExecutor | None:
     with _POOL_LOCK:
         if not _POOL:
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-            pool = ThreadPoolExecutor(cores, WORKER_PREFIX) if cores > 1 else None
+            pool = ThreadPoolExecutor(cores, "headsne-worker", initializer=_mark_worker) if cores > 1 else None
             _POOL.append(pool)
         return _POOL[0]
 
 
 def _pool_here() -> ThreadPoolExecutor | None:
     """The pool, unless there is none (one core) or this thread is one of its workers, which must never wait
-    for its own pool."""
+    for its own pool (with every worker inside such a wait, none would be left to do the work)."""
     pool = workers()
-    return None if pool is None or threading.current_thread().name.startswith(WORKER_PREFIX) else pool
+    return None if pool is None or in_worker() else pool
 
 
 def each(count: int, work: Callable[[int], object]) -> None:

@@ -297,10 +297,10 @@ def test_a_head_whose_off_diagonal_mass_is_subnormal_after_rescaling_gives_a_fin
 
 
 def test_the_row_census_of_a_captured_head_finds_every_bad_entry_and_the_exact_off_diagonal_mass(monkeypatch):
-    """The census P of a captured head starts from (row by row, on the worker threads from PARALLEL_MIN_N):
-    its off-diagonal mass is accumulated apart from the diagonal (a head attending almost only to itself
-    keeps its 1e-30s), entries below 0 or NaN are counted and an infinity makes the sum infinite, wherever
-    they are, and the shares give the bits of one thread."""
+    """The census P of a captured head starts from (row by row): its off-diagonal mass is accumulated apart
+    from the diagonal (a head attending almost only to itself keeps its 1e-30s), entries below 0 or NaN are
+    counted and an infinity makes the sum infinite, wherever they are, and the result does not depend on
+    the worker threads."""
     from headsne_widget import _parallel
     from headsne_widget.affinity import matrix_kernels as mk
 

@@ -613,8 +613,9 @@ def test_a_ready_float32_P_is_not_copied():
 
 def test_a_half_filled_kernel_cache_does_not_crash_later_processes(tmp_path):
     """numba's disk cache filled in three processes: the first compiles only the force passes (as a first
-    start killed early leaves it), the second and third run a parallel-size t-SNE from that cache. Before
-    the fix the third crashed with a segmentation fault (a cached compiled loop around the parallel pass)."""
+    start killed early leaves it), the second and third run a 2048-point t-SNE from that cache. Before the
+    fix the third crashed with a segmentation fault (a cached compiled loop around the parallel pass, when
+    2048 points ran in parallel)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     first = (
         "import numpy as np\n"
@@ -652,7 +653,7 @@ def test_a_half_filled_kernel_cache_does_not_crash_later_processes(tmp_path):
 )  # fmt: skip
 @pytest.mark.parametrize("where", [(590, 300), (3, 597), (257, 255)])
 def test_one_bad_entry_in_any_tile_is_not_taken_as_is(defect, match, where):
-    """P is accepted without a copy by one compiled pass in tiles of 256 (_matrix_kernels.census): an entry
+    """P is accepted without a copy by one compiled pass in tiles of 256 (affinity.matrix_kernels.census): an entry
     in the ragged last tile, or either side of a tile edge, must still be seen (n = 600)."""
     from headsne_widget.embedding.tsne import check_affinities
 
@@ -687,7 +688,7 @@ def test_without_a_first_kl_the_frames_are_the_same_and_the_kl_comes_kl_every_in
 
 
 def test_the_kl_kernels_float32_logarithm_is_within_two_ulp_of_log():
-    """The exact KL's float32 log (_tsne_kernels.vector_log: bits and Cephes' polynomial, so that the pass
+    """The exact KL's float32 log (embedding.kernels.vector_log: bits and Cephes' polynomial, so that the pass
     vectorises) against float64 np.log over float32's whole range, and its special values."""
     from numba import njit
 
@@ -760,15 +761,17 @@ def test_the_compiled_passes_leave_python_free_to_run():
     assert end - start > 0.05 and gaps.max() < 0.5 * (end - start), (end - start, gaps.max())
 
 
+@pytest.mark.parametrize("n", [515, 2051])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype):
-    """The passes the engine runs from 2048 points (in shares of the rows on the worker threads; the forces
-    four rows at a time) give the bits of the one-thread passes, and the sums of the module doc at every
-    row: n = 2051 leaves three rows past the last group of four, and two runs share each row of P."""
+def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype, n):
+    """The passes the engine runs from POOL_MIN_PAIRS (in shares of the rows on the worker threads) give the
+    bits of the one-thread passes, and the sums of the module doc at every row, with the forces one row at a
+    time (n = 515) and four rows at a time (n = 2051 leaves three rows past the last group of four); two runs
+    share each row of P."""
     from headsne_widget.embedding import kernels
 
-    n, runs = 2051, 2
-    assert runs * n * n >= kernels.POOL_MIN_PAIRS
+    runs = 2
+    assert (n >= kernels.FOUR_ROWS_MIN_N) == (n == 2051)
     P = random_P(n, seed=3, dtype=dtype)
     Y = np.random.default_rng(4).normal(scale=3.0, size=(runs, 2, n)).astype(dtype)
     one, ex = dtype(1), dtype(4)
@@ -800,3 +803,54 @@ def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype):
     for r in range(runs):
         want = kl_divergence(P.astype(np.float64), Y[r].T.astype(np.float64))
         assert kls[0][r].sum(dtype=np.float64) == pytest.approx(want, rel=rtol)
+
+
+def test_a_pool_worker_never_waits_for_its_own_pool_and_only_the_pool_marks_its_workers():
+    """Work split with ``_parallel.each`` from inside a pool worker runs in that worker (every worker inside such
+    a wait would leave none to do the work: here every worker does it at once, which deadlocked otherwise). The
+    workers are known by a mark the pool's initializer sets, not by their name: a thread of the caller's that is
+    named like them still hands its pieces to the pool."""
+    from headsne_widget import _parallel
+
+    pool = _parallel.workers()
+    if pool is None:
+        pytest.skip("one core: no pool")
+    busy = pool._max_workers
+    started = threading.Barrier(busy)
+
+    def nested(_: int) -> list[int]:
+        started.wait(timeout=30)  # every worker is inside this call before any splits its work
+        seen: list[int] = []
+        _parallel.each(8, lambda k: seen.append(threading.get_ident()))
+        return [threading.get_ident(), *seen]
+
+    for idents in [f.result(timeout=60) for f in [pool.submit(nested, k) for k in range(busy)]]:
+        assert len(idents) == 9 and set(idents) == {idents[0]}  # all eight pieces in the worker itself
+    assert not _parallel.in_worker()
+
+    where: list[tuple[bool, int]] = []
+    caller = threading.Thread(
+        target=lambda: _parallel.each(4, lambda k: where.append((_parallel.in_worker(), threading.get_ident()))),
+        name="headsne-worker-lookalike",
+    )
+    caller.start()
+    caller.join(timeout=60)
+    assert len(where) == 4 and all(marked and ident != caller.ident for marked, ident in where)
+
+
+@pytest.mark.parametrize("n", [300, 2051])
+def test_the_engine_gives_the_same_bits_in_one_compiled_call_and_in_shares(n, monkeypatch):
+    """Where the engine switches from one compiled call of serial steps to the passes in shares
+    (kernels.POOL_MIN_PAIRS, chosen by measurement on one machine) does not change a run: the same frames,
+    bit for bit, with either (one row at a time at n = 300, four at 2051)."""
+    from headsne_widget.embedding import kernels
+
+    P = random_P(n, seed=2, dtype=np.float32)
+    kw = dict(n_iter=60, seed=5, every=20, exaggeration_iters=30)
+    runs = []
+    for pairs in (1 << 62, 1):  # every size serial, then every size in shares
+        monkeypatch.setattr(kernels, "POOL_MIN_PAIRS", pairs)
+        runs.append(list(tsne_frames(P, **kw)))
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a.embedding, b.embedding)
+        assert a.kl == b.kl

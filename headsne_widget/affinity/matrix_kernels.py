@@ -9,9 +9,16 @@ cache, so that the inner loops read contiguous memory. From PARALLEL_MIN_N token
 every core: tile rows paired (k, nb - 1 - k), so that each pair has the same number of tiles, handed to the
 worker threads of _parallel.py one pair at a time (a core taken by the browser does not hold the others
 back), band sums kept apart and added in band order (the result is the serial one bit for bit). A head as
-the capture gives it needs no symmetry count: its census (:func:`row_census`) reads rows, in shares. At 8192
-on two idle cores: census 0.07 -> 0.045 s (0.01 s row by row) and symmetrise 0.13 -> 0.05 s since the
+the capture gives it needs no symmetry count: its census (:func:`row_census`) reads rows, in this thread. At
+8192 on two idle cores: census 0.07 -> 0.045 s (0.01 s row by row) and symmetrise 0.13 -> 0.05 s since the
 transposed copies take eight rows at a time.
+
+Measured again on the 2-core machine shared with other jobs (load 5-9, ms, best / median of 7-9 interleaved
+rounds): the eight-row transposed tiles pay (census at 8192 178 / 315 against 306 / 492 one row at a time,
+symmetrise 214 / 287 against 387 / 705; 2048: census 8.9 against 20, symmetrise 12 against 29); the passes on
+the worker threads tie with one thread when the other core is busy (census at 8192 157 / 234 against 151 / 194,
+symmetrise 163 / 225 against 158 / 228; 2048 census 10.7 / 17.2 against 13.2 / 15.8) and were 1.7-1.9 times
+faster on idle cores (commit 2b29162), so they stay.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from .._parallel import each, in_shares
+from .._parallel import each
 
 #: rows and columns of a square tile (its float32 transposed copy, 256 KiB, stays in L2; rows of 1 KiB stream well)
 TILE = 256
@@ -180,18 +187,15 @@ def _row_census_part(M, lo, hi, sums, negative):  # pragma: no cover - compiled
 
 def row_census(M: np.ndarray) -> tuple[float, int, float]:
     """(sum, entries not >= 0 (NaN included), sum off the diagonal) of a square matrix, row by row with the
-    off-diagonal sum accumulated apart, on the worker threads from PARALLEL_MIN_N: what P of an attention
-    head needs, without :func:`census`'s symmetry count and so without its transposed tiles (at 8192 on two
-    cores shared with the browser: 0.10-0.19 s in a click, against 0.02-0.04 s row by row). Row results are
-    added in row order (the same bits whichever threads ran them); the sum is not finite exactly when an
-    entry is not."""
+    off-diagonal sum accumulated apart, in this thread: what P of an attention head needs, without
+    :func:`census`'s symmetry count and so without its transposed tiles (at 8192 on two cores shared with the
+    browser: 0.10-0.19 s in a click, against 0.02-0.04 s row by row). Not in shares on the worker threads:
+    they were slower on the 2-core machine at load 5-9 (ms, best / median, one thread / shares: 2048 0.69 /
+    0.76 against 1.11 / 2.58, 4096 2.6 / 3.0 against 6.0 / 11.1, 8192 15.9 / 22.3 against 18.3 / 30.4).
+    Row results are added in row order; the sum is not finite exactly when an entry is not."""
     n = M.shape[0]
     sums, negative = np.zeros((n, 2)), np.zeros(n, dtype=np.int64)
-    part = lambda lo, hi: _row_census_part(M, lo, hi, sums, negative)  # noqa: E731
-    if n >= PARALLEL_MIN_N:
-        in_shares(n, part)
-    else:
-        part(0, n)
+    _row_census_part(M, 0, n, sums, negative)
     off = float(sums[:, 0].sum())
     return off + float(sums[:, 1].sum()), int(negative.sum()), off
 

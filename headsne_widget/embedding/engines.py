@@ -1,5 +1,5 @@
 """The engines of the exact t-SNE: the same operations (forces with an optional exact KL, the update, plain
-steps) compiled on the CPU (:mod:`._tsne_kernels`) or in torch on any device; :mod:`.t_sne` runs the loop.
+steps) compiled on the CPU (:mod:`.kernels`) or in torch on any device; :mod:`.tsne` runs the loop.
 
 Each engine owns one run's buffers, allocated once: embeddings (runs, 2, n), forces, gains and steps, about
 64 bytes per point and run, and P in the working dtype (the compiled engine uses a float32, symmetric P in
@@ -15,7 +15,7 @@ __all__ = ["KL_BIG_RATIO", "MIN_GAIN", "NumbaEngine", "TorchEngine", "make_engin
 
 #: smallest per-parameter gain (the reference implementation's and scikit-learn's)
 MIN_GAIN = 0.01
-#: q / p beyond which p h(q / p) is q to float32 precision (see ``_tsne_kernels.kl_rows_serial``)
+#: q / p beyond which p h(q / p) is q to float32 precision (see ``kernels.kl_rows_serial``)
 KL_BIG_RATIO = 1e30
 
 
@@ -81,8 +81,8 @@ class NumbaEngine:
         )
 
     def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
-        """``count`` iterations of forces + update (no KL): one compiled call when serial, else a loop
-        over the parallel passes (see ``_tsne_kernels.steps_serial`` for why there is no compiled parallel loop)."""
+        """``count`` iterations of forces + update (no KL): one compiled call below ``kernels.POOL_MIN_PAIRS``,
+        else a loop over the passes in shares on the worker threads (``kernels.forces``)."""
         if self._steps is None:
             for _ in range(count):
                 self.forces(exaggeration, False)

@@ -13,9 +13,12 @@ with q_ij = w_ij / Z and h(r) = r - 1 - log r >= 0 (see :func:`kl_rows`).
 
 Embeddings are stored as (runs, 2, n) so that the inner loop over j reads contiguous memory and
 vectorises; each row of P is read once per point and reused by every run while it sits in cache, and
-the force pass takes four points at a time (:func:`_block_sums4`). Rows are independent (no atomics),
-and per-row sums are reduced in a fixed order afterwards, so a seed gives the same result on every
-call, in one thread or in shares of the rows on the worker threads (:func:`forces`, :func:`kl_rows`).
+from :data:`FOUR_ROWS_MIN_N` points the force pass takes four points at a time (:func:`_block_sums4`).
+Below :data:`POOL_MIN_PAIRS` the engine runs all the plain steps between two reports in one compiled
+call (:func:`steps_serial`); above, each pass goes in shares of the rows to the worker threads. Rows are
+independent (no atomics), and per-row sums are reduced in a fixed order afterwards, so a seed gives the
+same result on every call, in one thread or in shares of the rows on the worker threads (:func:`forces`,
+:func:`kl_rows`).
 ``fastmath`` allows re-association and reciprocals but not ``nnan``/``ninf``, so non-finite values are
 never assumed away.
 
@@ -158,14 +161,16 @@ def _vector_log(x):
 
 
 @njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
-def _pair_sums(p, x, y, i, one):  # pragma: no cover - compiled
+def _pair_sums(p, x, y, keep, i, one):  # pragma: no cover - compiled
     """The sums of :func:`forces` for point ``i`` over all j != i, in float64 across blocks of ``BLOCK``.
 
     Near convergence the attraction and the repulsion / Z of a point nearly cancel, and each is a sum
     of n terms: accumulated in float32 over all n, that rounding noise limited the reachable KL at
     large n (n = 16384, 500 iterations: exact KL 2.061 against 2.026 with float64 everywhere and
     2.027 for openTSNE). Each block is summed in the working precision by the vectorised loop of
-    :func:`_block_sums`, and the blocks in float64: KL 2.026 at the float32 speed.
+    :func:`_block_sums`, and the blocks in float64: KL 2.026, for 2-4 % of the pass (serial, ns per pair
+    with and without the blocks: n = 1536 0.219 / 0.214, 4096 0.276 / 0.265, 8192 0.271 / 0.260; below
+    1024 points a row is one block). ``keep`` is 1 but at j = i, 0 (see :func:`_block_sums`).
     """
     xi = x[i]
     yi = y[i]
@@ -173,7 +178,7 @@ def _pair_sums(p, x, y, i, one):  # pragma: no cover - compiled
     ax = ay = rx = ry = zi = 0.0
     for lo in range(0, n, BLOCK):
         hi = min(lo + BLOCK, n)
-        bx, by, sx, sy, bz = _block_sums(p[lo:hi], x[lo:hi], y[lo:hi], xi, yi, i - lo, one)
+        bx, by, sx, sy, bz = _block_sums(p[lo:hi], x[lo:hi], y[lo:hi], keep[lo:hi], xi, yi, one)
         ax += bx
         ay += by
         rx += sx
@@ -183,21 +188,24 @@ def _pair_sums(p, x, y, i, one):  # pragma: no cover - compiled
 
 
 @njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
-def _block_sums(p, x, y, xi, yi, i, one):  # pragma: no cover - compiled
-    """Sums over the pairs (point at ``xi, yi``, j) of one block, skipping j = ``i`` (one vectorised loop).
+def _block_sums(p, x, y, keep, xi, yi, one):  # pragma: no cover - compiled
+    """Sums over the pairs (point at ``xi, yi``, j) of one block, each w_ij times ``keep[j]`` (one vectorised
+    loop): 1, but 0 at j = i.
 
     j = i is masked (w_ii = 0) inside the one loop from 0 rather than split into the loops [0, i) and
     (i, n): LLVM vectorised loops that do not start at 0 5-6 times slower (1.45 against 0.24 ns per
     pair, serial, n = 2048, AVX-512), hence also the slices; subtracting the w_ii = 1 term afterwards
-    would lose precision.
+    would lose precision. The mask is a product with ``keep``, one instruction per 16 pairs where the int64
+    index test ``j == i`` took four (serial, n = 512, AVX-512, ns per pair: no mask 0.204, product 0.222,
+    ``j == i`` 0.244; a compare of the indices as floats was 5 % slower than the product). The same bits as
+    with ``j == i``: w_ij times 1 is w_ij, and at j = i (dx = dy = 0) every other term is 0 either way.
     """
     zero = xi - xi
     ax = ay = rx = ry = zi = zero
     for j in range(x.shape[0]):
         dx = xi - x[j]
         dy = yi - y[j]
-        w = one / (one + dx * dx + dy * dy)
-        w = zero if j == i else w
+        w = keep[j] * (one / (one + dx * dx + dy * dy))
         pw = p[j] * w
         ax += pw * dx
         ay += pw * dy
@@ -263,40 +271,40 @@ def kl_rows(P, Y, one, inv_z, big, kl) -> None:
 
 
 @njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
-def _pair_terms(pj, xi, yi, xj, yj, masked, one, zero):  # pragma: no cover - compiled
-    """The terms of pair (i, j) in the sums of :func:`forces`: p w dx, p w dy, w^2 dx, w^2 dy, w (0 if ``masked``)."""
+def _pair_terms(pj, xi, yi, xj, yj, keep, one):  # pragma: no cover - compiled
+    """The terms of pair (i, j) in the sums of :func:`forces`: p w dx, p w dy, w^2 dx, w^2 dy, w (w times ``keep``)."""
     dx = xi - xj
     dy = yi - yj
-    w = one / (one + dx * dx + dy * dy)
-    w = zero if masked else w
+    w = keep * (one / (one + dx * dx + dy * dy))
     pw = pj * w
     w2 = w * w
     return pw * dx, pw * dy, w2 * dx, w2 * dy, w
 
 
 @njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
-def _block_sums4(p0, p1, p2, p3, x, y, xi, yi, i, one):  # pragma: no cover - compiled
-    """:func:`_block_sums` for the four points ``i .. i + 3`` (at ``xi[k], yi[k]``) at once: 20 sums.
+def _block_sums4(p0, p1, p2, p3, x, y, keep, xi, yi, one):  # pragma: no cover - compiled
+    """:func:`_block_sums` for the four points at ``xi[k], yi[k]`` (masked by ``keep[k]``) at once: 20 sums.
 
-    Each y_j is loaded once for four rows, and four rows of P stream at once. At 8192 points the pass is
-    bound by waiting for P's rows rather than by arithmetic (0.2 ns per pair with P in cache, 0.55 ns
-    from memory, one row at a time); four rows at a time took it to 0.35 ns (1.7 times faster, serial).
+    Each y_j is loaded once for four rows, and four rows of P stream at once. Where P no longer fits in the
+    caches the pass is bound by waiting for P's rows rather than by arithmetic; four rows at a time keep
+    four streams in flight (see :data:`FOUR_ROWS_MIN_N`).
     """
     zero = one - one
     a0 = b0 = c0 = d0 = e0 = a1 = b1 = c1 = d1 = e1 = zero
     a2 = b2 = c2 = d2 = e2 = a3 = b3 = c3 = d3 = e3 = zero
     x0, x1, x2, x3 = xi
     y0, y1, y2, y3 = yi
+    k0, k1, k2, k3 = keep[0], keep[1], keep[2], keep[3]
     for j in range(x.shape[0]):
         xj = x[j]
         yj = y[j]
-        t = _pair_terms(p0[j], x0, y0, xj, yj, j == i, one, zero)
+        t = _pair_terms(p0[j], x0, y0, xj, yj, k0[j], one)
         a0, b0, c0, d0, e0 = a0 + t[0], b0 + t[1], c0 + t[2], d0 + t[3], e0 + t[4]
-        t = _pair_terms(p1[j], x1, y1, xj, yj, j == i + 1, one, zero)
+        t = _pair_terms(p1[j], x1, y1, xj, yj, k1[j], one)
         a1, b1, c1, d1, e1 = a1 + t[0], b1 + t[1], c1 + t[2], d1 + t[3], e1 + t[4]
-        t = _pair_terms(p2[j], x2, y2, xj, yj, j == i + 2, one, zero)
+        t = _pair_terms(p2[j], x2, y2, xj, yj, k2[j], one)
         a2, b2, c2, d2, e2 = a2 + t[0], b2 + t[1], c2 + t[2], d2 + t[3], e2 + t[4]
-        t = _pair_terms(p3[j], x3, y3, xj, yj, j == i + 3, one, zero)
+        t = _pair_terms(p3[j], x3, y3, xj, yj, k3[j], one)
         a3, b3, c3, d3, e3 = a3 + t[0], b3 + t[1], c3 + t[2], d3 + t[3], e3 + t[4]
     return (a0, b0, c0, d0, e0, a1, b1, c1, d1, e1, a2, b2, c2, d2, e2, a3, b3, c3, d3, e3)
 
@@ -310,20 +318,33 @@ def _store(attraction, repulsion, z, r, i, exaggeration, ax, ay, rx, ry, zi):  #
     z[r, i] = zi
 
 
+#: from this many points the force pass takes four rows of P at a time (:func:`_block_sums4`); below, where P
+#: stays in the caches, one row at a time is faster. Serial, AVX-512 (2 cores, 32 MiB L3 shared with other
+#: jobs), ns per pair, one row / four rows: n = 512 0.222 / 0.245, 1024 0.213 / 0.227, 1536 0.212 / 0.233;
+#: 2048 0.25 / 0.23 with P (16 MiB) in the L3 cache, 0.48 / 0.33 with the cache taken by other jobs; 3072
+#: 0.50 / 0.32, 4096 0.45 / 0.29, 8192 0.43 / 0.26 (bcc952d's one row without a mask: 0.21, 0.19, 0.19, 0.19
+#: to 0.39, 0.45, 0.44, 0.37).
+FOUR_ROWS_MIN_N = 2048
+
+
 @njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True, inline="always")
 def forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, lo, hi):  # pragma: no cover - compiled
     """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) at the points ``lo .. hi - 1``.
 
-    Points go four at a time from ``lo`` (the rest one at a time), so a row's sums are the same bits
-    whichever share of the rows a call gets, as long as shares start at multiples of four.
+    From :data:`FOUR_ROWS_MIN_N` points, points go four at a time from ``lo`` (the rest one at a time), so
+    a row's sums are the same bits whichever share of the rows a call gets, as long as shares start at
+    multiples of four; below, one at a time.
     ``inline="always"``: :func:`steps_serial` takes it in as numba IR rather than calling it (see there).
     """
     runs, _, n = Y.shape
     fp_state = flush_denormals()
+    keep = np.ones((4, n), dtype=Y.dtype)  # row k of a group masks its own point: keep[k, i + k] = 0
     sums = np.zeros(20)
-    top = lo + (hi - lo) // 4 * 4
+    top = lo + (hi - lo) // 4 * 4 if n >= FOUR_ROWS_MIN_N else lo
     for i in range(lo, top, 4):
         rows = (P[i], P[i + 1], P[i + 2], P[i + 3])
+        for k in range(4):
+            keep[k, i + k] = 0.0
         for r in range(runs):
             x = Y[r, 0]
             y = Y[r, 1]
@@ -334,17 +355,21 @@ def forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, lo, hi):  # p
                 stop = min(start + BLOCK, n)
                 block = _block_sums4(
                     rows[0][start:stop], rows[1][start:stop], rows[2][start:stop], rows[3][start:stop],
-                    x[start:stop], y[start:stop], xi, yi, i - start, one,
+                    x[start:stop], y[start:stop], keep[:, start:stop], xi, yi, one,
                 )  # fmt: skip
                 for c in range(20):
                     sums[c] += block[c]
             for k in range(4):
                 s = sums[5 * k : 5 * k + 5]
                 _store(attraction, repulsion, z, r, i + k, exaggeration, s[0], s[1], s[2], s[3], s[4])
+        for k in range(4):
+            keep[k, i + k] = 1.0
     for i in range(top, hi):
+        keep[0, i] = 0.0
         for r in range(runs):
-            ax, ay, rx, ry, zi = _pair_sums(P[i], Y[r, 0], Y[r, 1], i, one)
+            ax, ay, rx, ry, zi = _pair_sums(P[i], Y[r, 0], Y[r, 1], keep[0], i, one)
             _store(attraction, repulsion, z, r, i, exaggeration, ax, ay, rx, ry, zi)
+        keep[0, i] = 1.0
     restore_fp_state(fp_state)
 
 
@@ -423,9 +448,12 @@ def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, mi
     restore_fp_state(fp_state)
 
 
-#: pairs x runs from which :func:`forces` and :func:`kl_rows` go to the worker threads (n = 2048: a serial
-#: pass takes 1.7 ms there, and the shares as long; at 1024 the shares took 0.8 ms against 0.3 ms serial)
-POOL_MIN_PAIRS = 1 << 22
+#: pairs x runs from which :func:`forces` and :func:`kl_rows` go to the worker threads; below, the engine runs
+#: :func:`steps_serial`, one compiled call for all the plain steps up to the next report. Measured on the
+#: 2-core machine shared with other jobs (load 5), ms per iteration, serial steps / shares on the worker
+#: threads, interleaved: n = 2048 1.00 / 1.29, 4096 4.5 / 5.0, 6144 9.7 / 11.4, 8192 16.9 / 10.2. The
+#: shares cost 0.1-0.25 ms of dispatch a pass, and a pass in shares waits for a core another process took.
+POOL_MIN_PAIRS = 1 << 25
 
 
 # error_model="numpy" everywhere: numba's default "python" model guards each division with a

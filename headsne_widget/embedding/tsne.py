@@ -13,10 +13,10 @@ the reference implementation does.
 
 ``restarts=N`` optimises N embeddings at once along a leading axis; run r starts from
 N(0, 1e-4 I) drawn with ``seed + r``, so it equals the single run with that seed. On the CPU a fused,
-compiled pass over all pairs (:mod:`._tsne_kernels`) does the work without n x n temporaries; on
+compiled pass over all pairs (:mod:`.kernels`) does the work without n x n temporaries; on
 CUDA the same steps run in torch. KL(P || Q) is exact (no Barnes-Hut approximation) and is only
 computed at reported steps, where it costs a logarithm per pair; it is summed as non-negative terms
-(see :func:`._tsne_kernels.kl_rows`), so it is never negative.
+(see :func:`.kernels.kl_rows`), so it is never negative.
 
 Why exact at every size (``benchmarks/tsne_scale.py``): openTSNE's FFT method approximates only the
 repulsion; its attraction loops over the non-zeros of P, and attention P (and Gaussian P at
@@ -377,7 +377,7 @@ def _optimize(
     logarithm per pair and nothing else; it is computed at the first report (unless ``first_kl`` is
     False), at the first one at least ``kl_every`` steps (default ``every``) after the previous KL (or
     after the start), and at the last; other reports yield None.
-    The logarithm makes the pass 2-3 times a force pass (float32: ``_tsne_kernels.vector_log``; libm's,
+    The logarithm makes the pass 2-3 times a force pass (float32: ``kernels.vector_log``; libm's,
     which does not vectorise, made it 10 times), so a display that wants positions 60 times a second
     asks for the KL less often.
     """
