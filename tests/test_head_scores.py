@@ -195,3 +195,24 @@ def test_induction_scores_come_with_their_token_ids(tiny_model_dir):
         assert row.induction == pytest.approx(float(ex.attention(row.layer, row.head)[queries, keys].mean()), abs=1e-6)
     again = induction_scores(path, length=20, seed=3)
     assert np.array_equal(again.token_ids, result.token_ids)
+
+
+@pytest.mark.parametrize("architecture", ["mistral", "bert"])
+def test_torch_fold_equals_the_compiled_fold(architecture, tiny_model_dir):
+    """On a GPU the chunks are folded with torch's operations: the same sums and profiles as the CPU's compiled pass
+    (checked here on the CPU, chunk borders inside the band; a causal window, and bidirectional attention)."""
+    from headsne_widget.capture.scores import LayerScores
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "text truncated", UserWarning)
+        ex = extract(TSNE_ABSTRACT, tiny_model_dir(architecture), device="cpu", max_tokens=100)
+    A = torch.from_numpy(np.stack([ex.attention(1, h) for h in range(ex.n_heads)]))
+    compiled, with_torch = LayerScores(ex.n_heads, 100), LayerScores(ex.n_heads, 100)
+    for start in range(0, 100, 9):
+        rows = slice(start, min(start + 9, 100))
+        causal = architecture == "mistral"  # a chunk's key span: every weight outside it is 0
+        keys = slice(max(0, start - 40), rows.stop) if causal else slice(0, 100)
+        compiled.update(rows, keys, A[:, rows, keys].contiguous())
+        with_torch.update_with_torch(rows, keys, A[:, rows, keys].contiguous())
+    for a, b in zip(compiled.finish(), with_torch.finish()):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
