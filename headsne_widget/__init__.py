@@ -20,6 +20,8 @@ _EXPORTS = {
     "Extraction": "capture.extraction",
     "load_model": "capture.extraction",
     "max_attention": "capture.maximum_attention",
+    "head_scores": "capture.scores",
+    "induction_scores": "capture.induction",
     "attention_affinities": "affinity.affinities",
     "gaussian_affinities": "affinity.affinities",
     "selection_affinities": "affinity.selection",

@@ -1,18 +1,11 @@
-// The model's traits, declared once: their types (JSDoc, checked by `tsc --checkJs` in `npm run lint`)
-// and their names (`T.layer` instead of the string "layer"). The Python half is
-// headsne_widget/widget.py; the meaning of each trait is in js/PROTOCOL.md.
+// The model's traits, declared once: their types (JSDoc, checked by `tsc --checkJs` in `npm run lint`) and their
+// names (`T.layer`, not "layer"). The Python half is headsne_widget/widget/protocol.py; meanings: js/PROTOCOL.md.
 
 /**
- * An array on the wire (js/codecs.js): little-endian, C order.
+ * An array on the wire (js/codecs.js): little-endian, C order. Edges: top-k partners per token, indices int32
+ * (n, k) and weights float32 (n, k).
  * @typedef {{dtype: "float32" | "int32", shape: number[], buffer: DataView | ArrayBuffer}} WireArray
- */
-
-/**
- * Top-k partners per token: indices int32 (n, k) and weights float32 (n, k).
  * @typedef {{indices: WireArray, weights: WireArray}} WireEdges
- */
-
-/**
  * @typedef {"position" | "kind" | "sentence" | "max_attention" | "user"} ColorMode
  * @typedef {"both" | "to" | "from" | "off"} EdgeDirection
  * @typedef {"loading" | "idle" | "running" | "paused" | "done" | "error"} RunState
@@ -34,7 +27,7 @@
  * @property {number} kv_groups query heads per key/value head (GQA); 1 = none
  * @property {number} layer
  * @property {number} head
- * @property {"attention" | "hidden"} mode
+ * @property {"attention" | "hidden" | "query-key"} mode query-key: frame rows 0..query_rows-1 are queries, the rest keys
  * @property {number} perplexity
  * @property {number | null} learning_rate
  * @property {number} n_iter
@@ -74,6 +67,16 @@
  * @property {number | null} atlas_seed the seed of the atlas thumbnails' runs
  * @property {number | null} progress fraction done of what `status` names, or null
  * @property {number | null} best_kl best KL of a background best-of-restarts check
+ * @property {WireArray | null} max_attention_above_uniform float32 (L, H, n): the grid above uniform attention
+ * @property {string[]} score_names the scores of `scores`
+ * @property {WireArray | null} scores float32 (L, H, S): every head's scores, -1 where undefined
+ * @property {string[]} head_kinds per head (layer * H + head): sink, previous, next, self, special, local, broad, focused
+ * @property {WireArray | null} head_map float32 (L * H, 2) in [-1, 1]: every head placed by similarity, or null
+ * @property {"raw" | "above_uniform"} grid_norm which grid to draw (the legend names it)
+ * @property {string} sort_heads "" (model order) or a score name: the grid sorts each layer's heads by it
+ * @property {WireArray | null} head_order int32 (L, H): row k of layer l shows head head_order[l][k]
+ * @property {object[]} related the heads most like the selected one: {layer, head, similarity}, most similar first
+ * @property {number} query_rows query-key mode: the first query_rows frame rows are queries; 0 otherwise
  */
 
 /** @typedef {keyof Traits} TraitName */
@@ -143,6 +146,16 @@ export const T = Object.freeze({
   atlas_seed: "atlas_seed",
   progress: "progress",
   best_kl: "best_kl",
+  max_attention_above_uniform: "max_attention_above_uniform",
+  score_names: "score_names",
+  scores: "scores",
+  head_kinds: "head_kinds",
+  head_map: "head_map",
+  grid_norm: "grid_norm",
+  sort_heads: "sort_heads",
+  head_order: "head_order",
+  related: "related",
+  query_rows: "query_rows",
 });
 
 /**
@@ -182,6 +195,8 @@ export const WRITABLE = Object.freeze(
       "color_mode",
       "label_density",
       "edge_direction",
+      "grid_norm",
+      "sort_heads",
     ]),
   ),
 );

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, DTypeLike
 from .._checks import real_array
 from ..errors import DegenerateAffinitiesError
 
-__all__ = ["attention_affinities", "binary_search_perplexity", "gaussian_affinities"]
+__all__ = ["attention_affinities", "binary_search_perplexity", "gaussian_affinities", "query_key_affinities"]
 
 MACHINE_EPSILON = np.finfo(np.double).eps
 # Same stopping rule and step budget as scikit-learn's _utils._binary_search_perplexity.
@@ -79,6 +79,55 @@ def attention_affinities(
     else:
         P = out
     symmetrise(M, total, P)  # one pass in mirrored tiles, exactly symmetric
+    return (P, kept) if exclude is not None else P
+
+
+def query_key_affinities(
+    A: ArrayLike, *, exclude: ArrayLike | None = None, dtype: DTypeLike = np.float64, out: np.ndarray | None = None
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """The bipartite P of one head's queries and keys: ``P = [[0, A], [A^T, 0]] / (2 sum A)``, (2m, 2m).
+
+    Rows 0..m-1 are the m kept tokens as queries, rows m..2m-1 the same tokens as keys: a query attracts the keys
+    it attends to, and nothing else (no query-query or key-key affinity). ``A_ii`` is kept (query i and key i are
+    different points). P is symmetric, its diagonal 0, its sum 1. With ``exclude`` (n,) those tokens are dropped
+    from both sides and ``(P, kept)`` is returned, ``kept`` the int64 token indices of the m kept tokens (each
+    appears twice in P: row r and row m + r). ``dtype`` and ``out`` as in :func:`attention_affinities`; the sum
+    is accumulated in float64. Raises DegenerateAffinitiesError when no attention is left among the kept tokens.
+    """
+    A_in = np.asarray(A)
+    if A_in.ndim != 2 or A_in.shape[0] != A_in.shape[1]:
+        raise ValueError(
+            f"query-key affinities take one attention head's square (n, n) matrix, got shape {A_in.shape}: hidden "
+            "states have no query and key sides (use mode='hidden' for them)"
+        )
+    out_dtype = np.dtype(dtype)
+    if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be float32 or float64, got {out_dtype}")
+    M = _check_attention(A_in)
+    kept = np.arange(M.shape[0], dtype=np.int64)
+    if exclude is not None:
+        kept = np.flatnonzero(~_check_mask(exclude, M.shape[0])).astype(np.int64)
+        M = M[np.ix_(kept, kept)]
+    m = M.shape[0]
+    if m < 1:
+        raise DegenerateAffinitiesError("query-key P needs at least 1 token, but none remain after excluding tokens")
+    total = float(M.sum(dtype=np.float64))
+    if not (np.isfinite(total) and total > 0.0):
+        raise DegenerateAffinitiesError(
+            "this attention head puts no attention among the kept tokens, so the query-key P is undefined"
+        )
+    shape = (2 * m, 2 * m)
+    if out is None:
+        P = np.empty(shape, dtype=out_dtype)
+    elif not (isinstance(out, np.ndarray) and out.shape == shape and out.dtype == out_dtype and out.flags.c_contiguous):
+        raise ValueError(f"out must be a C-contiguous {out_dtype} array of shape {shape}")
+    else:
+        P = out
+    scale = 1.0 / (2.0 * total)
+    P[:m, :m] = 0.0
+    P[m:, m:] = 0.0
+    np.multiply(M, scale, out=P[:m, m:], casting="unsafe")
+    P[m:, :m] = P[:m, m:].T  # the same rounded entries: exactly symmetric
     return (P, kept) if exclude is not None else P
 
 

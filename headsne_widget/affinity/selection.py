@@ -19,14 +19,14 @@ from typing import Any, cast
 
 import numpy as np
 
-from .affinities import attention_affinities, gaussian_affinities
+from .affinities import attention_affinities, gaussian_affinities, query_key_affinities
 
 __all__ = ["MIN_TOKENS", "MODES", "Selection", "check_index", "effective_perplexity", "selection_affinities"]
 
 #: the least number of tokens t-SNE can place
 MIN_TOKENS = 4
-#: where P comes from: one attention head, or a layer's output hidden states
-MODES = ("attention", "hidden")
+#: where P comes from: one attention head, a head's queries and keys together, or a layer's output hidden states
+MODES = ("attention", "hidden", "query-key")
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,6 +73,8 @@ def effective_perplexity(perplexity: Any, m: int) -> tuple[float, str]:
 
 def selection_label(mode: str, layer: int, head: int) -> str:
     """How a selection is named in status lines, titles and tables."""
+    if mode == "query-key":
+        return f"queries and keys of layer {layer} head {head}"
     return f"hidden states of layer {layer}" if mode == "hidden" else f"layer {layer} head {head}"
 
 
@@ -95,7 +97,9 @@ def selection_affinities(
     ex : the extraction (tokens, per-head attention, layer outputs).
     mode : ``"attention"``: P = (A + A^T) of head ``head`` of layer ``layer``, zero diagonal, normalised
         (thesis Def. 3.1); ``"hidden"``: perplexity-calibrated Gaussians on layer ``layer``'s output
-        hidden states (``ex.layer_output(layer)``); ``head`` is ignored.
+        hidden states (``ex.layer_output(layer)``); ``head`` is ignored; ``"query-key"``: the bipartite P of the
+        head's queries and keys (:func:`~headsne_widget.affinity.affinities.query_key_affinities`), (2m, 2m),
+        ``kept`` listing the kept tokens twice (queries, then keys).
     perplexity : hidden mode only; lowered to ``(m - 1) / 3`` when too large (see the module doc).
     exclude_special : drop special tokens ([CLS], [SEP], ...) from P.
     dtype : P's dtype, float64 or float32 (what t-SNE runs on: the widget asks for it, which saves an
@@ -110,7 +114,7 @@ def selection_affinities(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
     layer = check_index(layer, ex.n_layers, "layer", "layers")
-    if mode == "attention":
+    if mode != "hidden":
         head = check_index(head, ex.n_heads, "head", "heads per layer")
     exclude = np.asarray(ex.special, dtype=bool) if exclude_special else np.zeros(ex.n_tokens, dtype=bool)
     kept = np.flatnonzero(~exclude).astype(np.int64)
@@ -124,6 +128,10 @@ def selection_affinities(
         else:
             P = attention_affinities(A, dtype=dtype, out=out)
         return Selection(cast(np.ndarray, P), kept, label)
+    if mode == "query-key":
+        A = ex.attention(layer, head) if attention is None else attention
+        P = query_key_affinities(A, exclude=exclude, dtype=dtype, out=out)[0]
+        return Selection(cast(np.ndarray, P), np.concatenate([kept, kept]), label)
     used, note = effective_perplexity(perplexity, len(kept))
     X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]
     P = gaussian_affinities(X, perplexity=used).astype(dtype, copy=False)

@@ -34,6 +34,7 @@ from ..errors import UnsupportedAttentionError
 from .layers import LayerAttention
 from .masks import MaskRows, additive_rows, capture_mask
 from .maximum_attention import max_attention_update
+from .scores import LayerScores
 
 __all__ = ["CAPTURE_IMPLEMENTATION", "SUPPORTED", "can_capture", "capture_attention_forward", "capturing", "register"]
 
@@ -51,6 +52,7 @@ class _Session:
 
     layers: list[LayerAttention] = field(default_factory=list)
     grids: list[np.ndarray] = field(default_factory=list)
+    scores: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)  # LayerScores.finish()
     on_layer: Callable[[int], None] | None = None
 
 
@@ -96,17 +98,22 @@ def capture_attention_forward(
     values = value[0]
     out = torch.empty((1, layer.n_tokens, n_heads, values.shape[-1]), dtype=value.dtype, device=value.device)
     grid = torch.zeros((n_heads, layer.n_tokens), dtype=torch.float32, device=query.device)
+    session = _SESSION.get()
+    scores = None if session is None else LayerScores(n_heads, layer.n_tokens, query.device)
     for rows in layer.chunks():
         keys, weights = layer.weights(rows)
-        grid[:, keys] = max_attention_update(grid[:, keys], weights.float())
+        dense = weights.float()
+        grid[:, keys] = max_attention_update(grid[:, keys], dense)
+        if scores is not None:  # every head's scores, folded chunk by chunk (capture/scores.py)
+            scores.update(rows, keys, dense)
         mixed = torch.matmul(weights.to(value.dtype).reshape(n_kv, -1, weights.shape[-1]), values[:, keys])
         out[0, rows] = mixed.view(n_heads, weights.shape[1], -1).transpose(0, 1)
-    session = _SESSION.get()
-    if session is not None:
+    if session is not None and scores is not None:
         options = dict(kwargs, scaling=scaling, dropout=0.0, softcap=softcap, s_aux=s_aux, position_bias=position_bias)
         _verify(module, layer, value, out, options)
         session.layers.append(layer)
         session.grids.append(grid.cpu().numpy())
+        session.scores.append(scores.finish())
         if session.on_layer is not None:
             session.on_layer(len(session.layers))
     return out, None

@@ -30,6 +30,7 @@ from .loading import (
     load_model,
     user_stacklevel,
 )
+from .scores import HeadStatistics
 from .sources import CapturedAttention, DenseAttention, check_budget, read_only
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ class Extraction:
     kv_groups: int  # query heads per key/value head (1 without grouped-query attention)
     attention_source: CapturedAttention | DenseAttention
     states: HiddenStates
+    head_stats: HeadStatistics | None  # every head's scores from the capture (capture/scores.py); None: not yet
 
     def __init__(
         self,
@@ -120,12 +122,14 @@ class Extraction:
         kv_groups: int | None = None,
         attention_source: CapturedAttention | DenseAttention | None = None,
         states: HiddenStates | None = None,
+        head_stats: HeadStatistics | None = None,
         *,
         attentions: np.ndarray | None = None,
         hidden_states: np.ndarray | torch.Tensor | None = None,
     ) -> None:
         if attentions is not None:
             attention_source = DenseAttention(attentions, 1 if kv_groups is None else kv_groups)
+            head_stats = None  # the capture's scores were of the attention replaced
         if hidden_states is not None:
             states = HiddenStates(hidden_states)
         if attention_source is None or states is None:
@@ -136,7 +140,7 @@ class Extraction:
         self.max_attention = read_only(np.array(max_attention, dtype=np.float32))
         self.model_name, self.truncated = model_name, truncated
         self.kv_groups = attention_source.kv_groups if kv_groups is None else kv_groups
-        self.attention_source, self.states = attention_source, states
+        self.attention_source, self.states, self.head_stats = attention_source, states, head_stats
 
     @property
     def attentions(self) -> np.ndarray:
@@ -282,7 +286,7 @@ def _extraction(
     truncated: bool,
     progress: Progress = _no_progress,
 ) -> Extraction:
-    source, grid, states = _forward(loaded, token_ids, progress)
+    source, grid, states, head_stats = _forward(loaded, token_ids, progress)
     return Extraction(
         text=text,
         tokens=list(loaded.tokenizer.convert_ids_to_tokens(token_ids.tolist())),
@@ -294,6 +298,7 @@ def _extraction(
         truncated=truncated,
         attention_source=source,
         states=states,
+        head_stats=head_stats,
     )
 
 
@@ -364,8 +369,9 @@ def _check_token_ids(token_ids: Sequence[int] | np.ndarray, loaded: LoadedModel)
 
 def _forward(
     loaded: LoadedModel, token_ids: np.ndarray, progress: Progress = _no_progress
-) -> tuple[CapturedAttention | DenseAttention, np.ndarray, HiddenStates]:
-    """One forward pass: the attention source, the grid (L, H, n) float32 and the hidden states, on the CPU.
+) -> tuple[CapturedAttention | DenseAttention, np.ndarray, HiddenStates, HeadStatistics | None]:
+    """One forward pass: the attention source, the grid (L, H, n) float32, the hidden states, on the CPU, and the
+    head scores folded during the capture (None on the eager path: computed from the dense heads when asked).
 
     Architectures whose attention goes through transformers' AttentionInterface are captured layer by layer
     (:mod:`.capture`); the others run eager with ``output_attentions=True``, which holds every head's n x n at
@@ -393,7 +399,9 @@ def _forward(
             )
         source: CapturedAttention | DenseAttention = CapturedAttention(session.layers)
         grid = np.stack(session.grids)
+        head_stats: HeadStatistics | None = HeadStatistics.stack(session.scores)
     else:
+        head_stats = None
         source, output = _eager_attentions(loaded, inputs)
         grid = source.grid()
     hidden_states = getattr(output, "hidden_states", None)
@@ -404,7 +412,7 @@ def _forward(
         raise AttentionUnavailableError(
             f"{loaded.name} produced NaN or infinite attention/hidden states; check its weights and dtype"
         )
-    return source, grid, states
+    return source, grid, states, head_stats
 
 
 def _one_sequence(hidden: torch.Tensor, loaded: LoadedModel) -> torch.Tensor:

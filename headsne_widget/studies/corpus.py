@@ -58,12 +58,14 @@ from .._checks import int_at_least
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["COLUMNS", "SUMMARY_COLUMNS", "corpus_study", "head_summary"]
+__all__ = ["COLUMNS", "SCORE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "corpus_study", "head_summary", "score_summary"]
 
 #: the columns of :func:`corpus_study`'s rows
 COLUMNS = ("text", "layer", "method", "head", "kl", "n_tokens", "perplexity", "runs")
 #: the columns of :func:`head_summary`
 SUMMARY_COLUMNS = ("layer", "head", "median", "q1", "q3", "iqr", "texts", "rank", "hidden_median")
+#: the columns of :func:`score_summary` besides each score's mean, minimum and maximum
+SCORE_SUMMARY_COLUMNS = ("layer", "head", "texts", "kind", "kind_share")
 #: what ``client`` may name besides a ``distributed.Client``
 LOCAL_CLIENTS = ("sync", "threads", "processes")
 #: the kind of local cluster that ``client=None`` starts (measured, see the module doc)
@@ -191,8 +193,13 @@ def text_rows(
     seed: int,
     perplexity: float,
     exclude_special: bool,
+    scores: bool = False,
+    kl: bool = True,
 ) -> list[dict[str, Any]]:
     """The rows of one text: what one Dask task computes, in a worker or in-process.
+
+    With ``scores`` each attention row also holds the head's scores and kind (:func:`~headsne_widget.head_scores`,
+    folded during the capture: no extra pass); without ``kl`` no t-SNE runs (attention rows only, ``kl`` NaN).
 
     The model is taken from this process's :func:`~headsne_widget.extraction.load_model` cache. Text
     ``index``'s head ``(layer, head)`` runs as ``tsne_kls(P, runs, n_iter, study_seed(seed, index, layer, head))``
@@ -204,16 +211,32 @@ def text_rows(
     from .common import study_seed, tsne_kls
 
     ex = extract_token_ids(np.asarray(token_ids, dtype=np.int64), load_model(model))
+    table = _score_table(ex) if scores else None
+    kept = int(ex.n_tokens - (np.count_nonzero(ex.special) if exclude_special else 0))
     rows = []
     for layer in range(ex.n_layers) if layers is None else layers:
         for head in range(ex.n_heads) if heads is None else heads:
-            sel = selection_affinities(ex, "attention", layer, head, exclude_special=exclude_special)
-            kl = tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, head)).min()
-            rows.append(_row(index, layer, "attention", head, kl, len(sel.kept), None, runs))
+            if kl:
+                sel = selection_affinities(ex, "attention", layer, head, exclude_special=exclude_special)
+                value = tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, head)).min()
+            else:
+                value = math.nan
+            rows.append(_row(index, layer, "attention", head, value, kept, None, runs if kl else 0))
+            if table is not None:
+                rows[-1].update(table[layer * ex.n_heads + head])
+        if not kl:
+            continue
         sel = selection_affinities(ex, "hidden", layer, perplexity=perplexity, exclude_special=exclude_special)
-        kl = tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, ex.n_heads)).min()
-        rows.append(_row(index, layer, "hidden", None, kl, len(sel.kept), sel.perplexity, runs))
+        hidden_kl = tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, ex.n_heads)).min()
+        rows.append(_row(index, layer, "hidden", None, hidden_kl, len(sel.kept), sel.perplexity, runs))
     return rows
+
+
+def _score_table(ex: Any) -> list[dict[str, Any]]:
+    """Each head's scores and kind, in model order (layer * H + head)."""
+    from ..capture.scores import SCORES, head_scores
+
+    return head_scores(ex)[[*SCORES, "kind"]].to_dict("records")
 
 
 # ------------------------------------------------------------------------------------------- clients
@@ -352,7 +375,8 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     import pandas as pd
 
     rows = sorted(rows, key=lambda r: (r["text"], r["layer"], _METHOD_ORDER[r["method"]], r["head"] or 0))
-    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    extra = [] if not rows else [k for k in rows[0] if k not in COLUMNS]  # scores=True: each head's scores, kind
+    df = pd.DataFrame(rows, columns=[*COLUMNS, *extra])
     df["head"] = df["head"].astype("Int64")
     df = df.astype({"text": "int64", "layer": "int64", "n_tokens": "int64", "runs": "int64"})
     return df
@@ -374,6 +398,8 @@ def corpus_study(
     retries: int = 2,
     progress: bool = True,
     on_text: Callable[[list[dict]], None] | None = None,
+    scores: bool = False,
+    kl: bool = True,
 ) -> pd.DataFrame:
     """KL of attention-head t-SNE for every head and of standard t-SNE for every layer, over a corpus.
 
@@ -401,6 +427,11 @@ def corpus_study(
     retries : times a task that raised is run again (a task whose worker died is rerun regardless).
     progress : show a tqdm bar counting texts.
     on_text : called in this process with each text's rows as they arrive (e.g. to watch a long study).
+    scores : also give every attention row the head's scores (``sink``, ``previous``, ... and ``kind``, see
+        :func:`headsne_widget.head_scores`), computed during the capture at no extra pass; :func:`score_summary`
+        aggregates them over the corpus (which heads are sinks in every text?).
+    kl : run the t-SNEs; ``kl=False`` (with ``scores=True``) gives the scores alone, in the time of the texts'
+        forward passes: attention rows only, ``kl`` NaN and ``runs`` 0.
 
     Returns
     -------
@@ -423,6 +454,8 @@ def corpus_study(
     n_iter = int_at_least(n_iter, "n_iter", 1)
     seed = int_at_least(seed, "seed", 0)
     retries = int_at_least(retries, "retries", 0)
+    if not kl and not scores:
+        raise ValueError("kl=False computes no KL: ask for scores=True, or leave kl on")
     asked = perplexity
     perplexity = _check_perplexity(perplexity)
     max_tokens = _check_max_tokens(max_tokens)
@@ -449,6 +482,7 @@ def corpus_study(
         layers=_indices(layers, probe.n_layers, "layers", "layers"),
         heads=_indices(heads, probe.n_heads, "heads", "heads per layer"),
         runs=runs, n_iter=n_iter, seed=seed, perplexity=perplexity, exclude_special=bool(exclude_special),
+        scores=bool(scores), kl=bool(kl),
     )  # fmt: skip
     with _session(client) as active, _progress(len(items), len(short), bool(progress)) as bar:
         shipped = _model_for_workers(model, active)
@@ -505,3 +539,42 @@ def head_summary(rows: Any) -> pd.DataFrame:
     hidden = df[df["method"] == "hidden"].groupby("layer")["kl"].median()
     out["hidden_median"] = out["layer"].map(hidden).astype("float64")
     return out[list(SUMMARY_COLUMNS)].sort_values(["layer", "head"], ignore_index=True)
+
+
+def score_summary(rows: Any) -> pd.DataFrame:
+    """Per (layer, head): each score's mean, minimum and maximum over the corpus, and the head's usual kind.
+
+    ``rows`` is what ``corpus_study(..., scores=True)`` returns. Columns: :data:`SCORE_SUMMARY_COLUMNS` (``texts``:
+    how many texts; ``kind``: the kind the head has in most texts, ties in the order of
+    :data:`~headsne_widget.capture.scores.KINDS`; ``kind_share``: the share of texts in which it has that kind, 1 =
+    every text), then ``<score>_mean``, ``<score>_min``, ``<score>_max`` for each score. The heads that are sinks in
+    every text: ``s[(s.kind == "sink") & (s.kind_share == 1)]``.
+    """
+    import pandas as pd
+
+    from ..capture.scores import KINDS, SCORES
+
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    missing = {"layer", "method", "head", "kind", *SCORES} - set(df.columns)
+    if missing:
+        raise ValueError(f"rows lack the columns {sorted(missing)}: pass what corpus_study(..., scores=True) returns")
+    attention = df[df["method"] == "attention"].astype({"head": "int64"})
+    if attention.empty:
+        raise ValueError("rows hold no attention heads: there is nothing to summarise")
+    groups = attention.groupby(["layer", "head"])
+    out = groups.size().rename("texts").reset_index()
+    rank = {kind: k for k, kind in enumerate(KINDS)}
+
+    def usual(kinds: pd.Series) -> tuple[str, float]:
+        counts = kinds.value_counts()
+        best = min(counts.index, key=lambda kind: (-counts[kind], rank.get(kind, len(rank))))
+        return best, float(counts[best] / len(kinds))
+
+    kinds = groups["kind"].apply(usual)
+    out["kind"] = [kinds[(layer, head)][0] for layer, head in zip(out["layer"], out["head"])]
+    out["kind_share"] = [kinds[(layer, head)][1] for layer, head in zip(out["layer"], out["head"])]
+    for name in SCORES:
+        stats = groups[name].agg(["mean", "min", "max"])
+        for how in ("mean", "min", "max"):
+            out[f"{name}_{how}"] = stats[how].to_numpy()
+    return out.sort_values(["layer", "head"], ignore_index=True)

@@ -24,6 +24,9 @@ from .model import HeadSNEModel, check_keywords
 from .owner import Owner
 from .protocol import TRAITS, TraitSpec
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["HeadSNE"]
 
 
@@ -76,6 +79,7 @@ class HeadSNE:
             shown = {"state": "loading", "status": "loading the model"}
         self.widget = HeadSNEModel(**shown, **params)
         self._owner = Owner(self.widget, (layer, head, mode), autostart)
+        self._owner.grid_norm_given = "grid_norm" in params
         if isinstance(text, Extraction):
             self._owner.on_loaded(Loaded(text))
             if self._owner.load_error is not None:  # a selection out of range: refused here, nothing left open
@@ -97,6 +101,14 @@ class HeadSNE:
         """The frame shown, raw (not aligned): float32 (m, 2), rows in the order of ``kept``."""
         self._owner.sync()
         return None if self._owner.embedding is None else self._owner.embedding.copy()
+
+    @property
+    def head_scores(self) -> pd.DataFrame:
+        """Every head's scores and kind, one row per (layer, head) (waits for the capture); see
+        :func:`headsne_widget.head_scores`. The browser gets them as ``scores``, ``score_names`` and ``head_kinds``."""
+        from ..capture.scores import head_scores
+
+        return head_scores(self._owner.ready())
 
     @property
     def kl_history(self) -> np.ndarray:

@@ -12,10 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import traitlets as t
 
+from ..affinity.heads import default_grid_norm
 from ..affinity.selection import MIN_TOKENS
 from ..capture.extraction import Extraction, extract
+from ..capture.scores import SCORES, head_scores, statistics
 from .jobs import Job
 from .prefetch import PREFETCH_MIN_N, Prefetch
 from .runs import build_selection, start_warmup
@@ -66,12 +69,15 @@ def prefetch_job(job: Job, ex: Extraction) -> None:
 
 
 def data_traits(ex: Extraction) -> dict[str, Any]:
-    """The traits set once per text."""
+    """The traits set once per text (the head map comes later, from its job)."""
+    table = head_scores(ex)
+    values = table[list(SCORES)].to_numpy(dtype=np.float64).reshape(ex.n_layers, ex.n_heads, len(SCORES))
     return dict(
         text=ex.text, tokens=list(ex.tokens), special=[bool(s) for s in ex.special],
         offsets=[None if o is None else [int(o[0]), int(o[1])] for o in ex.offsets],
         model_name=ex.model_name, n_layers=ex.n_layers, n_heads=ex.n_heads, kv_groups=int(ex.kv_groups),
-        max_attention=ex.max_attention,
+        max_attention=ex.max_attention, max_attention_above_uniform=statistics(ex).above_uniform,
+        score_names=list(SCORES), scores=np.where(np.isnan(values), -1.0, values), head_kinds=table["kind"].tolist(),
     )  # fmt: skip
 
 
@@ -97,6 +103,8 @@ def apply_loaded(owner: Owner, loaded: Loaded) -> None:
             own.load_error = err
             widget.state, widget.status, widget.progress = "error", str(err), None
             return
+        if not own.grid_norm_given:  # the grid that shows the heads: above uniform for causal models
+            widget.grid_norm = default_grid_norm(ex)
         widget.state, widget.progress = "idle", None
         widget.status = f"idle - {ex.model_name}, {ex.n_tokens} tokens: click a head or press play"
     own.ex, own.workspace = ex, Workspace(ex.n_tokens)

@@ -14,10 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from ..affinity.heads import head_features, related_heads
 from ..affinity.selection import selection_label
 from ..capture.extraction import Extraction
+from ..capture.scores import SCORES
 from .atlas import atlas_job
 from .colors import color_traits
+from .head_map import head_map_job
 from .inbox import Inbox
 from .jobs import Job, Slot
 from .loading import Loaded, apply_loaded
@@ -28,10 +31,23 @@ from .results import RunState, apply_result
 from .runs import Pace, RunRequest, SelectionKey, partners_job, report_every, run_job, run_options, status_line
 from .workspace import Workspace
 
-__all__ = ["SLOTS", "Owner"]
+__all__ = ["RELATED_K", "SLOTS", "Owner", "head_order"]
 
 #: the kinds of background work, one job at a time each
-SLOTS = ("load", "run", "prefetch", "partners", "atlas")
+SLOTS = ("load", "run", "prefetch", "partners", "atlas", "heads")
+#: how many related heads ``related`` lists
+RELATED_K = 8
+
+
+def head_order(scores: np.ndarray, names: list[str], sort: str) -> np.ndarray:
+    """int32 (L, H): each layer's heads by the score ``sort``, largest first, ties and missing (-1) scores in model
+    order; the identity for ``sort == ""``."""
+    n_layers, n_heads = scores.shape[:2]
+    identity = np.tile(np.arange(n_heads, dtype=np.int32), (n_layers, 1))
+    if not sort:
+        return identity
+    values = scores[..., names.index(sort)]
+    return np.stack([np.lexsort((identity[k], -values[k])) for k in range(n_layers)]).astype(np.int32)
 
 
 class Owner:
@@ -52,11 +68,15 @@ class Owner:
         self.reference: tuple[np.ndarray, np.ndarray] | None = None  # last display frame and its tokens
         self.embedding: np.ndarray | None = None  # the raw embedding of the frame shown
         self.user_colors: Any = None
+        self.features: np.ndarray | None = None  # every head's feature vector (affinity/heads.py), once loaded
+        self.grid_norm_given = False  # HeadSNE(grid_norm=...): not replaced by the model's default at load
         self.pending = self.closed = False
         widget.on_browser, widget.on_control = self.on_browser, self.on_control
         widget.observe(self.on_run_trait, names=sorted(RESTARTS_RUN))
         widget.observe(self.on_hovered_head, names="hovered_head")
         widget.observe(self.on_display, names=["edge_k", "color_mode", "speed"])
+        widget.observe(self.on_selection, names=["layer", "head", "mode"])
+        widget.observe(self.on_sort, names="sort_heads")
 
     # ------------------------------------------------------------------------------ reading and waiting
 
@@ -129,6 +149,7 @@ class Owner:
         w, (ex, workspace) = self.widget, self.loaded()
         key = SelectionKey(w.mode, w.layer, w.head, w.exclude_special, w.perplexity)
         m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if w.exclude_special else 0)
+        m *= 2 if w.mode == "query-key" else 1  # a query and a key point per token
         request = RunRequest(w.run_id, key, run_options(w, report_every(m, w.restarts, w.speed)), w.edge_k)
         self.run = run = RunState(request)
         work = functools.partial(run_job, ex=ex, request=request, record=run.record, workspace=workspace,
@@ -194,7 +215,7 @@ class Owner:
         if self.ex is None:
             return
         if w.color_mode == "max_attention":
-            w.color_values = self.ex.max_attention[w.layer, w.head] if w.mode == "attention" else None
+            w.color_values = self.ex.max_attention[w.layer, w.head] if w.mode != "hidden" else None
             w.color_categories = []
         elif w.color_mode == "user" and self.user_colors is None:
             with w.hold_sync():
@@ -216,6 +237,11 @@ class Owner:
 
     def on_loaded(self, loaded: Loaded) -> None:
         apply_loaded(self, loaded)
+        if self.ex is not None:
+            self.features = head_features(self.ex)  # in the model's default grid, as the head map
+            self.update_related()
+            self.update_order()
+            self.slots["heads"].start(functools.partial(head_map_job, ex=self.ex))
         if self.autostart and self.ex is not None:
             self.schedule()
             self.flush()
@@ -234,7 +260,7 @@ class Owner:
             self.workspace.close()
         self.widget.close()
         self.ex = self.workspace = self.prefetch = self.run = self.reference = self.user_colors = None
-        self.embedding = None
+        self.embedding = self.features = None
 
     # ------------------------------------------------------------------------------------ model events
 
@@ -249,6 +275,26 @@ class Owner:
         )
         if not unchanged:
             self.schedule()
+
+    def on_selection(self, change: Any) -> None:
+        self.update_related()
+
+    def on_sort(self, change: Any) -> None:
+        self.update_order()
+
+    def update_related(self) -> None:
+        """``related``: the heads most like the selected one (none in hidden mode)."""
+        w = self.widget
+        if self.features is None or self.ex is None:
+            return
+        index = w.layer * self.ex.n_heads + w.head
+        w.related = [] if w.mode == "hidden" else related_heads(self.features, index, RELATED_K, self.ex.n_heads)
+
+    def update_order(self) -> None:
+        """``head_order``: each layer's heads sorted by ``sort_heads``."""
+        w = self.widget
+        if w.scores is not None:
+            w.head_order = head_order(w.scores, list(SCORES), w.sort_heads)
 
     def on_hovered_head(self, change: Any) -> None:
         """The pointer rests on a grid row: build that head's P now, for the click that may follow."""

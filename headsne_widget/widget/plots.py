@@ -36,7 +36,9 @@ from bokeh.palettes import Category10_10, Category20_20, Viridis256
 from bokeh.plotting import figure
 from bokeh.transform import factor_cmap, linear_cmap
 
-__all__ = ["box_stats", "corpus_heads", "embedding", "kl_by_layer", "kl_curve", "max_attention", "robustness"]
+__all__ = [
+    "box_stats", "corpus_heads", "embedding", "head_map", "kl_by_layer", "kl_curve", "max_attention", "robustness",
+]  # fmt: skip
 
 METHOD_COLORS = {"attention": "#d95f02", "hidden": "#1b9e77"}
 _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
@@ -503,4 +505,74 @@ def corpus_heads(summary: Any, *, title: str | None = None) -> LayoutDOM:
     p.grid.visible = False
     p.title.text_font_size = "10pt"
     p.add_layout(ColorBar(color_mapper=mapper, width=10, ticker=BasicTicker(desired_num_ticks=5), title="KL"), "right")
+    return column(p)
+
+
+# ------------------------------------------------------------------------------------------------- head map
+
+
+def head_map(scores: Any, *, title: str | None = None) -> LayoutDOM:
+    """Every head of a model as one mark, placed by how alike the heads are, coloured by its kind.
+
+    ``scores`` is an :class:`~headsne_widget.Extraction` (placed by :func:`headsne_widget.widget.head_map.head_map`:
+    a t-SNE of the heads' scores, grid rows and received attention), or a table with ``layer``, ``head``, ``kind``
+    and either ``x`` and ``y`` (positions of your own) or the score columns of :func:`headsne_widget.head_scores`
+    (then placed by the first two principal components of the scores, deterministic). Hover shows the head, its
+    kind and its scores. The data source is named ``"head_map"``.
+    """
+    import pandas as pd
+
+    from ..capture.scores import KINDS, SCORES, head_scores
+
+    method = "your positions"
+    if isinstance(scores, pd.DataFrame):
+        table = scores.reset_index(drop=True)
+    elif hasattr(scores, "max_attention") and hasattr(scores, "attention"):
+        from .head_map import head_map as layout_heads
+
+        layout = layout_heads(scores)
+        table = head_scores(scores)
+        table["x"], table["y"] = layout.positions[:, 0], layout.positions[:, 1]
+        method = f"{layout.method} of the heads' scores, grid rows and received attention"
+    else:
+        raise TypeError(f"head_map takes an Extraction or a table of head scores, got {type(scores).__name__}")
+    missing = {"layer", "head", "kind"} - set(table.columns)
+    if missing:
+        raise ValueError(f"the table lacks the columns {sorted(missing)}: pass what head_scores returns")
+    names = [name for name in SCORES if name in table.columns]
+    if not {"x", "y"} <= set(table.columns):
+        if not names:
+            raise ValueError("the table has neither x and y nor any score to place the heads by")
+        values = np.nan_to_num(table[names].to_numpy(dtype=np.float64))
+        centred = values - values.mean(axis=0)
+        _, _, vt = np.linalg.svd(centred, full_matrices=False)
+        xy = np.zeros((len(table), 2))
+        xy[:, : min(2, vt.shape[0])] = centred @ vt[:2].T
+        table = table.assign(x=xy[:, 0], y=xy[:, 1])
+        method = "the first two principal components of the scores"
+    data: dict[str, Any] = {k: table[k].tolist() for k in ("x", "y", "layer", "head", "kind")}
+    data["label"] = [f"{int(a)}.{int(b)}" for a, b in zip(data["layer"], data["head"])]
+    for name in names:
+        data[name] = table[name].astype(float).fillna(-1.0).tolist()
+    source = ColumnDataSource(data, name="head_map")
+    kinds = [k for k in KINDS if k in set(data["kind"])] + sorted(set(data["kind"]) - set(KINDS))
+    palette = [Category10_10[KINDS.index(k) % 10] if k in KINDS else "#999999" for k in kinds]
+    p = figure(
+        title=title or f"{len(table)} heads placed by {method}, coloured by kind",
+        width=min(OUTPUT_WIDTH, 640),
+        height=520,
+        tools=_TOOLS,
+        toolbar_location="right",
+    )
+    marks = p.scatter(
+        "x", "y", source=source, size=9, line_color="white", legend_field="kind",
+        fill_color=factor_cmap("kind", palette=palette, factors=kinds),
+    )  # fmt: skip
+    tooltips = [("layer.head", "@label"), ("kind", "@kind")] + [(name, f"@{name}{{0.000}}") for name in names]
+    p.add_tools(HoverTool(renderers=[marks], tooltips=tooltips))
+    p.legend.location = "top_left"
+    p.legend.label_text_font_size = "9pt"
+    p.axis.visible = False
+    p.grid.visible = False
+    p.title.text_font_size = "10pt"
     return column(p)

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import traitlets as t
 
+from ..capture.maximum_attention import GRID_NORMS
+from ..capture.scores import KINDS, SCORES
 from ..embedding.rescaling import MAX_QUANTILE_K
 from .serialization import array_serializers, arrays_serializers
 
@@ -43,6 +45,8 @@ __all__ = [
 
 ROLES = ("data", "selection", "parameter", "display", "state")
 COLOR_MODES = ("position", "kind", "sentence", "max_attention", "user")
+#: P from one head, from a layer's hidden states, or from one head's queries and keys together
+MODES = ("attention", "hidden", "query-key")
 #: most iterations of one run: 100 000 at 512 tokens take about 30 s, at 8192 tokens 20 minutes
 MAX_N_ITER = 100_000
 
@@ -175,11 +179,25 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("n_heads", StrictInt(0), "data", "H, query heads per layer"),
     _spec("kv_groups", StrictInt(1, min=1), "data", "query heads per key/value head (GQA): the grid's separators"),
     _spec("max_attention", _array("float32", 3), "data", "float32 (L, H, n): the layer-wise maximum-attention grid"),
+    _spec("max_attention_above_uniform", _array("float32", 3), "data", "float32 (L, H, n): the grid compared with "
+          "uniform attention over the keys each query may see, max(0, max_i (A_ij m_i - 1) / (m_i - 1)) over rows "
+          "with m_i >= 2 visible keys; drawn when `grid_norm` is \"above_uniform\""),
+    _spec("score_names", t.List(_U()), "data", f"the scores of `scores`: {', '.join(SCORES)} (each in [0, 1]; "
+          "docs/which-head.md gives the formulas)"),
+    _spec("scores", _array("float32", 3), "data", "float32 (L, H, S): every head's scores in the order of "
+          "`score_names` (Python: `w.head_scores`, a table); -1 where a score has no row to average (the "
+          "browser never receives NaN)"),
+    _spec("head_kinds", t.List(_U()), "data", f"per head, row-major (index layer * H + head): its kind, one of "
+          f"{', '.join(KINDS)} (the rule: docs/which-head.md)"),
+    _spec("head_map", _array("float32", 2), "data", "float32 (L * H, 2) in [-1, 1], rows as `head_kinds`: every "
+          "head placed by how alike the heads are (a t-SNE of their scores, grid rows and received attention); "
+          "null until computed (a background job, about a second); a click sets `layer` and `head`"),
     # the selection
     _spec("layer", StrictInt(0, min=0), "selection", "selected layer"),
     _spec("head", StrictInt(0, min=0), "selection", "selected head (attention mode)"),
-    _spec("mode", t.Enum(("attention", "hidden"), default_value="attention"), "selection",
-          "P from one attention head, or from the layer's hidden states"),
+    _spec("mode", t.Enum(MODES, default_value="attention"), "selection",
+          "P from one attention head, from the layer's hidden states, or (\"query-key\") from the head's queries "
+          "and keys: 2m points, the first `query_rows` rows of `frame` the queries, the rest the keys"),
     # run parameters
     _spec("perplexity", StrictFloat(20.0, positive=True, max=1e4), "parameter", "hidden mode only"),
     _spec("learning_rate", t.Union([StrictFloat(max=1e9), t.Enum(("auto",))], default_value=None,
@@ -208,6 +226,12 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("label_density", StrictFloat(0.5, min=0.0, max=1.0), "display", "0 = no labels, 1 = all that fit"),
     _spec("edge_direction", t.Enum(("both", "to", "from", "off"), default_value="both"), "display",
           "which hover edges to draw"),
+    _spec("grid_norm", t.Enum(GRID_NORMS, default_value="raw"), "display", "which grid to draw, for the legend "
+          "to name: \"raw\" = `max_attention` (the thesis's), \"above_uniform\" = `max_attention_above_uniform`; "
+          "set when a text is loaded to above_uniform for causal models (no head attends to a later token), raw "
+          "for the others, unless given to HeadSNE(...)"),
+    _spec("sort_heads", t.Enum(("", *SCORES), default_value=""), "display", "the score the grid sorts each "
+          "layer's heads by, largest first (`head_order`); \"\" = model order"),
     # run state and derived data
     _spec("frame", _array("float32", 2), "state", "float32 (m, 2), m = kept tokens: the latest frame, "
           "Procrustes-aligned to the previous one so head switches keep the view; 8 bytes a token, at most "
@@ -240,6 +264,13 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("atlas_n_iter", t.Int(None, allow_none=True), "state", "iterations of each atlas thumbnail's run (the "
           "map's are `n_iter`: KLs compare only between runs of the same length and seed)"),
     _spec("atlas_seed", t.Int(None, allow_none=True), "state", "the seed of the atlas thumbnails' runs"),
+    _spec("head_order", _array("int32", 2), "state", "int32 (L, H): row k of layer l's grid shows head "
+          "head_order[l][k] (`sort_heads` largest first, ties and NaN in model order; the identity when unsorted)"),
+    _spec("related", t.List(t.Dict()), "state", "the heads most like the selected one, most similar first: "
+          "[{layer, head, similarity}] (similarity in [0, 1]: the mean cosine of their scores, grid rows and "
+          "received attention); [] in hidden mode; a click sets `layer` and `head`"),
+    _spec("query_rows", t.Int(0), "state", "query-key mode: rows 0..query_rows-1 of `frame` are the queries and "
+          "the rest the keys of the same tokens (`kept` lists each token twice); 0 in the other modes"),
 )  # fmt: skip
 
 _BY_ROLE = {role: tuple(s.name for s in TRAITS if s.role == role) for role in ROLES}

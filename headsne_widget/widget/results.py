@@ -15,6 +15,7 @@ from ..affinity.selection import selection_label
 from ..embedding.alignment import align_rows
 from ..errors import HeadSNEError
 from .atlas import AtlasDone, AtlasHead, AtlasStarted
+from .head_map import HeadMapDone
 from .jobs import Failed, Job
 from .loading import Progress, apply_progress
 from .runs import BestKL, Partners, RunFrame, RunRecord, RunRequest, RunStarted
@@ -47,6 +48,8 @@ def apply_result(owner: Owner, job: Job, result: Any) -> None:
         _failed(owner, job, result.error)
     elif isinstance(result, AtlasStarted | AtlasHead | AtlasDone):
         _atlas(owner, result)
+    elif isinstance(result, HeadMapDone):
+        owner.widget.head_map = result.positions
     else:
         run = owner.run
         if run is None or not (run.job is job or job.slot == "partners"):
@@ -66,6 +69,8 @@ def _failed(owner: Owner, job: Job, error: BaseException) -> None:
     elif job.slot == "atlas":
         owner.widget.atlas_state = "error"
         owner.widget.status = f"the head atlas failed: {error}"
+    elif job.slot == "heads":
+        owner.widget.status = f"the head map failed: {error}"
     elif job.slot == "run" and owner.run is not None and owner.run.job is job:
         label = selection_label(owner.widget.mode, owner.widget.layer, owner.widget.head)
         expected = isinstance(error, HeadSNEError | ValueError | TypeError)  # P undefined for this head, ...
@@ -92,6 +97,7 @@ def _started(owner: Owner, run: RunState, started: RunStarted) -> None:
         if owner.widget.kept != started.kept.tolist():  # the old frame's rows no longer match: withdraw it
             owner.widget.frame, owner.reference, owner.embedding = None, None, None
         owner.widget.kept = started.kept.tolist()
+        owner.widget.query_rows = len(started.kept) // 2 if run.request.key.mode == "query-key" else 0
         owner.widget.iteration, owner.widget.kl = 0, None
         owner.widget.status = owner.status("starting")
         if started.partners_later:  # the new partners come after the first frame: the old ones go now

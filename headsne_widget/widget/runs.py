@@ -37,6 +37,7 @@ __all__ = [
     "MAX_EVERY",
     "MAX_FPS",
     "PARTNERS_AT_ONCE_MAX",
+    "QUERY_KEY_MAX_TOKENS",
     "BestKL",
     "Pace",
     "Partners",
@@ -72,6 +73,9 @@ KL_EVERY = 50
 #: up to this many kept tokens the partners come with the run's start; above, after its first frame (at
 #: 8192 tokens they take 0.3 s, which the first frame of a click would otherwise wait for)
 PARTNERS_AT_ONCE_MAX = 2048
+#: most tokens of a query-key run: its P is (2m) x (2m) float32, the run's own array outside the workspace (256 MiB
+#: at 4096 tokens), and each t-SNE step costs four times a head's
+QUERY_KEY_MAX_TOKENS = 4096
 #: restarts of the best-of check; 10 restarts at n = 271 cost 1.5 s (thesis abstract, MiniLM)
 BEST_OF = 10
 #: above this many tokens one restart takes seconds: no best-of check
@@ -107,6 +111,28 @@ class RealClock:
 
     def sleep(self, job: Job, seconds: float) -> None:
         job.sleep(seconds)
+
+
+class OwnArray:
+    """A float32 array of a run's own, with a lease's interface: query-key mode's P, (2m) x (2m), larger than the
+    workspace's n x n arrays (bounded by ``QUERY_KEY_MAX_TOKENS`` instead)."""
+
+    def __init__(self, size: int) -> None:
+        self._buffer: np.ndarray | None = np.empty(size, dtype=np.float32)
+
+    def array(self, shape: tuple[int, int]) -> np.ndarray:
+        if self._buffer is None:
+            raise RuntimeError("this array was released")
+        return self._buffer[: int(shape[0]) * int(shape[1])].reshape(shape)
+
+    def release(self) -> None:
+        self._buffer = None
+
+    def __enter__(self) -> OwnArray:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 @dataclass
@@ -215,14 +241,31 @@ def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | 
 
 def build_selection(
     job: Job, ex: Any, key: SelectionKey, workspace: Workspace
-) -> tuple[Selection, Lease, Lease | None]:
-    """P of ``key`` in a leased array, and in attention mode the head's attention A in another (for the
-    partners; the caller releases both). A cancel point before each n x n pass."""
-    P_lease = workspace.lease()
+) -> tuple[Selection, Lease | OwnArray, Lease | None]:
+    """P of ``key`` in a leased array (query-key mode: an array of the run's own), and in the head modes the head's
+    attention A in another (for the partners; the caller releases both). A cancel point before each n x n pass."""
+    P_lease: Lease | OwnArray = workspace.lease()
     A_lease = None
     try:
         job.check()
-        if key.mode == "attention":
+        if key.mode == "query-key":
+            m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if key.exclude_special else 0)
+            if m > QUERY_KEY_MAX_TOKENS:
+                raise ValueError(
+                    f"query-key mode embeds 2 x {m} points and holds their (2m)^2 P; it takes at most "
+                    f"{QUERY_KEY_MAX_TOKENS} tokens (use attention mode, or max_tokens=)"
+                )
+            P_lease.release()
+            P_lease = OwnArray(4 * m * m)
+            A_lease = workspace.lease()
+            n = ex.n_tokens
+            A = ex.attention_into(key.layer, key.head, A_lease.array((n, n)))
+            job.check()
+            sel = selection_affinities(
+                ex, "query-key", key.layer, key.head, exclude_special=key.exclude_special, dtype=np.float32,
+                out=P_lease.array((2 * m, 2 * m)), attention=A,
+            )  # fmt: skip
+        elif key.mode == "attention":
             A_lease = workspace.lease()
             n = ex.n_tokens
             A = ex.attention_into(key.layer, key.head, A_lease.array((n, n)))
@@ -250,8 +293,11 @@ def build_selection(
 
 
 def selection_partners(ex: Any, key: SelectionKey, A: np.ndarray | None, k: int, kept: np.ndarray) -> dict[str, Any]:
-    """The partner traits of a selection: from the head's attention A, or hidden-space neighbours."""
+    """The partner traits of a selection: from the head's attention A, or hidden-space neighbours (per token: in
+    query-key mode ``kept`` lists the tokens twice, the partners are the tokens')."""
     X = ex.layer_output(key.layer) if key.mode == "hidden" else None
+    if key.mode == "query-key":
+        kept = kept[: len(kept) // 2]
     return partner_traits(A, X, k, kept)
 
 
@@ -271,6 +317,7 @@ def run_job(
     key = request.key
     with contextlib.ExitStack() as held:
         taken = prefetch.take(key, job) if prefetch is not None and key.mode == "attention" else None
+        P_lease: Lease | OwnArray
         if taken is not None:
             sel, P_lease = taken
             A_lease = None
