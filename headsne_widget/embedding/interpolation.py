@@ -150,8 +150,8 @@ class Repulsion:
         self.wx = np.empty((n, self.points))
         self.wy = np.empty((n, self.points))
         self.order = np.empty(n, np.int64)
-        self.xs = np.empty(n)
-        self.ys = np.empty(n)
+        self.xs = np.empty(n, np.float32)
+        self.ys = np.empty(n, np.float32)
         self._kernel_key: tuple | None = None
         self._kernel_hat: np.ndarray | None = None
         #: what the last call did (for benchmarks and tests): "split" or "trimmed", grid boxes, near pairs, outside

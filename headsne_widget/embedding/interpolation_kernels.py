@@ -208,7 +208,7 @@ def exact_repulsion_part(x, y, repulsion, z, lo, hi):  # pragma: no cover - comp
 @njit(cache=True, nogil=True, error_model="numpy")
 def cell_sort(x, y, x0, y0, side, ncx, ncy, start, order, xs, ys):  # pragma: no cover - compiled
     """Counting sort of the points into square cells of ``side``: ``start[c] .. start[c + 1]`` are cell c's
-    points (c = row * ncx + column) in ``order`` (their indices) and ``xs``, ``ys`` (their coordinates, float64)."""
+    points (c = row * ncx + column) in ``order`` (their indices) and ``xs``, ``ys`` (their coordinates)."""
     n = x.shape[0]
     cells = ncx * ncy
     cell = np.empty(n, np.int64)
@@ -269,9 +269,13 @@ def near_part(xs, ys, order, start, ncx, ncy, cut, c1, c2, repulsion, z, row_lo,
     Taylor polynomials about ``cut`` (coefficients ``c1``, ``c2``, 4 each) inside, so that they are smooth; here
     each pair closer than r_c gets w - poly1(u) added to z and (w^2 - poly2(u)) (y_i - y_j) to the repulsion.
     Cells have side r_c, so the pairs closer than r_c lie in a point's cell and the 8 around it; the loop over
-    a row of three cells is one contiguous, vectorised loop (selects, no branches)."""
-    a0, a1, a2, a3 = c1[0], c1[1], c1[2], c1[3]
-    b0, b1, b2, b3 = c2[0], c2[1], c2[2], c2[3]
+    a row of three cells is one contiguous, vectorised loop (selects, no branches) in float32 (``xs``, ``ys``
+    are the float32 coordinates, so each difference is exact), its sums added up in float64: 16 pairs a vector
+    instructions with AVX-512 (1.4 ns a pair in float64)."""
+    f32 = np.float32
+    a0, a1, a2, a3 = f32(c1[0]), f32(c1[1]), f32(c1[2]), f32(c1[3])
+    b0, b1, b2, b3 = f32(c2[0]), f32(c2[1]), f32(c2[2]), f32(c2[3])
+    cut32, one, zero = f32(cut), f32(1.0), f32(0.0)
     for cy in range(row_lo, row_hi):
         for cx in range(ncx):
             first = start[cy * ncx + cx]
@@ -283,20 +287,24 @@ def near_part(xs, ys, order, start, ncx, ncy, cut, c1, c2, repulsion, z, row_lo,
                 for ny in range(max(cy - 1, 0), min(cy + 2, ncy)):
                     lo = start[ny * ncx + max(cx - 1, 0)]
                     hi = start[ny * ncx + min(cx + 2, ncx)]
+                    sx = sy = sz = zero
                     for m in range(lo, hi):
                         dx = xi - xs[m]
                         dy = yi - ys[m]
                         u = dx * dx + dy * dy
-                        w = 1.0 / (1.0 + u)
-                        t = u - cut
+                        w = one / (one + u)
+                        t = u - cut32
                         k1 = w - (a0 + t * (a1 + t * (a2 + t * a3)))
                         k2 = w * w - (b0 + t * (b1 + t * (b2 + t * b3)))
-                        inside = u < cut
-                        k1 = k1 if inside else 0.0
-                        k2 = k2 if inside else 0.0
-                        zi += k1
-                        rx += k2 * dx
-                        ry += k2 * dy
+                        inside = u < cut32
+                        k1 = k1 if inside else zero
+                        k2 = k2 if inside else zero
+                        sz += k1
+                        sx += k2 * dx
+                        sy += k2 * dy
+                    rx += sx
+                    ry += sy
+                    zi += sz
                 i = order[k]
                 # the grid counted poly1(0) for the pair (i, i), this loop 1 - poly1(0): w_ii = 0 takes both
                 z[i] += zi - 1.0
