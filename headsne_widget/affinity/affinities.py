@@ -287,3 +287,10 @@ def _check_perplexity(perplexity: float, n: int) -> float:
     if perplexity >= n:
         raise ValueError(f"perplexity ({perplexity:g}) must be less than the number of points ({n})")
     return perplexity
+
+
+# ----------------------------------------------------------------------------------------------
+# sparse A (issue 21): a scipy.sparse head (its kept entries) gives a sparse P (see .sparse)
+from .sparse import sparse_attention_dispatch  # noqa: E402
+
+attention_affinities = sparse_attention_dispatch(attention_affinities)

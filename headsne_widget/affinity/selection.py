@@ -136,3 +136,10 @@ def selection_affinities(
     X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]
     P = gaussian_affinities(X, perplexity=used).astype(dtype, copy=False)
     return Selection(P, kept, label, used, note)
+
+
+# ----------------------------------------------------------------------------------------------
+# sparse P (issue 21): from SPARSE_MIN_TOKENS kept tokens on, or with sparse=True (see .sparse_selection)
+from .sparse_selection import sparse_selection  # noqa: E402  (it reuses the helpers above)
+
+selection_affinities = sparse_selection(selection_affinities)

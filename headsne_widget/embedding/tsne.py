@@ -692,3 +692,12 @@ def warmup() -> None:
         kernels.steps_serial(P, Y, one, one, att, rep, z, np.ones(1), gains + 1, step, 0.5, 1.0, MIN_GAIN, 0, 2)
         kernels._sum_rows(z, np.ones(1))  # the pooled passes (the serial ones are all inside steps_serial)
         kernels.update(Y, att, rep, z.sum(axis=1, dtype=np.float64), gains + 1, step, 0.5, 1.0, MIN_GAIN)
+
+
+# ----------------------------------------------------------------------------------------------
+# sparse P (issue 21): a scipy.sparse P runs the interpolation engine of .sparse_engine (O(nnz + n) an
+# iteration), any other P the exact engine above; kl_divergence of a sparse P is exact in O(n) memory.
+from .sparse_engine import dispatch_kl, dispatch_optimize  # noqa: E402  (it reuses the helpers above)
+
+_optimize = dispatch_optimize(_optimize)
+kl_divergence = dispatch_kl(kl_divergence)

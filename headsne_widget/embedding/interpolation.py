@@ -1,0 +1,332 @@
+"""The t-SNE repulsion in O(n) plus an FFT: polynomial interpolation on a grid (Linderman et al. 2019).
+
+The repulsion of t-SNE's gradient and its normaliser are sums over all n^2 pairs,
+
+    repulsion_i = sum_j w_ij^2 (y_i - y_j),   Z = sum_{i != j} w_ij,   w_ij = 1 / (1 + |y_i - y_j|^2),
+
+which :func:`interpolated_repulsion` approximates as FIt-SNE and openTSNE do (Linderman, Rachh, Hoskins,
+Steinerberger, Kluger, "Fast interpolation-based t-SNE for improved visualization of single-cell RNA-seq
+data", Nature Methods 16, 2019): the embedding's bounding box is cut into square-ish boxes of side at most
+``box`` (1 unit by default: the kernel's own scale), each with ``points x points`` equispaced interpolation
+nodes; every point's charges (1, y, |y|^2) are spread to its box's nodes with Lagrange weights
+(:func:`.interpolation_kernels.spread`), the node-to-node sums of the squared kernel are one FFT convolution
+on the uniform grid of all nodes (the kernel depends on node differences only: a circulant embedding, zero
+padded to a fast FFT length), and the potentials are interpolated back to the points with the same weights
+(:func:`.interpolation_kernels.gather_part`). Work: O(n points^2) for the two interpolations and
+O(G log G) for the FFT of a grid of G = (extent / box * points)^2 nodes, so it depends on the embedding's
+extent, not on n^2.
+
+Accuracy is measured, not assumed (``tests/test_sparse_tsne.py``): on a converged t-SNE embedding of n = 4096
+points, the relative error of the repulsion forces (norm of the error over norm of the forces) and of Z is
+stated next to :data:`POINTS` and :data:`BOX`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.fft
+
+from .._parallel import in_shares
+from . import interpolation_kernels as ik
+
+__all__ = ["BOX", "MIN_BOXES", "POINTS", "Repulsion", "exact_repulsion", "interpolated_repulsion"]
+
+#: interpolation nodes per box and dimension (FIt-SNE's and openTSNE's default: 3)
+POINTS = 3
+#: largest side of a box of the trimmed grid, in embedding units (FIt-SNE and openTSNE: 1, 6 times the error)
+BOX = 0.5
+#: the split grid's cutoff r_c over its box side
+RATIO = 2.0
+#: the shares of points left outside the trimmed grid, tried each call (the cheapest is taken)
+_TRIMS = (0.0, 0.0005, 0.002, 0.01)
+#: boxes across the split grid's wider side, tried each call
+_SPLIT_BOXES = (32, 64, 128, 256)
+#: fewest boxes per dimension (a compact embedding, early in a run, still gets this grid)
+MIN_BOXES = 10
+#: points from which the gathering runs in shares on the worker threads
+_SHARE_MIN_POINTS = 16384
+#: cost of a near pair and of an outside point against a node, relative to one FFT point x log2(size)
+_NEAR_COST = 1.5
+_OUTSIDE_COST = 1.0
+
+
+def _taylor_coefficients(power: int, cut: float) -> np.ndarray:
+    """Coefficients c_k of the cubic Taylor polynomial of (1 + u)^-power about u = ``cut``: sum_k c_k (u - cut)^k
+    (the split kernels are C^3 at r_c: enough for interpolation of third order)."""
+    k = np.arange(4)
+    if power == 1:
+        return (-1.0) ** k / (1.0 + cut) ** (k + 1)
+    return (-1.0) ** k * (k + 1) / (1.0 + cut) ** (k + 2)
+
+
+def _ladder(value: float) -> float:
+    """``value`` rounded up to a power of 2^(1/8), so that a grid's spacing (and its kernel's FFT) stays the same
+    while the embedding's extent changes little."""
+    return float(2.0 ** (math.ceil(8.0 * math.log2(max(value, 1e-30))) / 8.0))
+
+
+@dataclass
+class _Plan:
+    """One call's grid: ``split`` (near field within ``cutoff``, all points on a grid of boxes ``box`` wide) or not
+    (the points ``inside`` the trimmed box on a grid of boxes ``box`` wide, the ``outside`` ones coupled to its
+    nodes directly)."""
+
+    split: bool
+    box: float
+    x0: float
+    y0: float
+    nbx: int
+    nby: int
+    inside: np.ndarray
+    outside: np.ndarray
+    cutoff: float = 0.0
+    cells: tuple[int, int] = (0, 0)
+    start: np.ndarray | None = None
+
+
+def _fft_cost(nbx: int, nby: int, points: int) -> float:
+    """Relative cost of a grid's seven FFTs (three forward, four inverse)."""
+    size = (2 * nbx * points) * (2 * nby * points)
+    return 7.0 * size * math.log2(max(size, 2))
+
+
+class Repulsion:
+    """The interpolated repulsion of one embedding at a time, with its buffers kept between calls.
+
+    ``repulsion(x, y, out, z)`` fills ``out`` (2, n) with sum_j w_ij^2 (y_i - y_j) and ``z`` (n,) with
+    sum_{j != i} w_ij, both approximated, and returns Z = sum z (float64).
+
+    Each call picks the cheaper of two grids for the embedding as it is (a t-SNE embedding is a dense core with
+    a few far points during early exaggeration, then a wide disk whose points lie units apart):
+
+    - **trimmed**: the box holding all points but the ``trim`` share beyond each side's quantile, cut into
+      boxes at most ``box`` wide (1: the kernel's own scale; and at least ``min_boxes`` of them, so a compact
+      embedding gets boxes as fine as its own scale); the points outside that box act on the grid's nodes, and
+      the nodes' charges on them, directly (O(outside x nodes)), and on each other exactly;
+    - **split** (as particle-mesh methods do): the kernels w and w^2 are split at r_c = ``ratio`` x box; on the
+      grid (boxes of ``box`` = extent / ``split_boxes``, at least ``far_box``) go smooth kernels, equal to w and
+      w^2 beyond r_c and to their cubic Taylor polynomials in d^2 inside; the pairs closer than r_c get
+      the difference exactly (cell lists of side r_c, :func:`.interpolation_kernels.near_part`). The grid then
+      needs boxes on the scale of r_c, not of 1: a wide embedding gets a small grid and a few near pairs.
+
+    ``mode`` forces one of them ("trimmed", "split") or picks by estimated cost ("auto").
+    """
+
+    def __init__(
+        self,
+        n: int,
+        points: int = POINTS,
+        box: float = BOX,
+        min_boxes: int = MIN_BOXES,
+        trim: float | None = None,
+        mode: str = "auto",
+        ratio: float = RATIO,
+        far_box: float = 1.0,
+        split_boxes: int | None = None,
+        workers: int = 1,
+    ):
+        if points < 2 or box <= 0 or min_boxes < 1 or ratio <= 0 or far_box <= 0:
+            raise ValueError("interpolation needs points >= 2 and positive sizes")
+        if mode not in ("auto", "trimmed", "split"):
+            raise ValueError(f"mode must be 'auto', 'trimmed' or 'split', got {mode!r}")
+        if trim is not None and not 0 <= trim < 0.5:
+            raise ValueError(f"trim must be in [0, 0.5), got {trim!r}")
+        self.points, self.box, self.min_boxes, self.trim, self.mode = (
+            int(points),
+            float(box),
+            int(min_boxes),
+            trim,
+            mode,
+        )
+        self.ratio, self.far_box, self.split_boxes = float(ratio), float(far_box), split_boxes
+        self.workers = int(workers)
+        self.all = np.arange(n, dtype=np.int64)
+        self.fx = np.empty(n, np.int64)
+        self.fy = np.empty(n, np.int64)
+        self.wx = np.empty((n, self.points))
+        self.wy = np.empty((n, self.points))
+        self.order = np.empty(n, np.int64)
+        self.xs = np.empty(n, np.float32)
+        self.ys = np.empty(n, np.float32)
+        self._kernel_key: tuple | None = None
+        self._kernel_hat: np.ndarray | None = None
+        #: what the last call did (for benchmarks and tests): "split" or "trimmed", grid boxes, near pairs, outside
+        self.last: dict[str, Any] = {}
+
+    # -------------------------------------------------------------- planning
+
+    def _trimmed(self, x: np.ndarray, y: np.ndarray, trim: float) -> _Plan:
+        n = x.shape[0]
+        k = int(trim * n)
+        inside, outside = self.all, self.all[:0]
+        x0, x1, y0, y1 = float(x.min()), float(x.max()), float(y.min()), float(y.max())
+        if k > 0:
+            xs, ys = np.partition(x, (k, n - 1 - k)), np.partition(y, (k, n - 1 - k))
+            a0, a1, b0, b1 = float(xs[k]), float(xs[n - 1 - k]), float(ys[k]), float(ys[n - 1 - k])
+            pad = 0.05 * max(a1 - a0, b1 - b0)
+            a0, a1, b0, b1 = a0 - pad, a1 + pad, b0 - pad, b1 + pad
+            if a0 > x0 or a1 < x1 or b0 > y0 or b1 < y1:
+                inside_mask = (x >= a0) & (x <= a1) & (y >= b0) & (y <= b1)
+                inside, outside = np.flatnonzero(inside_mask), np.flatnonzero(~inside_mask)
+                x0, x1, y0, y1 = a0, a1, b0, b1
+        extent = max(x1 - x0, y1 - y0)
+        box = self.box if extent >= self.min_boxes * self.box else min(self.box, _ladder(extent / self.min_boxes))
+        nbx = max(1, math.ceil((x1 - x0) / box * (1 + 1e-12)))
+        nby = max(1, math.ceil((y1 - y0) / box * (1 + 1e-12)))
+        return _Plan(False, box, x0, y0, nbx, nby, inside, outside)
+
+    def _trimmed_cost(self, plan: _Plan) -> float:
+        m = plan.outside.shape[0]
+        return _fft_cost(plan.nbx, plan.nby, self.points) + _OUTSIDE_COST * m * (
+            plan.nbx * plan.nby * self.points**2 + m
+        )
+
+    def _split(self, x: np.ndarray, y: np.ndarray, bounds: tuple[float, float, float, float], boxes: int) -> _Plan:
+        """The split plan with about ``boxes`` boxes across the wider side (its cells counted, not yet sorted)."""
+        x0, x1, y0, y1 = bounds
+        extent = max(x1 - x0, y1 - y0)
+        box = max(self.far_box, _ladder(extent / boxes))
+        nbx = max(1, math.ceil((x1 - x0) / box * (1 + 1e-12)))
+        nby = max(1, math.ceil((y1 - y0) / box * (1 + 1e-12)))
+        cutoff = self.ratio * box
+        ncx = max(1, math.ceil((x1 - x0) / cutoff * (1 + 1e-12)))
+        ncy = max(1, math.ceil((y1 - y0) / cutoff * (1 + 1e-12)))
+        start = np.empty(ncx * ncy + 1, np.int64)
+        ik.cell_counts(x, y, x0, y0, cutoff, ncx, ncy, start)
+        return _Plan(True, box, x0, y0, nbx, nby, self.all, self.all[:0], cutoff, (ncx, ncy), start)
+
+    def _split_cost(self, plan: _Plan) -> float:
+        assert plan.start is not None
+        return _fft_cost(plan.nbx, plan.nby, self.points) + _NEAR_COST * ik.near_pairs(plan.start, *plan.cells)
+
+    def _plan(self, x: np.ndarray, y: np.ndarray) -> _Plan:
+        """The cheapest plan by estimated cost: trimmed at each of :data:`_TRIMS`, split at each of
+        :data:`_SPLIT_BOXES` (``mode`` may rule out one kind)."""
+        bounds = (float(x.min()), float(x.max()), float(y.min()), float(y.max()))
+        plans: list[tuple[float, _Plan]] = []
+        if self.mode != "split":
+            for trim in (self.trim,) if self.trim is not None else _TRIMS:
+                plan = self._trimmed(x, y, trim)
+                plans.append((self._trimmed_cost(plan), plan))
+        cheapest = min(cost for cost, _ in plans) if plans else math.inf
+        if self.mode != "trimmed" and cheapest > _NEAR_COST * 8 * x.shape[0]:  # else no split can be cheaper
+            for boxes in (self.split_boxes,) if self.split_boxes is not None else _SPLIT_BOXES:
+                plan = self._split(x, y, bounds, boxes)
+                plans.append((self._split_cost(plan), plan))
+        plan = min(plans, key=lambda item: item[0])[1]
+        if plan.split:
+            assert plan.start is not None
+            ncx, ncy = plan.cells
+            ik.cell_sort(x, y, plan.x0, plan.y0, plan.cutoff, ncx, ncy, plan.start, self.order, self.xs, self.ys)
+        return plan
+
+    # -------------------------------------------------------------- the sums
+
+    def _kernel(self, spacing: float, lx: int, ly: int, cut: float) -> np.ndarray:
+        """FFTs (2, ly, lx // 2 + 1) of the grid's squared kernel and kernel at every node offset placed
+        circularly on an (ly, lx) grid (each of the two offsets up to half the grid); cached while the grid
+        keeps its size and spacing."""
+        key = (spacing, lx, ly, cut)
+        if key != self._kernel_key:
+            ox = np.arange(lx, dtype=np.float64)
+            ox = np.where(ox < lx // 2 + 1, ox, ox - lx) * spacing
+            oy = np.arange(ly, dtype=np.float64)
+            oy = np.where(oy < ly // 2 + 1, oy, oy - ly) * spacing
+            u = oy[:, None] ** 2 + ox[None, :] ** 2
+            w = 1.0 / (1.0 + u)
+            kernels = np.stack([w * w, w])
+            if cut > 0:
+                inside = u < cut
+                for t, power in ((0, 2), (1, 1)):
+                    coefficients = _taylor_coefficients(power, cut)
+                    kernels[t][inside] = np.polynomial.polynomial.polyval(u[inside] - cut, coefficients)
+            self._kernel_hat = scipy.fft.rfft2(kernels, workers=self.workers)
+            self._kernel_key = key
+        assert self._kernel_hat is not None
+        return self._kernel_hat
+
+    def __call__(self, x: np.ndarray, y: np.ndarray, out: np.ndarray, z: np.ndarray) -> float:
+        p = self.points
+        plan = self._plan(x, y)
+        box, x0, y0, nbx, nby, inside, outside = (
+            plan.box,
+            plan.x0,
+            plan.y0,
+            plan.nbx,
+            plan.nby,
+            plan.inside,
+            plan.outside,
+        )
+        ik.locate(x, inside, x0, box, nbx, p, self.fx, self.wx)
+        ik.locate(y, inside, y0, box, nby, p, self.fy, self.wy)
+        gx, gy = nbx * p, nby * p
+        cx, cy = x0 + 0.5 * nbx * box, y0 + 0.5 * nby * box
+        charges = np.empty((ik.CHARGES, gy, gx))
+        ik.spread(x, y, inside, cx, cy, self.fx, self.fy, self.wx, self.wy, charges)
+        # a fast FFT length, from a ladder of sizes that changes rarely (the kernel's FFT is reused meanwhile)
+        lx = scipy.fft.next_fast_len(int(_ladder(2 * gx - 1)), real=True)
+        ly = scipy.fft.next_fast_len(int(_ladder(2 * gy - 1)), real=True)
+        cut = plan.cutoff**2
+        kernel_hat = self._kernel(box / p, lx, ly, cut)
+        charges_hat = scipy.fft.rfft2(charges, s=(ly, lx), workers=self.workers)
+        products = np.empty((ik.TERMS, *charges_hat.shape[1:]), dtype=charges_hat.dtype)
+        np.multiply(charges_hat, kernel_hat[0], out=products[:3])
+        np.multiply(charges_hat[0], kernel_hat[1], out=products[3])
+        potentials = np.ascontiguousarray(scipy.fft.irfft2(products, s=(ly, lx), workers=self.workers)[:, :gy, :gx])
+        spacing = box / p
+        m = outside.shape[0]
+        if m:
+            ik.nodes_from_points(x, y, outside, cx, cy, x0, y0, spacing, potentials)
+        own = 0.0 if plan.split else 1.0
+        count = inside.shape[0]
+
+        def part(lo: int, hi: int) -> None:
+            ik.gather_part(x, y, inside, cx, cy, self.fx, self.fy, self.wx, self.wy, potentials, own, out, z, lo, hi)
+
+        if count >= _SHARE_MIN_POINTS:
+            in_shares(count, part, 4)
+        else:
+            part(0, count)
+        if m:
+            ik.outside_part(x, y, outside, cx, cy, x0, y0, spacing, charges, out, z, 0, m)
+        pairs = 0
+        if plan.split:
+            assert plan.start is not None
+            start, (ncx, ncy) = plan.start, plan.cells
+            c1 = _taylor_coefficients(1, cut)
+            c2 = _taylor_coefficients(2, cut)
+
+            def near(lo: int, hi: int) -> None:
+                ik.near_part(self.xs, self.ys, self.order, start, ncx, ncy, cut, c1, c2, out, z, lo, hi)
+
+            if count >= _SHARE_MIN_POINTS:
+                in_shares(ncy, near, 8)
+            else:
+                near(0, ncy)
+            pairs = int(ik.near_pairs(start, ncx, ncy))
+        self.last = {"split": plan.split, "boxes": (nby, nbx), "fft": (ly, lx), "outside": m, "near_pairs": pairs}
+        return float(z.sum(dtype=np.float64))
+
+
+def interpolated_repulsion(Y, **grid) -> tuple[np.ndarray, float]:
+    """(repulsion (n, 2) float64, Z): the interpolated sum_j w_ij^2 (y_i - y_j) and sum_{i != j} w_ij of an
+    embedding Y (n, 2). ``grid``: the keywords of :class:`Repulsion` (points, box, cutoff, far_box, degree)."""
+    Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)
+    n = Y.shape[1]
+    out, z = np.empty((2, n)), np.empty(n)
+    Z = Repulsion(n, **grid)(Y[0], Y[1], out, z)
+    return out.T.copy(), Z
+
+
+def exact_repulsion(Y) -> tuple[np.ndarray, float]:
+    """(repulsion (n, 2), Z) of :func:`interpolated_repulsion`, summed exactly over all pairs in float64
+    (O(n^2) time, O(n) memory; rows in shares on the worker threads)."""
+    Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)
+    n = Y.shape[1]
+    out, z = np.empty((2, n)), np.empty(n)
+    in_shares(n, lambda lo, hi: ik.exact_repulsion_part(Y[0], Y[1], out, z, lo, hi))
+    return out.T.copy(), float(z.sum())

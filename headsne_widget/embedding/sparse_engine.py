@@ -1,0 +1,251 @@
+"""t-SNE of a sparse P in O(nnz + n) per iteration: exact attraction over P's non-zeros, interpolated repulsion.
+
+:func:`~headsne_widget.tsne`, :func:`~headsne_widget.tsne_frames` and :func:`~headsne_widget.kl_divergence`
+take a ``scipy.sparse`` P (issue 21: long texts) and come here (:func:`dispatch_optimize`,
+:func:`dispatch_kl`); a dense P keeps the exact engine. The optimisation is the same as the exact one's
+(the same loop, schedule, gains, momentum, restarts batched along a leading axis, divergence checks, frames
+streamed from inside ``next()`` so that closing the generator stops the work), with the gradient
+
+    dC/dy_i = 4 (sum_j p_ij w_ij (y_i - y_j) - sum_j w_ij^2 (y_i - y_j) / Z)
+
+split as in FIt-SNE / openTSNE (Linderman et al. 2019): the attraction is exact over the non-zeros of P
+(:func:`.interpolation_kernels.attraction_part`, rows in shares of equal non-zeros on the worker threads),
+the repulsion and Z are interpolated on a grid (:class:`.interpolation.Repulsion`).
+
+The KL reported with the frames is sum_{p_ij > 0} p_ij log(p_ij / q_ij), exact over P's non-zeros (with sum p
+= 1 the pairs with p_ij = 0 add nothing) but with the interpolated Z: its error is that of log Z (measured
+next to :data:`.interpolation.POINTS`). :func:`exact_kl` gives the exact one (O(n^2) time, O(n) memory).
+
+Memory: P's non-zeros (8 bytes each in float32: 12 MiB for 64 keys a row at 16384 tokens, against 1 GiB
+dense), plus about 100 bytes per point and run, plus the grid (a few MiB).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar, cast
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._checks import int_at_least
+from .._parallel import each
+from ..affinity.sparse import SparseAffinities, check_sparse_affinities
+from . import interpolation_kernels as ik
+from .engines import MIN_GAIN
+from .interpolation import Repulsion
+
+__all__ = ["SparseEngine", "dispatch_kl", "dispatch_optimize", "exact_kl", "optimize"]
+
+_KL = TypeVar("_KL", bound=Callable[[Any, Any], float])
+
+#: shares of the work handed to the worker threads (each a range of rows of equal work)
+SHARES = 16
+
+
+def _edges(cumulative: np.ndarray, shares: int) -> np.ndarray:
+    """Row edges (shares + 1) cutting rows 0 .. n - 1 into ranges of about equal work, ``cumulative[i]`` the
+    work of rows before i (length n + 1)."""
+    targets = np.linspace(0, cumulative[-1], shares + 1)
+    edges = np.searchsorted(cumulative, targets, side="left")
+    edges[0], edges[-1] = 0, cumulative.shape[0] - 1
+    return np.unique(edges)
+
+
+def _in_ranges(edges: np.ndarray, part: Callable[[int, int], object]) -> None:
+    each(len(edges) - 1, lambda k: part(int(edges[k]), int(edges[k + 1])))
+
+
+class SparseEngine:
+    """The operations of :class:`.engines.NumbaEngine` for a sparse P: forces (with the KL if asked), update,
+    plain steps; one run's buffers allocated once."""
+
+    def __init__(self, S: SparseAffinities, Y0: np.ndarray, **grid: Any):
+        from . import kernels
+
+        self._update = kernels.update  # the exact engine's update: the same optimiser, bit for bit
+        runs, _, n = Y0.shape
+        dtype = Y0.dtype
+        self.S = S
+        self.data = S.data.astype(dtype, copy=False)
+        self.Y = Y0.copy()
+        self.attraction = np.empty_like(self.Y)
+        self.repulsion = np.empty_like(self.Y)
+        self.step = np.zeros_like(self.Y)
+        self.gains = np.ones_like(self.Y)
+        self.z = np.empty((runs, n))
+        self.kl_rows = np.empty((runs, n))
+        self.Z = np.empty(runs, dtype=np.float64)
+        self.grids = [Repulsion(n, **grid) for _ in range(runs)]
+        # ranges of rows with equal non-zeros (a row of a token every query attends to can hold n of them)
+        self._rows = _edges(S.indptr + np.arange(n + 1), SHARES)
+
+    def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
+        """Attraction (exact), repulsion and Z (interpolated) at the current Y; the KL per run if asked."""
+        S, Y = self.S, self.Y
+        ex = Y.dtype.type(exaggeration)
+        _in_ranges(
+            self._rows,
+            lambda lo, hi: ik.attraction_part(S.indptr, S.indices, self.data, Y, ex, self.attraction, lo, hi),
+        )
+        for r, grid in enumerate(self.grids):
+            self.Z[r] = grid(Y[r, 0], Y[r, 1], self.repulsion[r], self.z[r])
+        if not want_kl:
+            return None
+        log_z = np.log(self.Z)
+        _in_ranges(
+            self._rows, lambda lo, hi: ik.kl_part(S.indptr, S.indices, self.data, Y, log_z, self.kl_rows, lo, hi)
+        )
+        return self.kl_rows.sum(axis=1)
+
+    def normalisers(self) -> np.ndarray:
+        return self.Z
+
+    def gradient(self) -> np.ndarray:
+        return 4.0 * (self.attraction - self.repulsion / self.Z[:, None, None].astype(self.Y.dtype))
+
+    def restart_optimizer(self) -> None:
+        self.gains.fill(1.0)
+        self.step.fill(0.0)
+
+    def update(self, momentum: float, learning_rate: float) -> None:
+        self._update(
+            self.Y, self.attraction, self.repulsion, self.Z, self.gains, self.step, momentum, learning_rate, MIN_GAIN
+        )
+
+    def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
+        for _ in range(count):
+            self.forces(exaggeration, False)
+            self.update(momentum, learning_rate)
+
+    def embeddings(self) -> np.ndarray:
+        return self.Y
+
+
+def _check_device(device: Any) -> None:
+    """A sparse P runs on the CPU: ``None`` and ``"cpu"`` are fine, another device is named."""
+    if device is None:
+        return
+    import torch
+
+    if torch.device(device).type != "cpu":
+        raise ValueError(f"a sparse P runs on the CPU (interpolated repulsion, compiled kernels), not on {device}")
+
+
+def optimize(
+    P: Any,
+    *,
+    n_iter: int,
+    learning_rate: Any,
+    early_exaggeration: float,
+    exaggeration_iters: int,
+    momentum: Any,
+    init: Any,
+    seed: int | None,
+    restarts: int,
+    device: Any,
+    every: int,
+    dtype: Any,
+    engine: str | None = None,
+    kl_every: int | None = None,
+    first_kl: bool = True,
+    check_input: bool = True,
+    grid: dict[str, Any] | None = None,
+) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, float]]:
+    """``tsne._optimize`` for a sparse P: the same arguments, checks, schedule and yields, on a
+    :class:`SparseEngine` (``grid``: keywords of :class:`.interpolation.Repulsion`)."""
+    from . import tsne as T
+
+    dt = T._resolve_dtype(dtype)
+    n_iter, every = int_at_least(n_iter, "n_iter", 1), int_at_least(every, "every", 1)
+    kl_every = every if kl_every is None else int_at_least(kl_every, "kl_every", 1)
+    exaggeration_iters = int_at_least(exaggeration_iters, "exaggeration_iters", 0)
+    early_exaggeration = T._positive(early_exaggeration, "early_exaggeration")
+    mom = T._check_momentum(momentum)
+    seed = T._check_seed(seed)
+    if int_at_least(restarts, "restarts", 1) > T.MAX_RESTARTS:
+        T._check_restarts(restarts, 1)
+    if engine not in (None, "numba", "sparse"):
+        raise ValueError(f"a sparse P runs on the sparse engine, not {engine!r}")
+    _check_device(device)
+    S = check_sparse_affinities(P, dt, check_input)
+    n = S.n
+    restarts = T._check_restarts(restarts, n)
+    lr = T._resolve_learning_rate(learning_rate, n, early_exaggeration)
+    Y0 = T._initial_embeddings(init, n, restarts, seed, dt)
+    eng = SparseEngine(S, Y0, **(grid or {}))
+
+    def check(t: int, exaggeration: float) -> None:
+        T._check_divergence(eng, t, n, lr, exaggeration, early_exaggeration)
+
+    t, last_kl = 1, (-kl_every if first_kl else 0)
+    while t <= n_iter:
+        exaggerating = t <= exaggeration_iters
+        if t == exaggeration_iters + 1 and t > 1:
+            eng.restart_optimizer()
+        ex, m = (early_exaggeration, mom[0]) if exaggerating else (1.0, mom[1])
+        if t > 1 and (t - 1) % every == 0:
+            want_kl = t - 1 - last_kl >= kl_every
+            kls = eng.forces(ex, want_kl)
+            last_kl = t - 1 if want_kl else last_kl
+            check(t - 1, ex)
+            yield t - 1, eng.embeddings(), kls, lr
+            eng.update(m, lr)
+            t += 1
+            continue
+        stop = min(((t - 1) // every + 1) * every + 1, n_iter + 1)
+        if exaggerating:
+            stop = min(stop, exaggeration_iters + 1)
+        eng.steps(stop - t, ex, m, lr)
+        check(stop - 1, ex)
+        t = stop
+    kls = eng.forces(1.0, True)
+    check(n_iter, 1.0)
+    yield n_iter, eng.embeddings(), kls, lr
+
+
+def exact_kl(P: Any, Y: Any) -> float:
+    """Exact KL(P || Q(Y)) for a sparse P and an embedding Y (n, 2), in float64: sum_{p > 0} p log(p / q) with
+    Z = sum_{i != j} 1 / (1 + |y_i - y_j|^2) summed over all pairs (O(n^2) time in shares on the worker
+    threads, O(n) memory: about 2 s at 65536 points on 2 cores)."""
+    from . import tsne as T
+
+    S = check_sparse_affinities(P, np.float64)
+    Yc = T._check_embedding(Y, S.n).astype(np.float64)
+    Yc = Yc - Yc.mean(axis=0)
+    largest = float(np.abs(Yc).max())
+    if largest > 1e100:  # d^2 would overflow; t-SNE layouts span tens of units
+        raise ValueError(f"Y has coordinates up to {largest:.3g}: too large for the KL of a sparse P")
+    x, y = np.ascontiguousarray(Yc[:, 0]), np.ascontiguousarray(Yc[:, 1])
+    n = S.n
+    z = np.empty(n)
+    pairs = np.concatenate([[0], np.cumsum(np.arange(n - 1, -1, -1, dtype=np.float64))])
+    _in_ranges(_edges(pairs, 4 * SHARES), lambda lo, hi: ik.exact_z_part(x, y, z, lo, hi))
+    Z = 2.0 * float(z.sum())
+    kl = np.empty((1, n))
+    ik.kl_part(S.indptr, S.indices, S.data, np.stack([x, y])[None], np.array([np.log(Z)]), kl, 0, n)
+    value = float(kl.sum())
+    if not np.isfinite(value):
+        raise ValueError("KL(P || Q(Y)) is not finite for this Y")
+    return value
+
+
+def dispatch_optimize(dense: Callable[..., Iterator]) -> Callable[..., Iterator]:
+    """``tsne._optimize`` that sends a ``scipy.sparse`` P to :func:`optimize` and any other P to ``dense``."""
+
+    @functools.wraps(dense)
+    def _optimize(P: Any, **options: Any) -> Iterator:
+        return optimize(P, **options) if sp.issparse(P) else dense(P, **options)
+
+    return _optimize
+
+
+def dispatch_kl(dense: _KL) -> _KL:
+    """``kl_divergence`` that computes :func:`exact_kl` for a ``scipy.sparse`` P and ``dense(P, Y)`` otherwise."""
+
+    @functools.wraps(dense)
+    def kl_divergence(P: Any, Y: Any) -> float:
+        return exact_kl(P, Y) if sp.issparse(P) else dense(P, Y)
+
+    return cast(_KL, kl_divergence)
