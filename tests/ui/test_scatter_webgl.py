@@ -120,9 +120,10 @@ def test_a_hover_and_a_lasso_answer_at_16384_points(opened: jupyter.OpenedWidget
     selected = _until(opened, "[len(w.selected), sorted({t % 4 for t in w.selected})]", lambda v: v[0] > 0)
     assert selected == [N // 4, [2]], selected
     assert opened.root.get_attribute("data-selected-count") == str(N // 4)
-    # the search marks its matches in the map's text strip: /^c1w1000\\d$/ is tokens 10001, 10005, 10009
+    # the search (over the text) marks its matches in the map's text strip: /\\bc1w1000\\d\\b/ is tokens 10001,
+    # 10005, 10009
     search = opened.root.locator(jupyter.testid("headsne-search"))
-    search.fill("/^c1w1000\\d$/")
+    search.fill("/\\bc1w1000\\d\\b/")
     jupyter.wait_dataset(opened.root, lambda d: d.get("matchCount") == "3", 10, "three matches")
     match = opened.root.locator(f"{jupyter.testid('headsne-text')} [data-index='10001']")
     assert "hs-match" in (match.get_attribute("class") or ""), "the first match is not marked in the strip"
