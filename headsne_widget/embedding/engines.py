@@ -1,5 +1,6 @@
 """The engines of the exact t-SNE: the same operations (forces with an optional exact KL, the update, plain
-steps) compiled on the CPU (:mod:`.kernels`) or in torch on any device; :mod:`.tsne` runs the loop.
+steps) compiled on the CPU (:mod:`.kernels`, :mod:`.kl_kernels`) or in torch on any device; :mod:`.schedule`
+runs the loop.
 
 Each engine owns one run's buffers, allocated once: embeddings (runs, 2, n), forces, gains and steps, about
 64 bytes per point and run, and P in the working dtype (the compiled engine uses a float32, symmetric P in
@@ -15,7 +16,7 @@ __all__ = ["KL_BIG_RATIO", "MIN_GAIN", "NumbaEngine", "TorchEngine", "make_engin
 
 #: smallest per-parameter gain (the reference implementation's and scikit-learn's)
 MIN_GAIN = 0.01
-#: q / p beyond which p h(q / p) is q to float32 precision (see ``kernels.kl_rows_serial``)
+#: q / p beyond which p h(q / p) is q to float32 precision (see ``kl_kernels.kl_rows_serial``)
 KL_BIG_RATIO = 1e30
 
 
@@ -23,7 +24,7 @@ class NumbaEngine:
     """Fused CPU kernels; buffers allocated once per run."""
 
     def __init__(self, P: np.ndarray, Y0: np.ndarray, one: float = 1.0):
-        from . import kernels as kernels
+        from . import kernels, kl_kernels
 
         runs, _, n = Y0.shape
         pooled = runs * n * n >= kernels.POOL_MIN_PAIRS
@@ -33,7 +34,7 @@ class NumbaEngine:
         self._update = kernels.update
         self._sum_rows = kernels._sum_rows
         self._steps = None if pooled else kernels.steps_serial  # no pooled twin: see steps_serial
-        self._kl_rows = kernels.kl_rows if pooled else kernels.kl_rows_serial
+        self._kl_rows = kl_kernels.kl_rows if pooled else kl_kernels.kl_rows_serial
         dtype = Y0.dtype
         self.P = np.ascontiguousarray(P, dtype=dtype)
         self.Y = Y0.copy()
