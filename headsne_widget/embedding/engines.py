@@ -91,7 +91,7 @@ class NumbaEngine:
             return
         self._serial(0, 2 * count, self.Y.dtype.type(exaggeration), momentum, learning_rate)
 
-    def _serial(self, start: int, stop: int, exaggeration, momentum: float, learning_rate: float) -> None:
+    def _serial(self, start: int, stop: int, exaggeration: np.floating, momentum: float, learning_rate: float) -> None:
         """Half-steps ``start .. stop - 1`` of ``_tsne_kernels.steps_serial`` (even: forces and Z, odd: update)."""
         assert self._steps is not None
         self._steps(
@@ -142,7 +142,9 @@ class TorchEngine:
         self.W = torch.empty(shape, dtype=dtype, device=device)
         self.M = torch.empty(shape, dtype=dtype, device=device)
 
-    def _chunk_forces(self, Y: torch.Tensor, ex: float, want_kl: bool, att, rep):
+    def _chunk_forces(
+        self, Y: torch.Tensor, ex: float, want_kl: bool, att: torch.Tensor, rep: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         c = Y.shape[0]
         D, W, M = self.D[:c], self.W[:c], self.M[:c]
         x, y = Y[:, 0], Y[:, 1]
@@ -170,12 +172,13 @@ class TorchEngine:
         return Z, kl
 
     def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
-        kls = []
+        kls: list[torch.Tensor] = []
         for start in range(0, self.Y.shape[0], self.chunk):
             sl = slice(start, start + self.chunk)
             Z, kl = self._chunk_forces(self.Y[sl], exaggeration, want_kl, self.attraction[sl], self.repulsion[sl])
             self.Z[sl] = Z
-            kls.append(kl)
+            if kl is not None:  # every chunk's with want_kl
+                kls.append(kl)
         return torch.cat(kls).cpu().numpy() if want_kl else None
 
     def normalisers(self) -> np.ndarray:
@@ -207,7 +210,7 @@ class TorchEngine:
         return self.Y.cpu().numpy()
 
 
-def make_engine(P: np.ndarray, Y0: np.ndarray, device: torch.device, engine: str | None):
+def make_engine(P: np.ndarray, Y0: np.ndarray, device: torch.device, engine: str | None) -> NumbaEngine | TorchEngine:
     engine = engine or ("numba" if device.type == "cpu" else "torch")
     if engine == "numba":
         if device.type != "cpu":
