@@ -132,7 +132,9 @@ def widget_cell(model: str, llama: str | None) -> str:
     return f"w = HeadSNE({LONG_TEXT}, {llama!r}, max_tokens={LLAMA_TOKENS})\nw"
 
 
-def one_run(server: Any, browser: Any, model: str, llama: str | None, index: int, shots: Path | None, label: str):
+def one_run(
+    server: Any, browser: Any, model: str, llama: str | None, index: int, *, shots: Path | None, label: str
+) -> dict[str, Any]:
     """Open a new notebook, run the imports, time the widget cell; seconds and the statuses seen."""
     name = f"first_paint_{model}_{index}.ipynb"
     jupyter.write_notebook(server.root_dir / name, [IMPORTS, widget_cell(model, llama)])
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         shots = args.shots if index == 0 else None
                         server = jupyter.start_server()  # a workspace of its own: no other notebook's tab
                         try:
-                            runs.append({**one_run(server, browser, model, llama, index, shots, args.label),
+                            runs.append({**one_run(server, browser, model, llama, index, shots=shots, label=args.label),
                                          "load average": load})  # fmt: skip
                         finally:
                             server.stop()

@@ -43,6 +43,32 @@ def build_model(directory: str, layers: int, positions: int) -> str:
     return directory
 
 
+def _report(ex: Any, times: dict[str, list[float]], folding: list[float]) -> None:
+    """Print the medians of the settings, the scores' share of the capture, and the time of the head_scores
+    table and of the head map for ``ex``."""
+    from headsne_widget import head_scores
+    from headsne_widget.widget.head_map import head_map
+
+    start = time.perf_counter()
+    frame = head_scores(ex)
+    table_s = time.perf_counter() - start
+    start = time.perf_counter()
+    layout = head_map(ex)
+    map_s = time.perf_counter() - start
+    medians = {name: statistics.median(v) for name, v in times.items()}
+    print("\nmedians:")
+    for name, value in medians.items():
+        print(f"  {name:28s} {value:7.2f} s")
+    base = medians.get("eager (output_attentions)", float("nan"))
+    share = statistics.median(f / c for f, c in zip(folding, times["capture"]))
+    print(f"  capture / eager: {medians['capture'] / base:.2f}; capture / capture without scores: "
+          f"{medians['capture'] / medians['capture without scores']:.2f}; the scores' fold inside the capture: "
+          f"{statistics.median(folding):.2f} s, {share:.0%} of it")  # fmt: skip
+    print(f"  head_scores table of {len(frame)} heads: {table_s:.3f} s; head map + related heads: {map_s:.2f} s")
+    print("\nkinds:", frame["kind"].value_counts().to_dict())
+    print("map shape:", layout.positions.shape)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=2048)
@@ -55,10 +81,8 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from headsne_widget import head_scores
     from headsne_widget.capture import scores as scores_module
     from headsne_widget.capture.extraction import extract_token_ids, load_model
-    from headsne_widget.widget.head_map import head_map
 
     with tempfile.TemporaryDirectory() as directory:
         path = build_model(os.path.join(directory, "llama"), args.layers, max(4096, args.tokens))
@@ -117,25 +141,7 @@ def main() -> None:
                 times[name].append(time.perf_counter() - start)
             print(f"round {round_ + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items())
                   + f" (the scores' fold: {folding[-1]:.2f} s of the capture)", flush=True)  # fmt: skip
-        ex = extract_token_ids(ids, loaded)
-        start = time.perf_counter()
-        frame = head_scores(ex)
-        table_s = time.perf_counter() - start
-        start = time.perf_counter()
-        layout = head_map(ex)
-        map_s = time.perf_counter() - start
-        medians = {name: statistics.median(v) for name, v in times.items()}
-        print("\nmedians:")
-        for name, value in medians.items():
-            print(f"  {name:28s} {value:7.2f} s")
-        base = medians.get("eager (output_attentions)", float("nan"))
-        share = statistics.median(f / c for f, c in zip(folding, times["capture"]))
-        print(f"  capture / eager: {medians['capture'] / base:.2f}; capture / capture without scores: "
-              f"{medians['capture'] / medians['capture without scores']:.2f}; the scores' fold inside the capture: "
-              f"{statistics.median(folding):.2f} s, {share:.0%} of it")  # fmt: skip
-        print(f"  head_scores table of {len(frame)} heads: {table_s:.3f} s; head map + related heads: {map_s:.2f} s")
-        print("\nkinds:", frame["kind"].value_counts().to_dict())
-        print("map shape:", layout.positions.shape)
+        _report(extract_token_ids(ids, loaded), times, folding)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ iterations and the KL is the one reached after those iterations.
 
 Measured on the 2-core machine (ratios are from the same run). Latest (2026-11-22, ``--kinds attention``,
 one run, nothing else running): the force pass four rows of P at a time, the passes in shares of the rows on
-the worker threads (``embedding.kernels.forces``, ``kl_rows``):
+the worker threads (``embedding.kernels.forces``, ``embedding.kl_kernels.kl_rows``):
 
 =====  =========  =====================  =========  ================  =================  ========
 n      P          iterations x seeds     ours s/1k  openTSNE s/1k     KL ours / theirs   speed-up

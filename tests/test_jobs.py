@@ -299,7 +299,9 @@ def run(ex, n_iter: int, speed: float = 0.0, seed: int = 0) -> tuple[Collect, Jo
     request = RunRequest(1, SelectionKey("attention", 1, 2, False, 20.0), run_options(params, 1), 3)
     collect, record = Collect(), RunRecord()
     slot = Slot("run", collect)
-    job = slot.start(lambda job: run_job(job, ex, request, record, Workspace(ex.n_tokens), None, Pace(speed)))
+    job = slot.start(
+        lambda job: run_job(job, ex, request, record, Workspace(ex.n_tokens), prefetch=None, pace=Pace(speed))
+    )
     return collect, job, record, slot
 
 
@@ -354,7 +356,11 @@ def paced_run(ex, n_iter: int, speed: float) -> tuple[list[tuple[float, RunFrame
                            seed=0, restarts=1)  # fmt: skip
     request = RunRequest(1, SelectionKey("attention", 1, 2, False, 20.0), run_options(params, 1), 3)
     slot = Slot("run", deliver)
-    slot.start(lambda job: run_job(job, ex, request, RunRecord(), Workspace(ex.n_tokens), None, Pace(speed, clock)))
+    slot.start(
+        lambda job: run_job(
+            job, ex, request, RunRecord(), Workspace(ex.n_tokens), prefetch=None, pace=Pace(speed, clock)
+        )
+    )
     wait_until(lambda: any(f.done for _, f in times), 30, "the last frame")
     slot.cancel()
     slot.join(30)

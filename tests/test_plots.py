@@ -11,6 +11,7 @@ from bokeh.models import ColumnDataSource, FactorRange, LayoutDOM
 from bokeh.resources import INLINE
 
 from headsne_widget import analyses, extract, plots, quantile_rescale
+from headsne_widget.widget import plot_style, study_plots, token_plots
 
 TEXT = "the quick brown fox jumps over the lazy dog because the dog was asleep"
 
@@ -247,17 +248,17 @@ def test_token_labels_stay_inside_the_plot(quantile_k):
     for width, height in ((700, 600), (plots.OUTPUT_WIDTH // 2, 430)):
         layout = plots.embedding(tokens, Y, quantile_k=quantile_k, width=width, height=height)
         fig = layout.children[0]
-        frame_w, frame_h = plots._frame_size(width, height, quantile_k is not None, False)
+        frame_w, frame_h = token_plots._frame_size(width, height, quantile_k is not None, False)
         data = source(layout, "embedding").data
         x, y = np.asarray(data["x"]), np.asarray(data["y"])
         xr, yr = fig.x_range, fig.y_range
         px = (x - xr.start) / (xr.end - xr.start) * frame_w  # screen px from the frame's left edge
         py = (y - yr.start) / (yr.end - yr.start) * frame_h  # px from the frame's bottom edge
-        label_px = np.array([len(t) for t in tokens]) * plots._LABEL_CHAR_PX
+        label_px = np.array([len(t) for t in tokens]) * plot_style.LABEL_CHAR_PX
         assert np.all(px >= 3.5) and np.all(py >= 3.5), "a point touches the left or bottom edge"
         right = np.max(px + 4 + label_px)
         assert right <= frame_w, f"labels cut at the right edge: {right} > {frame_w}"
-        assert np.all(py + 4 + plots._LABEL_HEIGHT_PX <= frame_h), "labels cut at the top edge"
+        assert np.all(py + 4 + token_plots._LABEL_HEIGHT_PX <= frame_h), "labels cut at the top edge"
         # and the room is not wasted: the rightmost label ends within 25% of the frame's right edge
         assert np.max(px + 4 + label_px) >= 0.75 * frame_w
 
@@ -275,7 +276,7 @@ def test_label_width_estimate_holds_for_the_browser_font():
     words = [*analyses.OCCUPATIONS, *TSNE_ABSTRACT.split()]
     for path in fonts:
         font = ImageFont.truetype(path, size=8 * 4 / 3)  # 8pt in CSS px
-        too_wide = [w for w in words if font.getlength(w) > len(w) * plots._LABEL_CHAR_PX + 4]
+        too_wide = [w for w in words if font.getlength(w) > len(w) * plot_style.LABEL_CHAR_PX + 4]
         assert not too_wide, f"{Path(path).name}: labels wider than the estimate: {too_wide[:10]}"
 
 
@@ -285,7 +286,9 @@ def test_box_plot_range_holds_the_whiskers():
     from bokeh.models import GlyphRenderer
 
     kls = {"attention": np.array([1.44, 1.45, 1.46, 1.47, 1.69]), "hidden": np.array([0.46, 0.47, 0.47, 0.48, 0.5])}
-    fig = plots._box_figure(kls, {"attention": "#d95f02", "hidden": "#1b9e77"}, title="t", y_label="KL", width=400)
+    fig = study_plots._box_figure(
+        kls, {"attention": "#d95f02", "hidden": "#1b9e77"}, title="t", y_label="KL", width=400
+    )
     stats = {k: plots.box_stats(v) for k, v in kls.items()}
     ys = set()
     for r in fig.select({"type": GlyphRenderer}):

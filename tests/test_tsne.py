@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from headsne_widget import attention_affinities
+from headsne_widget.embedding.options import initial_embeddings
 from headsne_widget.embedding.tsne import (
     THESIS,
     Frame,
     TSNEResult,
-    _initial_embeddings,
     _optimize,
     gradient,
     kl_divergence,
@@ -248,7 +248,7 @@ def test_init_is_used_and_default_init_is_small():
     per_run = np.stack([Y0, -Y0])
     two = tsne(P, init=per_run, restarts=2, n_iter=50)
     np.testing.assert_allclose(two.embeddings[0], a.embedding, rtol=1e-5, atol=1e-6)
-    start = _initial_embeddings(None, 1000, 1, 0, np.dtype(np.float32))
+    start = initial_embeddings(None, 1000, 1, 0, np.dtype(np.float32))
     assert start.std() == pytest.approx(1e-2, rel=0.1)  # N(0, 1e-4 I)
 
 
@@ -522,7 +522,7 @@ def test_kl_and_gradient_at_extreme_scales_are_finite():
 
 
 def test_restarts_are_bounded_quickly():
-    from headsne_widget.embedding.tsne import MAX_RESTARTS, _check_restarts
+    from headsne_widget.embedding.options import MAX_RESTARTS, check_restarts
 
     P = random_P(6)
     for restarts in (10**6, 200_000, MAX_RESTARTS + 1):  # refused before P is checked or anything allocated
@@ -531,8 +531,8 @@ def test_restarts_are_bounded_quickly():
         with pytest.raises(ValueError, match="restarts must be at most"):
             next(tsne_frames(P, restarts=restarts))
     with pytest.raises(ValueError, match=r"6.0 GiB of optimiser state.*use at most 671$"):
-        _check_restarts(1000, 100_000)
-    assert _check_restarts(1000, 60_000) == 1000
+        check_restarts(1000, 100_000)
+    assert check_restarts(1000, 60_000) == 1000
 
 
 @pytest.mark.parametrize(
@@ -688,11 +688,11 @@ def test_without_a_first_kl_the_frames_are_the_same_and_the_kl_comes_kl_every_in
 
 
 def test_the_kl_kernels_float32_logarithm_is_within_two_ulp_of_log():
-    """The exact KL's float32 log (embedding.kernels.vector_log: bits and Cephes' polynomial, so that the pass
+    """The exact KL's float32 log (embedding.kl_kernels.vector_log: bits and Cephes' polynomial, so that the pass
     vectorises) against float64 np.log over float32's whole range, and its special values."""
     from numba import njit
 
-    from headsne_widget.embedding.kernels import vector_log
+    from headsne_widget.embedding.kl_kernels import vector_log
 
     @njit
     def logs(a, out):
@@ -768,7 +768,7 @@ def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype, n):
     bits of the one-thread passes, and the sums of the module doc at every row, with the forces one row at a
     time (n = 515) and four rows at a time (n = 2051 leaves three rows past the last group of four); two runs
     share each row of P."""
-    from headsne_widget.embedding import kernels
+    from headsne_widget.embedding import kernels, kl_kernels
 
     runs = 2
     assert (n >= kernels.FOUR_ROWS_MIN_N) == (n == 2051)
@@ -795,7 +795,7 @@ def test_the_passes_in_shares_equal_one_thread_and_the_formulas(dtype, n):
             np.testing.assert_allclose(value, want, rtol=rtol, atol=rtol * np.abs(want).max())
     inv_z = (1.0 / z.sum(axis=1, dtype=np.float64)).astype(dtype)
     kls = []
-    for fn in (kernels.kl_rows, kernels.kl_rows_serial):
+    for fn in (kl_kernels.kl_rows, kl_kernels.kl_rows_serial):
         kl = np.zeros((runs, n), dtype)
         fn(P, Y, one, inv_z, dtype(1e30), kl)
         kls.append(kl)

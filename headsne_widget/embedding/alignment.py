@@ -7,20 +7,21 @@ unchanged; scaling would not, and is not applied.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._checks import real_array
 
 __all__ = ["align", "procrustes"]
 
 
-def _points(a, name: str) -> np.ndarray:
+def _points(a: ArrayLike, name: str) -> np.ndarray:
     arr = np.asarray(a)
     if arr.ndim != 2 or arr.shape[0] < 1:
         raise ValueError(f"{name} must be a 2-D array of points (n, d), got shape {arr.shape}")
     return real_array(arr, name)
 
 
-def procrustes(Y, reference) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def procrustes(Y: ArrayLike, reference: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The orthogonal map (rotation/reflection, Y mean, reference mean) that best moves Y onto ``reference``.
 
     With centred Yc and Rc and Yc^T Rc = U S V^T, the best orthogonal map is U V^T (no scaling).
@@ -44,7 +45,7 @@ def _scale(A: np.ndarray) -> float:
     return largest if largest > 0 else 1.0
 
 
-def align(Y, reference) -> np.ndarray:
+def align(Y: ArrayLike, reference: ArrayLike) -> np.ndarray:
     """Y rotated/reflected and shifted to best match ``reference`` (least squares, same shape, no scaling).
 
     Float32 stays float32.

@@ -1,5 +1,6 @@
 """The engines of the exact t-SNE: the same operations (forces with an optional exact KL, the update, plain
-steps) compiled on the CPU (:mod:`.kernels`) or in torch on any device; :mod:`.tsne` runs the loop.
+steps) compiled on the CPU (:mod:`.kernels`, :mod:`.kl_kernels`) or in torch on any device; :mod:`.schedule`
+runs the loop.
 
 Each engine owns one run's buffers, allocated once: embeddings (runs, 2, n), forces, gains and steps, about
 64 bytes per point and run, and P in the working dtype (the compiled engine uses a float32, symmetric P in
@@ -15,7 +16,7 @@ __all__ = ["KL_BIG_RATIO", "MIN_GAIN", "NumbaEngine", "TorchEngine", "make_engin
 
 #: smallest per-parameter gain (the reference implementation's and scikit-learn's)
 MIN_GAIN = 0.01
-#: q / p beyond which p h(q / p) is q to float32 precision (see ``kernels.kl_rows_serial``)
+#: q / p beyond which p h(q / p) is q to float32 precision (see ``kl_kernels.kl_rows_serial``)
 KL_BIG_RATIO = 1e30
 
 
@@ -23,7 +24,7 @@ class NumbaEngine:
     """Fused CPU kernels; buffers allocated once per run."""
 
     def __init__(self, P: np.ndarray, Y0: np.ndarray, one: float = 1.0):
-        from . import kernels as kernels
+        from . import kernels, kl_kernels
 
         runs, _, n = Y0.shape
         pooled = runs * n * n >= kernels.POOL_MIN_PAIRS
@@ -33,7 +34,7 @@ class NumbaEngine:
         self._update = kernels.update
         self._sum_rows = kernels._sum_rows
         self._steps = None if pooled else kernels.steps_serial  # no pooled twin: see steps_serial
-        self._kl_rows = kernels.kl_rows if pooled else kernels.kl_rows_serial
+        self._kl_rows = kl_kernels.kl_rows if pooled else kl_kernels.kl_rows_serial
         dtype = Y0.dtype
         self.P = np.ascontiguousarray(P, dtype=dtype)
         self.Y = Y0.copy()
@@ -90,7 +91,7 @@ class NumbaEngine:
             return
         self._serial(0, 2 * count, self.Y.dtype.type(exaggeration), momentum, learning_rate)
 
-    def _serial(self, start: int, stop: int, exaggeration, momentum: float, learning_rate: float) -> None:
+    def _serial(self, start: int, stop: int, exaggeration: np.floating, momentum: float, learning_rate: float) -> None:
         """Half-steps ``start .. stop - 1`` of ``_tsne_kernels.steps_serial`` (even: forces and Z, odd: update)."""
         assert self._steps is not None
         self._steps(
@@ -141,7 +142,9 @@ class TorchEngine:
         self.W = torch.empty(shape, dtype=dtype, device=device)
         self.M = torch.empty(shape, dtype=dtype, device=device)
 
-    def _chunk_forces(self, Y: torch.Tensor, ex: float, want_kl: bool, att, rep):
+    def _chunk_forces(
+        self, Y: torch.Tensor, ex: float, want_kl: bool, att: torch.Tensor, rep: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         c = Y.shape[0]
         D, W, M = self.D[:c], self.W[:c], self.M[:c]
         x, y = Y[:, 0], Y[:, 1]
@@ -169,12 +172,13 @@ class TorchEngine:
         return Z, kl
 
     def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
-        kls = []
+        kls: list[torch.Tensor] = []
         for start in range(0, self.Y.shape[0], self.chunk):
             sl = slice(start, start + self.chunk)
             Z, kl = self._chunk_forces(self.Y[sl], exaggeration, want_kl, self.attraction[sl], self.repulsion[sl])
             self.Z[sl] = Z
-            kls.append(kl)
+            if kl is not None:  # every chunk's with want_kl
+                kls.append(kl)
         return torch.cat(kls).cpu().numpy() if want_kl else None
 
     def normalisers(self) -> np.ndarray:
@@ -206,7 +210,7 @@ class TorchEngine:
         return self.Y.cpu().numpy()
 
 
-def make_engine(P: np.ndarray, Y0: np.ndarray, device: torch.device, engine: str | None):
+def make_engine(P: np.ndarray, Y0: np.ndarray, device: torch.device, engine: str | None) -> NumbaEngine | TorchEngine:
     engine = engine or ("numba" if device.type == "cpu" else "torch")
     if engine == "numba":
         if device.type != "cpu":

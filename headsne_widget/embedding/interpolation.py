@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import scipy.fft
+from numpy.typing import ArrayLike
 
 from .._parallel import in_shares
 from . import interpolation_kernels as ik
@@ -119,6 +120,7 @@ class Repulsion:
     def __init__(
         self,
         n: int,
+        *,
         points: int = POINTS,
         box: float = BOX,
         min_boxes: int = MIN_BOXES,
@@ -312,7 +314,7 @@ class Repulsion:
         return float(z.sum(dtype=np.float64))
 
 
-def interpolated_repulsion(Y, **grid) -> tuple[np.ndarray, float]:
+def interpolated_repulsion(Y: ArrayLike, **grid: Any) -> tuple[np.ndarray, float]:
     """(repulsion (n, 2) float64, Z): the interpolated sum_j w_ij^2 (y_i - y_j) and sum_{i != j} w_ij of an
     embedding Y (n, 2). ``grid``: the keywords of :class:`Repulsion` (points, box, cutoff, far_box, degree)."""
     Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)
@@ -322,7 +324,7 @@ def interpolated_repulsion(Y, **grid) -> tuple[np.ndarray, float]:
     return out.T.copy(), Z
 
 
-def exact_repulsion(Y) -> tuple[np.ndarray, float]:
+def exact_repulsion(Y: ArrayLike) -> tuple[np.ndarray, float]:
     """(repulsion (n, 2), Z) of :func:`interpolated_repulsion`, summed exactly over all pairs in float64
     (O(n^2) time, O(n) memory; rows in shares on the worker threads)."""
     Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).T)

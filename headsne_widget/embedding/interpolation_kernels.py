@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kernels import flush_denormals, restore_fp_state
+from .kernel_common import FASTMATH as _FASTMATH
+from .kernel_common import flush_denormals, restore_fp_state
 
-_FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 #: charges per point on the grid: 1, x, y (see :func:`spread`)
 CHARGES = 3
 #: potentials per node: the squared kernel's sums of the three charges, the kernel's sum of the charge 1

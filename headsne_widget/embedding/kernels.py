@@ -1,4 +1,4 @@
-"""Compiled CPU kernels of the exact t-SNE: one fused pass over all pairs per iteration.
+"""Compiled CPU kernels of the exact t-SNE's forces and steps: one fused pass over all pairs per iteration.
 
 The pass computes, for every run r and point i, without any n x n temporary,
 
@@ -6,10 +6,10 @@ The pass computes, for every run r and point i, without any n x n temporary,
     attraction_i = sum_j p_ij w_ij (y_i - y_j)       (times the exaggeration)
     repulsion_i  = sum_j w_ij^2 (y_i - y_j)
     z_i          = sum_{j != i} w_ij                  (Z = sum_i z_i)
-    kl_i         = sum_j p_ij h(q_ij / p_ij) + sum_{j: p_ij = 0} q_ij   (reported steps only, own kernel)
 
-so that the gradient of eq. 3 is ``4 (attraction - repulsion / Z)`` and ``KL(P || Q) = sum_i kl_i``
-with q_ij = w_ij / Z and h(r) = r - 1 - log r >= 0 (see :func:`kl_rows`).
+so that the gradient of eq. 3 is ``4 (attraction - repulsion / Z)``; the KL of reported steps is a kernel of
+its own (:mod:`.kl_kernels`), and the flags, MXCSR handling and GIL release every kernel shares are
+:mod:`.kernel_common`.
 
 Embeddings are stored as (runs, 2, n) so that the inner loop over j reads contiguous memory and
 vectorises; each row of P is read once per point and reused by every run while it sits in cache, and
@@ -18,146 +18,22 @@ Below :data:`POOL_MIN_PAIRS` the engine runs all the plain steps between two rep
 call (:func:`steps_serial`); above, each pass goes in shares of the rows to the worker threads. Rows are
 independent (no atomics), and per-row sums are reduced in a fixed order afterwards, so a seed gives the
 same result on every call, in one thread or in shares of the rows on the worker threads (:func:`forces`,
-:func:`kl_rows`).
-``fastmath`` allows re-association and reciprocals but not ``nnan``/``ninf``, so non-finite values are
-never assumed away.
+:func:`.kl_kernels.kl_rows`).
 
-Points that converge onto each other (tokens with identical rows of P) make |y_i - y_j|^2 and
-p_ij w_ij (y_i - y_j) subnormal, which x86 CPUs handle in microcode, 10-100 times slower. Each row
-therefore runs with flush-to-zero / denormals-are-zero set in MXCSR and restores the caller's MXCSR
-afterwards, so nothing outside these kernels sees the change (elsewhere the flags are no-ops).
-
-Every kernel releases the GIL (``nogil``): a run computes in its own thread while the kernel's main thread
-handles the browser's messages, and a call of the serial steps holds up to a frame period of work (16 ms
-at 512 tokens) during which, with the GIL held, a head click's message could not even be read.
+Determinism rule: no cached kernel calls another non-inlined kernel (see :func:`steps_serial`).
 """
 
 from __future__ import annotations
 
-import platform
-
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba import njit
 
 from .._parallel import in_shares
-
-_FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
-_FTZ_DAZ = 0x8040  # MXCSR bits 15 (flush to zero) and 6 (denormals are zero)
-
-
-def _mxcsr_call(builder, name: str, slot) -> None:
-    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [slot.type]), name)
-    builder.call(fn, [slot])
-
-
-if platform.machine().lower() in {"x86_64", "amd64"}:
-
-    @intrinsic
-    def flush_denormals(typingctx):
-        """Set FTZ and DAZ on this thread; return the previous MXCSR for :func:`restore_fp_state`."""
-
-        def codegen(context, builder, sig, args):
-            slot = cgutils.alloca_once(builder, ir.IntType(32))
-            _mxcsr_call(builder, "llvm.x86.sse.stmxcsr", slot)
-            old = builder.load(slot)
-            builder.store(builder.or_(old, ir.Constant(ir.IntType(32), _FTZ_DAZ)), slot)
-            _mxcsr_call(builder, "llvm.x86.sse.ldmxcsr", slot)
-            return old
-
-        return types.uint32(), codegen
-
-    @intrinsic
-    def restore_fp_state(typingctx, old):
-        """Load the MXCSR saved by :func:`flush_denormals`."""
-
-        def codegen(context, builder, sig, args):
-            _mxcsr_call(builder, "llvm.x86.sse.ldmxcsr", cgutils.alloca_once_value(builder, args[0]))
-            return context.get_dummy_value()
-
-        return types.void(types.uint32), codegen
-
-else:  # other CPUs handle subnormals at full speed or flush them already
-
-    @njit(inline="always")
-    def flush_denormals():  # pragma: no cover - not x86
-        return np.uint32(0)
-
-    @njit(inline="always")
-    def restore_fp_state(old):  # pragma: no cover - not x86
-        return None
-
+from .kernel_common import FASTMATH as _FASTMATH
+from .kernel_common import SHARES, flush_denormals, restore_fp_state
 
 #: pairs summed in the working precision before a block's sums are added up in float64
 BLOCK = 1024
-
-
-# ------------------------------------------------------------------ a logarithm that vectorises (float32)
-
-
-@intrinsic
-def _float32_bits(typingctx, x):
-    """The bits of a float32 as an int32 (a bitcast, which LLVM vectorises)."""
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-
-    return types.int32(types.float32), codegen
-
-
-@intrinsic
-def _bits_float32(typingctx, bits):
-    """The float32 whose bits are the int32 ``bits``."""
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.FloatType())
-
-    return types.float32(types.int32), codegen
-
-
-_F32 = np.float32
-_LOG_POLY = tuple(_F32(c) for c in (
-    7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
-    -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1,
-))  # fmt: skip
-_SQRT_HALF, _LN2_LOW, _LN2_HIGH = _F32(0.707106781186547524), _F32(-2.12194440e-4), _F32(0.693359375)
-_HALF, _ONE32, _INF32, _NAN32 = _F32(0.5), _F32(1.0), _F32(np.inf), _F32(np.nan)
-
-
-def vector_log(x):  # pragma: no cover - replaced in compiled code by the overload below
-    """log x. In compiled code a float32 is taken apart in its bits and the mantissa's logarithm is
-    Cephes' ``logf`` polynomial (within 1 ulp of float32 over its range), all plain arithmetic that
-    LLVM vectorises: np.log is a libm call per element that it does not (the exact KL took about 10
-    force passes because of it). float64 uses np.log."""
-    return np.log(x)
-
-
-@overload(vector_log, inline="always", jit_options={"fastmath": _FASTMATH, "error_model": "numpy"})
-def _vector_log(x):
-    if not (isinstance(x, types.Float) and x.bitwidth == 32):
-        return lambda x: np.log(x)
-
-    def log32(x):  # pragma: no cover - compiled
-        c0, c1, c2, c3, c4, c5, c6, c7, c8 = _LOG_POLY
-        bits = _float32_bits(x)
-        e = ((bits >> 23) & 0xFF) - 126  # x = m 2^e with m in [0.5, 1) (frexp)
-        m = _bits_float32(np.int32((bits & 0x007FFFFF) | 0x3F000000))
-        small = m < _SQRT_HALF
-        e = e - 1 if small else e
-        f = (m + m - _ONE32) if small else (m - _ONE32)  # log x = log(1 + f) + e log 2, f in [-0.29, 0.41]
-        z = f * f
-        y = ((((((((c0 * f + c1) * f + c2) * f + c3) * f + c4) * f + c5) * f + c6) * f + c7) * f + c8) * f * z
-        fe = _F32(e)
-        y += _LN2_LOW * fe
-        y -= _HALF * z
-        out = f + y + _LN2_HIGH * fe
-        out = -_INF32 if x == 0 else out  # (subnormals are zero in the kernels: DAZ)
-        out = x if not (x < _INF32) else out  # log inf = inf, NaN stays NaN
-        return _NAN32 if x < 0 else out
-
-    return log32
 
 
 @njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
@@ -214,60 +90,6 @@ def _block_sums(p, x, y, keep, xi, yi, one):  # pragma: no cover - compiled
         ry += w2 * dy
         zi += w
     return ax, ay, rx, ry, zi
-
-
-@njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
-def _kl_terms(p, x, y, i, one, inv_z, big, unit):  # pragma: no cover - compiled
-    """sum over j != i of p_ij h(q_ij / p_ij) (h(r) = r - 1 - log r >= 0), or q_ij where p_ij = 0.
-
-    j = i is masked inside one loop over [0, n), as in :func:`_pair_sums`, for the same reason.
-    """
-    xi = x[i]
-    yi = y[i]
-    zero = xi - xi
-    li = zero
-    for j in range(x.shape[0]):
-        dx = xi - x[j]
-        dy = yi - y[j]
-        q = inv_z * (one / (one + dx * dx + dy * dy))
-        pj = p[j]
-        r = q / pj  # inf where p_ij = 0: that term is q_ij, selected below
-        h = pj * (r - unit - vector_log(r))  # unit = 1 (``one`` is the kernel's epsilon, not always 1)
-        term = h if r < big else q  # p_ij = 0 gives r = inf (or NaN where q is 0 too): the term is q
-        li += zero if j == i else term  # two plain selects: with ``pj > 0 and ...`` it did not vectorise
-    return li
-
-
-@njit(fastmath=_FASTMATH, error_model="numpy", cache=True, nogil=True)
-def kl_part(P, Y, one, inv_z, big, kl, lo, hi):  # pragma: no cover - compiled
-    """``kl[:, lo:hi]``: the shares of KL(P || Q) of rows ``lo .. hi - 1`` (see :func:`kl_rows_serial`)."""
-    runs = Y.shape[0]
-    unit = big / big
-    fp_state = flush_denormals()
-    for i in range(lo, hi):
-        p = P[i]
-        for r in range(runs):
-            kl[r, i] = _kl_terms(p, Y[r, 0], Y[r, 1], i, one, inv_z[r], big, unit)
-    restore_fp_state(fp_state)
-
-
-def kl_rows_serial(P, Y, one, inv_z, big, kl) -> None:
-    """``kl`` (runs, n): row i's share of KL(P || Q) for embeddings ``Y`` with ``inv_z`` = 1 / Z per run.
-
-    KL is summed in its Bregman form, sum_ij [p_ij log(p_ij / q_ij) - p_ij + q_ij] (equal to the KL as
-    P and Q both sum to 1), as p h(q / p) with h(r) = r - 1 - log r. Every term is non-negative, so
-    the sum is non-negative and accurate to relative precision. The textbook split
-    sum p log p + sum p log(1 + d^2) + log Z cancels terms of size log n^2 down to a KL that can be
-    near 0, and rounding made it negative (-4e-16 in float64, -4e-8 in float32 for a uniform P).
-    Where q / p exceeds ``big`` the term is q to working precision (p h(r) = q (1 - (1 + log r) / r)).
-    """
-    kl_part(P, Y, one, inv_z, big, kl, 0, Y.shape[2])  # the very code of the shares (compiled inside an
-    # njit caller, the same loop was vectorised differently: other bits than in shares)
-
-
-def kl_rows(P, Y, one, inv_z, big, kl) -> None:
-    """:func:`kl_rows_serial` in shares of the rows on the worker threads (see :func:`forces`); the same bits."""
-    in_shares(Y.shape[2], lambda lo, hi: kl_part(P, Y, one, inv_z, big, kl, lo, hi), SHARES, 4)
 
 
 @njit(inline="always", fastmath=_FASTMATH, error_model="numpy")
@@ -377,10 +199,10 @@ def forces_serial(P, Y, exaggeration, one, attraction, repulsion, z) -> None:
     """Fill ``attraction``, ``repulsion`` (runs, 2, n) and ``z`` (runs, n) for embeddings ``Y``, in this thread.
 
     :func:`forces_rows` over every row: the very machine code of the shares (:func:`forces`), as
-    :func:`kl_rows_serial` runs :func:`kl_part`. The engine's serial runs take the forces from
+    :func:`.kl_kernels.kl_rows_serial` runs :func:`.kl_kernels.kl_part`. The engine's serial runs take the forces from
     :func:`steps_serial` instead, so that their steps and their reports run one code (see there).
 
-    The KL is a kernel of its own (:func:`kl_rows`, which needs Z first): the forces are then the very
+    The KL is a kernel of its own (:func:`.kl_kernels.kl_rows`, which needs Z first): the forces are then the very
     same machine code whether a step reports or not, so a run does not depend on how often it
     reports (one loop with a loop-invariant ``want_kl`` flag was vectorised differently in its two
     versions, which changed the rounding of the forces).
@@ -391,10 +213,6 @@ def forces_serial(P, Y, exaggeration, one, attraction, repulsion, z) -> None:
     (KL -1.20 on a run blown up to a radius of 3e6 by learning rate 1e6).
     """
     forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, 0, Y.shape[2])
-
-
-#: shares of the rows :func:`forces` hands to the worker threads (a multiple of four rows each)
-SHARES = 16
 
 
 def forces(P, Y, exaggeration, one, attraction, repulsion, z) -> None:
@@ -448,17 +266,12 @@ def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, mi
     restore_fp_state(fp_state)
 
 
-#: pairs x runs from which :func:`forces` and :func:`kl_rows` go to the worker threads; below, the engine runs
-#: :func:`steps_serial`, one compiled call for all the plain steps up to the next report. Measured on the
+#: pairs x runs from which :func:`forces` and :func:`.kl_kernels.kl_rows` go to the worker threads; below, the
+#: engine runs :func:`steps_serial`, one compiled call for all the plain steps up to the next report. Measured on the
 #: 2-core machine shared with other jobs (load 5), ms per iteration, serial steps / shares on the worker
 #: threads, interleaved: n = 2048 1.00 / 1.29, 4096 4.5 / 5.0, 6144 9.7 / 11.4, 8192 16.9 / 10.2. The
 #: shares cost 0.1-0.25 ms of dispatch a pass, and a pass in shares waits for a core another process took.
 POOL_MIN_PAIRS = 1 << 25
-
-
-# error_model="numpy" everywhere: numba's default "python" model guards each division with a
-# ZeroDivisionError check, which stops LLVM from vectorising the pair loop (2.1 against 0.19 ns
-# per pair, serial, n = 2048).
 
 
 @njit(fastmath=False, error_model="numpy", cache=True, nogil=True, inline="always")

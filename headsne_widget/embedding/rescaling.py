@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._checks import real_array
 
@@ -24,11 +25,11 @@ class QuantileMap:
     values: np.ndarray
     levels: np.ndarray
 
-    def __call__(self, x) -> np.ndarray:
+    def __call__(self, x: ArrayLike) -> np.ndarray:
         """phi(x): data units -> [0, 1] (clamped outside the data range)."""
         return np.interp(np.asarray(x, dtype=np.float64), self.values, self.levels)
 
-    def inverse(self, u) -> np.ndarray:
+    def inverse(self, u: ArrayLike) -> np.ndarray:
         """phi^-1(u): [0, 1] -> data units, e.g. the value to write at a tick (clamped outside [0, 1]).
 
         Each value is a weighted mean of its two knots, ``v0 (1 - t) + v1 t``, bounded by them: np.interp's
@@ -68,7 +69,7 @@ def _axis_map(column: np.ndarray, k: int) -> QuantileMap:
 MAX_QUANTILE_K = 1000
 
 
-def quantile_rescale(Y, k: int = 100) -> tuple[np.ndarray, tuple[QuantileMap, ...]]:
+def quantile_rescale(Y: ArrayLike, k: int = 100) -> tuple[np.ndarray, tuple[QuantileMap, ...]]:
     """Rescale every axis of Y (n, d) by its quantile map; return (Y in [0, 1]^d, one QuantileMap per axis).
 
     The thesis uses k = 100; k is at most ``MAX_QUANTILE_K`` (each axis computes k knots: 5e7 knots took 13.5 s

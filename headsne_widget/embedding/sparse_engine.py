@@ -29,12 +29,13 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import int_at_least
 from .._parallel import each
 from ..affinity.sparse import SparseAffinities, check_sparse_affinities
 from . import interpolation_kernels as ik
 from .engines import MIN_GAIN
 from .interpolation import Repulsion
+from .options import check_embedding, check_restarts, initial_embeddings, resolve_learning_rate
+from .schedule import Report, check_schedule, run
 
 __all__ = ["SparseEngine", "dispatch_kl", "dispatch_optimize", "exact_kl", "optimize"]
 
@@ -136,83 +137,36 @@ def _check_device(device: Any) -> None:
 def optimize(
     P: Any,
     *,
-    n_iter: int,
     learning_rate: Any,
-    early_exaggeration: float,
-    exaggeration_iters: int,
-    momentum: Any,
     init: Any,
-    seed: int | None,
     restarts: int,
     device: Any,
-    every: int,
-    dtype: Any,
     engine: str | None = None,
-    kl_every: int | None = None,
-    first_kl: bool = True,
     check_input: bool = True,
     grid: dict[str, Any] | None = None,
-) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, float]]:
-    """``tsne._optimize`` for a sparse P: the same arguments, checks, schedule and yields, on a
-    :class:`SparseEngine` (``grid``: keywords of :class:`.interpolation.Repulsion`)."""
-    from . import tsne as T
-
-    dt = T._resolve_dtype(dtype)
-    n_iter, every = int_at_least(n_iter, "n_iter", 1), int_at_least(every, "every", 1)
-    kl_every = every if kl_every is None else int_at_least(kl_every, "kl_every", 1)
-    exaggeration_iters = int_at_least(exaggeration_iters, "exaggeration_iters", 0)
-    early_exaggeration = T._positive(early_exaggeration, "early_exaggeration")
-    mom = T._check_momentum(momentum)
-    seed = T._check_seed(seed)
-    if int_at_least(restarts, "restarts", 1) > T.MAX_RESTARTS:
-        T._check_restarts(restarts, 1)
+    **schedule: Any,
+) -> Iterator[Report]:
+    """:func:`.schedule.optimize` for a sparse P: the same arguments (``schedule``: the keywords of
+    :func:`.schedule.check_schedule`), checks, loop and yields, on a :class:`SparseEngine` (``grid``:
+    keywords of :class:`.interpolation.Repulsion`)."""
+    s = check_schedule(restarts=restarts, **schedule)
     if engine not in (None, "numba", "sparse"):
         raise ValueError(f"a sparse P runs on the sparse engine, not {engine!r}")
     _check_device(device)
-    S = check_sparse_affinities(P, dt, check_input)
+    S = check_sparse_affinities(P, s.dtype, check_input)
     n = S.n
-    restarts = T._check_restarts(restarts, n)
-    lr = T._resolve_learning_rate(learning_rate, n, early_exaggeration)
-    Y0 = T._initial_embeddings(init, n, restarts, seed, dt)
-    eng = SparseEngine(S, Y0, **(grid or {}))
-
-    def check(t: int, exaggeration: float) -> None:
-        T._check_divergence(eng, t, n, lr, exaggeration, early_exaggeration)
-
-    t, last_kl = 1, (-kl_every if first_kl else 0)
-    while t <= n_iter:
-        exaggerating = t <= exaggeration_iters
-        if t == exaggeration_iters + 1 and t > 1:
-            eng.restart_optimizer()
-        ex, m = (early_exaggeration, mom[0]) if exaggerating else (1.0, mom[1])
-        if t > 1 and (t - 1) % every == 0:
-            want_kl = t - 1 - last_kl >= kl_every
-            kls = eng.forces(ex, want_kl)
-            last_kl = t - 1 if want_kl else last_kl
-            check(t - 1, ex)
-            yield t - 1, eng.embeddings(), kls, lr
-            eng.update(m, lr)
-            t += 1
-            continue
-        stop = min(((t - 1) // every + 1) * every + 1, n_iter + 1)
-        if exaggerating:
-            stop = min(stop, exaggeration_iters + 1)
-        eng.steps(stop - t, ex, m, lr)
-        check(stop - 1, ex)
-        t = stop
-    kls = eng.forces(1.0, True)
-    check(n_iter, 1.0)
-    yield n_iter, eng.embeddings(), kls, lr
+    restarts = check_restarts(restarts, n)
+    lr = resolve_learning_rate(learning_rate, n, s.early_exaggeration)
+    Y0 = initial_embeddings(init, n, restarts, s.seed, s.dtype)
+    yield from run(SparseEngine(S, Y0, **(grid or {})), s, n, lr)
 
 
 def exact_kl(P: Any, Y: Any) -> float:
     """Exact KL(P || Q(Y)) for a sparse P and an embedding Y (n, 2), in float64: sum_{p > 0} p log(p / q) with
     Z = sum_{i != j} 1 / (1 + |y_i - y_j|^2) summed over all pairs (O(n^2) time in shares on the worker
     threads, O(n) memory: about 2 s at 65536 points on 2 cores)."""
-    from . import tsne as T
-
     S = check_sparse_affinities(P, np.float64)
-    Yc = T._check_embedding(Y, S.n).astype(np.float64)
+    Yc = check_embedding(Y, S.n).astype(np.float64)
     Yc = Yc - Yc.mean(axis=0)
     largest = float(np.abs(Yc).max())
     if largest > 1e100:  # d^2 would overflow; t-SNE layouts span tens of units
@@ -232,7 +186,7 @@ def exact_kl(P: Any, Y: Any) -> float:
 
 
 def dispatch_optimize(dense: Callable[..., Iterator]) -> Callable[..., Iterator]:
-    """``tsne._optimize`` that sends a ``scipy.sparse`` P to :func:`optimize` and any other P to ``dense``."""
+    """:func:`.schedule.optimize` that sends a ``scipy.sparse`` P to :func:`optimize` and any other P to ``dense``."""
 
     @functools.wraps(dense)
     def _optimize(P: Any, **options: Any) -> Iterator:

@@ -1,5 +1,5 @@
 """The thesis studies as data: KL by layer (Fig. 12), robustness to token replacement (Sec. 4.4, Fig. 15/16)
-and multi-token word embeddings (Def. 4.1, Fig. 5/6).
+and multi-token word embeddings (Def. 4.1, Fig. 5/6; defined in :mod:`.words`, importable from here).
 
 Every study loads its model once (through the cached :func:`~headsne_widget.extraction.load_model`), runs
 its restarts and repeats through the batched t-SNE engine, derives every random choice from ``seed`` and,
@@ -8,19 +8,23 @@ when interrupted with Ctrl-C, warns and returns what finished. :mod:`headsne_wid
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._checks import int_at_least
-from ..affinity.selection import check_index, selection_affinities
+from ..affinity.selection import check_index
+from .common import extract_ids as _extract_ids
+from .common import extract_text as _extract
 from .common import interrupted as _interrupted
+from .common import load as _load
+from .common import selection_P as _P
 from .common import study_seed
 from .common import tsne_kl_chunks as _tsne_kl_chunks
 from .common import tsne_kls as _tsne_kls
+from .words import OCCUPATIONS, WordEmbeddings, word_embeddings
 
 __all__ = [
     "OCCUPATIONS",
@@ -31,113 +35,6 @@ __all__ = [
     "word_embeddings",
 ]
 
-# Single-word occupations, as in the thesis's Fig. 6 ("only words without spaces were considered"); it names
-# musician, dancer, singer, choreographer, composer, woodworker, farmworker, rancher, millwright, locksmith
-# and brickmason, which are all here.
-OCCUPATIONS: tuple[str, ...] = (
-    "accountant",
-    "actor",
-    "actuary",
-    "architect",
-    "archivist",
-    "astronomer",
-    "athlete",
-    "auditor",
-    "baker",
-    "barber",
-    "bartender",
-    "biologist",
-    "blacksmith",
-    "bookkeeper",
-    "brickmason",
-    "butcher",
-    "carpenter",
-    "cashier",
-    "chef",
-    "chemist",
-    "choreographer",
-    "cleaner",
-    "coach",
-    "composer",
-    "cook",
-    "counselor",
-    "courier",
-    "dancer",
-    "dentist",
-    "designer",
-    "detective",
-    "dietitian",
-    "diplomat",
-    "doctor",
-    "driver",
-    "economist",
-    "editor",
-    "electrician",
-    "engineer",
-    "farmer",
-    "farmworker",
-    "firefighter",
-    "fisherman",
-    "florist",
-    "gardener",
-    "geologist",
-    "glazier",
-    "guard",
-    "hairdresser",
-    "historian",
-    "janitor",
-    "jeweler",
-    "journalist",
-    "judge",
-    "lawyer",
-    "librarian",
-    "lifeguard",
-    "locksmith",
-    "machinist",
-    "mathematician",
-    "mechanic",
-    "midwife",
-    "millwright",
-    "miner",
-    "musician",
-    "nurse",
-    "optician",
-    "painter",
-    "paralegal",
-    "pharmacist",
-    "photographer",
-    "physicist",
-    "physician",
-    "pilot",
-    "plumber",
-    "poet",
-    "police",
-    "politician",
-    "potter",
-    "programmer",
-    "psychologist",
-    "rancher",
-    "receptionist",
-    "reporter",
-    "roofer",
-    "sailor",
-    "scientist",
-    "sculptor",
-    "secretary",
-    "singer",
-    "soldier",
-    "statistician",
-    "surgeon",
-    "tailor",
-    "teacher",
-    "translator",
-    "veterinarian",
-    "waiter",
-    "welder",
-    "woodworker",
-    "writer",
-    "zoologist",
-)
 
 METHODS = ("attention", "hidden")
 CONDITIONS = ("attention", "attention disturbed", "hidden", "hidden disturbed")
@@ -156,32 +53,6 @@ def _check_heads(heads: Iterable[int] | None, n_heads: int) -> list[int]:
     if len(set(head_list)) != len(head_list):
         raise ValueError(f"heads has repeated entries {head_list}: each head is studied once")
     return head_list
-
-
-def _load(model: Any) -> Any:
-    from ..capture.extraction import load_model
-
-    return load_model(model)
-
-
-def _extract(text: str, loaded: Any) -> Any:
-    from ..capture.extraction import extract
-
-    return extract(text, loaded)
-
-
-def _extract_ids(token_ids: np.ndarray, loaded: Any) -> Any:
-    from ..capture.extraction import extract_token_ids
-
-    return extract_token_ids(token_ids, loaded)
-
-
-def _P(ex: Any, method: str, layer: int, head: int, perplexity: float) -> tuple[np.ndarray, float | None]:
-    """P of a head ("attention") or of the layer's output hidden states ("hidden"), and the perplexity used."""
-    sel = selection_affinities(ex, method, layer, head, perplexity=perplexity)
-    if sel.note:
-        warnings.warn(sel.note, UserWarning, stacklevel=3)
-    return sel.P, sel.perplexity
 
 
 def _frame(rows: list[dict]) -> Any:
@@ -324,10 +195,7 @@ def robustness(
     the undisturbed conditions get ``repeats`` independent runs too, in one batched call per method, so
     their spread is t-SNE's own. The thesis used layer 3, head 10, 5 % and 1000 repeats.
     """
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.floating, np.integer)):
-        raise TypeError(f"fraction must be a number in (0, 1), got {type(fraction).__name__}")
-    if not 0.0 < float(fraction) < 1.0:
-        raise ValueError(f"fraction must be in (0, 1), got {fraction}")
+    _check_fraction(fraction)
     from tqdm.auto import tqdm
 
     repeats = int_at_least(repeats, "repeats", 1)
@@ -378,6 +246,21 @@ def robustness(
         _interrupted("repeats", len(done["attention disturbed"]), repeats)
     finally:
         bar.close()
+    return _filled(result, done, runs, positions, disturbed)
+
+
+def _check_fraction(fraction: Any) -> None:
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.floating, np.integer)):
+        raise TypeError(f"fraction must be a number in (0, 1), got {type(fraction).__name__}")
+    if not 0.0 < float(fraction) < 1.0:
+        raise ValueError(f"fraction must be in (0, 1), got {fraction}")
+
+
+def _filled(
+    result: RobustnessResult, done: dict[str, list[float]], runs: int, positions: list, disturbed: list
+) -> RobustnessResult:
+    """``result`` with the KLs of the finished repeats: the best of ``runs`` for each (the undisturbed runs in
+    whole repeats of both methods), and the disturbed texts."""
     whole = min(len(done["attention"]), len(done["hidden"])) // runs  # same repeats in both methods
     for method in METHODS:
         result.kls[method] = np.asarray(done[method][: whole * runs]).reshape(whole, runs).min(axis=1)
@@ -385,85 +268,3 @@ def robustness(
     if positions:
         result.positions, result.disturbed_ids = np.stack(positions), np.stack(disturbed)
     return result
-
-
-# ------------------------------------------------------------------------------------ word embeddings
-
-
-@dataclass
-class WordEmbeddings:
-    """Multi-token embeddings of words (thesis Def. 4.1) and their standard t-SNE map."""
-
-    words: list[str]
-    X: np.ndarray  # (n, d) [CLS] hidden state of each word at ``layer``
-    embedding: np.ndarray  # (n, 2) t-SNE of X
-    kl: float
-    layer: int
-    perplexity: float
-    model_name: str
-
-
-def _check_words(words: Sequence[str] | None) -> list[str]:
-    if words is None:
-        return list(OCCUPATIONS)
-    if isinstance(words, str):
-        raise TypeError("words must be a list of strings, not one string")
-    words = list(words)
-    if not words:
-        raise ValueError("words is empty: pass at least two words or phrases (or None for analyses.OCCUPATIONS)")
-    bad = [w for w in words if not isinstance(w, str)]
-    if bad:
-        raise TypeError(f"words must all be strings, got {bad[0]!r}")
-    blank = [w for w in words if not w.strip()]
-    if blank:
-        raise ValueError(f"words contains an empty string: {blank[0]!r}")
-    if len(words) < 2:
-        raise ValueError(f"words needs at least two entries to embed, got {len(words)}")
-    return words
-
-
-def word_embeddings(
-    words: Sequence[str] | None = None,
-    model: Any = None,
-    *,
-    layer: int = -1,
-    seed: int = 0,
-    n_iter: int = 1000,
-    perplexity: float | None = None,
-) -> WordEmbeddings:
-    """Standard t-SNE of the multi-token embedding of each word: its [CLS] hidden state (thesis Def. 4.1).
-
-    ``layer`` indexes the hidden states (0 = embedding layer, -1 = the last layer's output). ``words=None``
-    uses :data:`OCCUPATIONS` (thesis Fig. 6). ``perplexity=None`` uses 20 (thesis A.2), lowered to
-    ``(n - 1) / 3`` for short word lists so that it stays below the number of neighbours.
-    """
-    from ..embedding.tsne import tsne
-
-    words = _check_words(words)
-    n_iter = int_at_least(n_iter, "n_iter", 1)
-    loaded = _load(model)
-    first = _extract(words[0], loaded)
-    n_states = first.n_layers + 1
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
-        raise TypeError(f"layer must be an int, got {type(layer).__name__}")
-    if not -n_states <= layer < n_states:
-        raise ValueError(f"layer={layer} is out of range: the model has {n_states} hidden states (0..{n_states - 1})")
-    layer = int(layer) % n_states
-    exs = [first] + [_extract(w, loaded) for w in words[1:]]
-    X = np.stack([np.asarray(e.hidden_states[layer][0], dtype=np.float64) for e in exs])
-    n = len(words)
-    if perplexity is None:
-        perplexity = min(20.0, max(1.0, (n - 1) / 3))
-    from ..affinity.affinities import gaussian_affinities
-
-    P = gaussian_affinities(X, perplexity=perplexity)
-    res = tsne(P, n_iter=n_iter, seed=study_seed(seed))
-    return WordEmbeddings(
-        words=words,
-        X=X,
-        embedding=np.asarray(res.embedding),
-        kl=float(res.kl),
-        layer=layer,
-        perplexity=float(perplexity),
-        model_name=str(first.model_name),
-    )

@@ -1,14 +1,26 @@
 """What every study shares: the seeds that make each row reproducible, the batched t-SNE runs that give
-the KLs, and the warning of an interrupted study."""
+the KLs, the warning of an interrupted study, and the model, captures and P a study works on."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
-__all__ = ["interrupted", "study_seed", "tsne_kl_chunks", "tsne_kls"]
+from ..affinity.selection import selection_affinities
+
+__all__ = [
+    "extract_ids",
+    "extract_text",
+    "interrupted",
+    "load",
+    "selection_P",
+    "study_seed",
+    "tsne_kl_chunks",
+    "tsne_kls",
+]
 
 #: Largest R * n * n handed to one batched t-SNE call (about 160 MB of float64 per working array).
 MAX_BATCH_ELEMENTS = 20_000_000
@@ -44,3 +56,33 @@ def tsne_kl_chunks(P: np.ndarray, restarts: int, n_iter: int, seed: int) -> Iter
 def tsne_kls(P: np.ndarray, restarts: int, n_iter: int, seed: int) -> np.ndarray:
     """Final exact KL of each of ``restarts`` batched t-SNE runs on ``P``, shape (restarts,)."""
     return np.concatenate(list(tsne_kl_chunks(P, restarts, n_iter, seed)))
+
+
+def load(model: Any) -> Any:
+    """The model, through the cached :func:`~headsne_widget.capture.extraction.load_model` (capture is imported on
+    first use)."""
+    from ..capture.extraction import load_model
+
+    return load_model(model)
+
+
+def extract_text(text: str, loaded: Any) -> Any:
+    """The :class:`~headsne_widget.Extraction` of ``text``."""
+    from ..capture.extraction import extract
+
+    return extract(text, loaded)
+
+
+def extract_ids(token_ids: np.ndarray, loaded: Any) -> Any:
+    """The :class:`~headsne_widget.Extraction` of token ids (a disturbed text)."""
+    from ..capture.extraction import extract_token_ids
+
+    return extract_token_ids(token_ids, loaded)
+
+
+def selection_P(ex: Any, method: str, layer: int, head: int, perplexity: float) -> tuple[np.ndarray, float | None]:
+    """P of a head ("attention") or of the layer's output hidden states ("hidden"), and the perplexity used."""
+    sel = selection_affinities(ex, method, layer, head, perplexity=perplexity)
+    if sel.note:
+        warnings.warn(sel.note, UserWarning, stacklevel=3)
+    return sel.P, sel.perplexity

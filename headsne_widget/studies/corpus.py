@@ -4,6 +4,8 @@
 ``runs`` restarts) and, per layer, standard t-SNE on the layer's output hidden states, and returns one tidy
 row per (text, layer, method, head). :func:`head_summary` turns the rows into the median, the interquartile
 range and the rank of every head across the corpus; :func:`headsne_widget.plots.corpus_heads` draws it.
+This module runs the study; where its tasks run is :mod:`.workers`, the tables over its rows
+(:func:`head_summary`, :func:`score_summary`, importable from here) are :mod:`.summaries`.
 
 How the work is spread
 ----------------------
@@ -42,18 +44,16 @@ for the reference rows).
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import pickle
-import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._checks import int_at_least
+from .summaries import SCORE_SUMMARY_COLUMNS, SUMMARY_COLUMNS, head_summary, score_summary
+from .workers import LOCAL_CLIENTS, check_client, progress_bar, run_tasks, session
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,14 +62,6 @@ __all__ = ["COLUMNS", "SCORE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "corpus_study"
 
 #: the columns of :func:`corpus_study`'s rows
 COLUMNS = ("text", "layer", "method", "head", "kl", "n_tokens", "perplexity", "runs")
-#: the columns of :func:`head_summary`
-SUMMARY_COLUMNS = ("layer", "head", "median", "q1", "q3", "iqr", "texts", "rank", "hidden_median")
-#: the columns of :func:`score_summary` besides each score's mean, minimum and maximum
-SCORE_SUMMARY_COLUMNS = ("layer", "head", "texts", "kind", "kind_share")
-#: what ``client`` may name besides a ``distributed.Client``
-LOCAL_CLIENTS = ("sync", "threads", "processes")
-#: the kind of local cluster that ``client=None`` starts (measured, see the module doc)
-DEFAULT_LOCAL = "threads"
 
 #: the hidden-state perplexity of the thesis (A.2), used when ``perplexity=None``
 THESIS_PERPLEXITY = 20.0
@@ -174,7 +166,7 @@ def _encode(
 # ------------------------------------------------------------------------------------ one text (a task)
 
 
-def _row(text: int, layer: int, method: str, head: int | None, kl: float, n: int, perplexity: float | None,
+def _row(text: int, layer: int, method: str, head: int | None, kl: float, *, n: int, perplexity: float | None,
          runs: int) -> dict[str, Any]:  # fmt: skip
     """One row of :data:`COLUMNS`."""
     perplexity = math.nan if perplexity is None else float(perplexity)
@@ -221,14 +213,16 @@ def text_rows(
                 value = tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, head)).min()
             else:
                 value = math.nan
-            rows.append(_row(index, layer, "attention", head, value, kept, None, runs if kl else 0))
+            rows.append(_row(index, layer, "attention", head, value, n=kept, perplexity=None, runs=runs if kl else 0))
             if table is not None:
                 rows[-1].update(table[layer * ex.n_heads + head])
         if not kl:
             continue
         sel = selection_affinities(ex, "hidden", layer, perplexity=perplexity, exclude_special=exclude_special)
         hidden_kl = tsne_kls(sel.P, runs, n_iter, study_seed(seed, index, layer, ex.n_heads)).min()
-        rows.append(_row(index, layer, "hidden", None, hidden_kl, len(sel.kept), sel.perplexity, runs))
+        rows.append(
+            _row(index, layer, "hidden", None, hidden_kl, n=len(sel.kept), perplexity=sel.perplexity, runs=runs)
+        )
     return rows
 
 
@@ -237,138 +231,6 @@ def _score_table(ex: Any) -> list[dict[str, Any]]:
     from ..capture.scores import SCORES, head_scores
 
     return head_scores(ex)[[*SCORES, "kind"]].to_dict("records")
-
-
-# ------------------------------------------------------------------------------------------- clients
-
-
-def _distributed() -> Any:
-    """The ``distributed`` module, or an error naming the extra that installs it."""
-    try:
-        import distributed
-    except ImportError as err:
-        raise ImportError(
-            "corpus_study runs on Dask, which is not installed: pip install 'headsne-widget[dask]' (or pass "
-            "client='sync' to run in this process without it)"
-        ) from err
-    return distributed
-
-
-def _check_client(client: Any) -> Any:
-    """A ``distributed.Client`` that is running, else a clear error."""
-    if not isinstance(client, _distributed().Client):
-        raise TypeError(
-            f"client must be None, one of {', '.join(map(repr, LOCAL_CLIENTS))} or a dask.distributed.Client, "
-            f"got {type(client).__name__}"
-        )
-    if client.status != "running":
-        raise RuntimeError(
-            f"the Dask client is {client.status}: connect a new one (distributed.Client(...)) or pass client=None"
-        )
-    return client
-
-
-def _local_cluster(kind: str) -> Any:
-    LocalCluster = _distributed().LocalCluster
-    cores = os.cpu_count() or 1
-    if kind == "threads":
-        return LocalCluster(n_workers=1, threads_per_worker=cores, processes=False, dashboard_address=":0")
-    return LocalCluster(n_workers=cores, threads_per_worker=1, processes=True, dashboard_address=":0")
-
-
-@contextlib.contextmanager
-def _session(client: Any) -> Iterator[Any]:
-    """The client to run on (None: in-process), closing any local cluster started here afterwards."""
-    if client is None:
-        try:
-            client = _distributed().default_client()
-        except ValueError:  # no client made in this session
-            client = DEFAULT_LOCAL
-        else:
-            yield _check_client(client)
-            return
-    if isinstance(client, str):
-        if client not in LOCAL_CLIENTS:
-            raise ValueError(f"client must be one of {', '.join(map(repr, LOCAL_CLIENTS))}, got {client!r}")
-        if client == "sync":
-            yield None
-            return
-        with _local_cluster(client) as cluster, _distributed().Client(cluster, set_as_default=False) as local:
-            yield local
-        return
-    yield _check_client(client)
-
-
-def _model_for_workers(model: Any, client: Any) -> Any:
-    """What the tasks get as ``model``: a path or hub id as that string, an object once per worker."""
-    if model is None or isinstance(model, str):
-        return model
-    if isinstance(model, os.PathLike):
-        return os.fspath(model)
-    if client is None:
-        return model
-    try:
-        pickle.dumps(model)
-    except Exception as err:
-        raise TypeError(
-            f"the model object ({type(model).__name__}) cannot be pickled to send to the Dask workers: pass the "
-            "model's directory or hub id as a string instead (each worker then loads it once)"
-        ) from err
-    return client.scatter(model, broadcast=True, hash=False)
-
-
-# ---------------------------------------------------------------------------------------------- runs
-
-
-def _progress(total: int, done: int, enabled: bool) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=done, desc="texts", unit="text", disable=not enabled)
-
-
-def _results_here(jobs: dict[int, np.ndarray], model: Any, settings: dict) -> Iterator[list[dict]]:
-    """Each text's rows, computed in this process, in corpus order."""
-    for index, ids in jobs.items():
-        yield text_rows(index, ids, model, **settings)
-
-
-def _results_dask(
-    client: Any, jobs: dict[int, np.ndarray], model: Any, settings: dict, retries: int
-) -> Iterator[list[dict]]:
-    """Each text's rows as its task finishes on ``client``; what is left is cancelled when the caller stops."""
-    from distributed import as_completed
-
-    prefix = f"corpus_study-{uuid.uuid4().hex[:8]}"
-    futures = [
-        client.submit(text_rows, index, ids, model, key=f"{prefix}-{index}", retries=retries, **settings)
-        for index, ids in jobs.items()
-    ]
-    try:
-        for future in as_completed(futures, loop=client.loop):
-            yield future.result()
-    finally:
-        client.cancel([f for f in futures if not f.done()])
-
-
-def _collect(results: Iterator[list[dict]], total: int, bar: Any, on_text: Callable | None) -> list[dict]:
-    """The rows of every text as they arrive; on Ctrl-C a warning and the rows finished so far."""
-    rows: list[dict] = []
-    done = 0
-    with contextlib.closing(results):  # type: ignore[type-var]
-        try:
-            for result in results:
-                rows += result
-                done += 1
-                bar.update()
-                if on_text is not None:
-                    on_text(result)
-        except KeyboardInterrupt:
-            warnings.warn(
-                f"interrupted: returning the rows of the {done} texts finished so far (of {total})",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-    return rows
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -447,134 +309,80 @@ def corpus_study(
     ValueError : an empty corpus or a bad argument. TypeError : a text that is not a str, a model that
     cannot be sent to the workers. TextTooLongError : see ``max_tokens``. RuntimeError : a closed client.
     """
-    from ..capture.extraction import extract_token_ids, load_model
-
     items = _texts(texts)
+    settings, retries = _settings(
+        runs=runs, n_iter=n_iter, seed=seed, retries=retries, kl=kl, scores=scores, perplexity=perplexity
+    )
+    loaded, jobs, short = _prepare(items, model, max_tokens, client, bool(exclude_special))
+    if not jobs:
+        return _frame([])
+    settings.update(_selected(loaded, jobs, layers, heads), exclude_special=bool(exclude_special))
+    with session(client) as active, progress_bar(len(items), len(short), bool(progress)) as bar:
+        rows = run_tasks(text_rows, jobs, settings, model, client=active, retries=retries, bar=bar, on_text=on_text)
+    return _warn_lowered(_frame(rows), settings["perplexity"], asked=perplexity)
+
+
+def _settings(
+    *, runs: Any, n_iter: Any, seed: Any, retries: Any, kl: Any, scores: Any, perplexity: Any
+) -> tuple[dict[str, Any], int]:
+    """The keywords of :func:`text_rows` that do not depend on the model, checked, and ``retries``."""
     runs = int_at_least(runs, "runs", 1)
     n_iter = int_at_least(n_iter, "n_iter", 1)
     seed = int_at_least(seed, "seed", 0)
     retries = int_at_least(retries, "retries", 0)
     if not kl and not scores:
         raise ValueError("kl=False computes no KL: ask for scores=True, or leave kl on")
-    asked = perplexity
     perplexity = _check_perplexity(perplexity)
+    settings = dict(runs=runs, n_iter=n_iter, seed=seed, perplexity=perplexity, scores=bool(scores), kl=bool(kl))
+    return settings, retries
+
+
+def _prepare(
+    items: list[str], model: Any, max_tokens: Any, client: Any, exclude_special: bool
+) -> tuple[Any, dict[int, np.ndarray], list[int]]:
+    """The loaded model, the token ids of the texts to study and the indices of those too short, after the last
+    checks of the arguments; warns once about truncated texts and once about skipped ones."""
+    from ..capture.extraction import load_model
+
     max_tokens = _check_max_tokens(max_tokens)
     if isinstance(client, str) and client not in LOCAL_CLIENTS:
         raise ValueError(f"client must be one of {', '.join(map(repr, LOCAL_CLIENTS))}, got {client!r}")
     if not isinstance(client, str) and client is not None:
-        _check_client(client)
+        check_client(client)
     loaded = load_model(model)
-    jobs, short, truncated = _encode(items, loaded, max_tokens, bool(exclude_special))
+    jobs, short, truncated = _encode(items, loaded, max_tokens, exclude_special)
     if truncated:
         warnings.warn(f"{truncated} of {len(items)} texts truncated to max_tokens={max_tokens} tokens", UserWarning,
-                      stacklevel=2)  # fmt: skip
+                      stacklevel=3)  # fmt: skip
     if short:
         warnings.warn(
             f"{len(short)} of {len(items)} texts skipped: fewer than 4 tokens for t-SNE (texts {short[:10]}"
             f"{' ...' if len(short) > 10 else ''})",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    if not jobs:
-        return _frame([])
-    probe = extract_token_ids(next(iter(jobs.values())), loaded)  # the model's shape, to check the indices first
-    settings = dict(
-        layers=_indices(layers, probe.n_layers, "layers", "layers"),
-        heads=_indices(heads, probe.n_heads, "heads", "heads per layer"),
-        runs=runs, n_iter=n_iter, seed=seed, perplexity=perplexity, exclude_special=bool(exclude_special),
-        scores=bool(scores), kl=bool(kl),
-    )  # fmt: skip
-    with _session(client) as active, _progress(len(items), len(short), bool(progress)) as bar:
-        shipped = _model_for_workers(model, active)
-        if active is None:
-            results = _results_here(jobs, shipped, settings)
-        else:
-            results = _results_dask(active, jobs, shipped, settings, retries)
-        rows = _collect(results, len(jobs), bar, on_text)
-    df = _frame(rows)
+    return loaded, jobs, short
+
+
+def _selected(loaded: Any, jobs: dict[int, np.ndarray], layers: Any, heads: Any) -> dict[str, list[int]]:
+    """``layers`` and ``heads`` as lists of indices, checked against the model's shape (from its first text)."""
+    from ..capture.extraction import extract_token_ids
+
+    probe = extract_token_ids(next(iter(jobs.values())), loaded)
+    return {
+        "layers": _indices(layers, probe.n_layers, "layers", "layers"),
+        "heads": _indices(heads, probe.n_heads, "heads", "heads per layer"),
+    }
+
+
+def _warn_lowered(df: pd.DataFrame, perplexity: float, asked: Any) -> pd.DataFrame:
+    """``df``, after one warning counting the texts whose hidden-state perplexity was lowered from the one asked."""
     lowered = df.loc[(df["method"] == "hidden") & (df["perplexity"] < perplexity), "text"].nunique()
     if lowered and asked is not None:
         warnings.warn(
             f"perplexity {perplexity:g} is too large for {lowered} short texts: lowered to (tokens - 1) / 3 "
             "there (the column perplexity holds the value used)",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return df
-
-
-# ------------------------------------------------------------------------------------------- summary
-
-
-def head_summary(rows: Any) -> pd.DataFrame:
-    """Per (layer, head): the median KL across the corpus, its quartiles and IQR, and the head's rank.
-
-    Parameters
-    ----------
-    rows : what :func:`corpus_study` returns (a DataFrame, or records with its columns).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (layer, head) of the attention rows, sorted by layer and head, with
-        :data:`SUMMARY_COLUMNS`: ``median``, ``q1``, ``q3``, ``iqr`` (= q3 - q1) of the KL over the texts,
-        ``texts`` (how many), ``rank`` (1 = lowest median KL; ties share the lower rank) and
-        ``hidden_median`` (the layer's median hidden-state KL, NaN without hidden rows).
-    """
-    import pandas as pd
-
-    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-    missing = {"layer", "method", "head", "kl"} - set(df.columns)
-    if missing:
-        raise ValueError(f"rows lack the columns {sorted(missing)}: pass what corpus_study returns")
-    attention = df[df["method"] == "attention"]
-    if attention.empty:
-        raise ValueError("rows hold no attention-head KLs: there is nothing to summarise")
-    kl = attention.astype({"head": "int64"}).groupby(["layer", "head"])["kl"]
-    out = pd.DataFrame(
-        {"median": kl.median(), "q1": kl.quantile(0.25), "q3": kl.quantile(0.75), "texts": kl.count()}
-    ).reset_index()
-    out["iqr"] = out["q3"] - out["q1"]
-    out["rank"] = out["median"].rank(method="min").astype("int64")
-    hidden = df[df["method"] == "hidden"].groupby("layer")["kl"].median()
-    out["hidden_median"] = out["layer"].map(hidden).astype("float64")
-    return out[list(SUMMARY_COLUMNS)].sort_values(["layer", "head"], ignore_index=True)
-
-
-def score_summary(rows: Any) -> pd.DataFrame:
-    """Per (layer, head): each score's mean, minimum and maximum over the corpus, and the head's usual kind.
-
-    ``rows`` is what ``corpus_study(..., scores=True)`` returns. Columns: :data:`SCORE_SUMMARY_COLUMNS` (``texts``:
-    how many texts; ``kind``: the kind the head has in most texts, ties in the order of
-    :data:`~headsne_widget.capture.scores.KINDS`; ``kind_share``: the share of texts in which it has that kind, 1 =
-    every text), then ``<score>_mean``, ``<score>_min``, ``<score>_max`` for each score. The heads that are sinks in
-    every text: ``s[(s.kind == "sink") & (s.kind_share == 1)]``.
-    """
-    import pandas as pd
-
-    from ..capture.scores import KINDS, SCORES
-
-    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-    missing = {"layer", "method", "head", "kind", *SCORES} - set(df.columns)
-    if missing:
-        raise ValueError(f"rows lack the columns {sorted(missing)}: pass what corpus_study(..., scores=True) returns")
-    attention = df[df["method"] == "attention"].astype({"head": "int64"})
-    if attention.empty:
-        raise ValueError("rows hold no attention heads: there is nothing to summarise")
-    groups = attention.groupby(["layer", "head"])
-    out = groups.size().rename("texts").reset_index()
-    rank = {kind: k for k, kind in enumerate(KINDS)}
-
-    def usual(kinds: pd.Series) -> tuple[str, float]:
-        counts = kinds.value_counts()
-        best = min(counts.index, key=lambda kind: (-counts[kind], rank.get(kind, len(rank))))
-        return best, float(counts[best] / len(kinds))
-
-    kinds = groups["kind"].apply(usual)
-    out["kind"] = [kinds[(layer, head)][0] for layer, head in zip(out["layer"], out["head"])]
-    out["kind_share"] = [kinds[(layer, head)][1] for layer, head in zip(out["layer"], out["head"])]
-    for name in SCORES:
-        stats = groups[name].agg(["mean", "min", "max"])
-        for how in ("mean", "min", "max"):
-            out[f"{name}_{how}"] = stats[how].to_numpy()
-    return out.sort_values(["layer", "head"], ignore_index=True)

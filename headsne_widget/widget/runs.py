@@ -310,8 +310,8 @@ def closing_frames(P: np.ndarray, **options: Any) -> contextlib.closing[Generato
 
 
 def run_job(
-    job: Job, ex: Any, request: RunRequest, record: RunRecord, workspace: Workspace,
-    prefetch: Prefetch | None, pace: Pace,
+    job: Job, ex: Any, request: RunRequest, record: RunRecord, workspace: Workspace, *, prefetch: Prefetch | None,
+    pace: Pace,
 ) -> None:  # fmt: skip
     """One run (see the module doc): P, then frames, then the best-of check; every result to the owner."""
     key = request.key

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from headsne_widget import plots
+from headsne_widget.widget import token_plots
 
 from . import jupyter
 
@@ -92,7 +92,7 @@ def test_bokeh_figures_draw_again_after_save_and_reload(
         assert maps[0]["root"] == maps[1]["root"] and maps[0]["rootWidth"] <= maps[0]["areaWidth"], maps
         # plots keeps each token's label inside the frame it assumes; the real frame is at least that large
         for v in maps:
-            least_w, least_h = plots._frame_size(
+            least_w, least_h = token_plots._frame_size(
                 int(v["width"]), int(v["height"]), v["title"] == "quantile axes", False
             )
             assert v["frameWidth"] >= least_w and v["frameHeight"] >= least_h, v
