@@ -8,6 +8,7 @@ import { createHooks } from "./hooks.js";
 import { createHeader } from "./header.js";
 import { createTooltipView } from "./tooltip.js";
 import { createGrid } from "./grid.js";
+import { createGridBar } from "./grid-bar.js";
 import { createScatter } from "./scatter.js";
 import { createTextStrip } from "./text.js";
 import { createLegend } from "./legend.js";
@@ -41,6 +42,7 @@ export const VIEWS = [
   ["header", createHeader],
   ["loading", createLoading],
   ["grid", createGrid],
+  ["gridBar", createGridBar],
   ["scatter", createScatter],
   ["text", createTextStrip],
   ["tooltip", createTooltipView],
