@@ -16,6 +16,7 @@ import { createViewBar } from "./viewbar.js";
 import { createControls } from "./controls.js";
 import { createParams } from "./params.js";
 import { createAtlas } from "./atlas.js";
+import { createHeadMap } from "./head-map.js";
 import { createExporter } from "./export.js";
 import { createLoading } from "./loading.js";
 import { createPanels } from "./panels.js";
@@ -51,6 +52,7 @@ export const VIEWS = [
   ["controls", createControls],
   ["params", createParams],
   ["atlas", createAtlas],
+  ["headMap", createHeadMap],
   ["panels", createPanels],
   ["exporter", (ctx, views) => createExporter(ctx, { grid: views.grid, scatter: views.scatter })],
 ];
