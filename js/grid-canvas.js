@@ -1,13 +1,15 @@
 // The grid's canvas and what it holds (js/grid.js is its controller): the maximum-attention values and
 // their layout, the heat image (painted once per data, theme and zoom, js/grid-paint.js) scaled up with
 // nearest-neighbour sampling, and the grid's own interaction state (zoom range, keyboard cursor, hovered
-// cell); `draw` repaints the cheap overlay from the state.
+// cell); `draw` repaints the cheap overlay from the state. Rows follow `head_order` (js/grid-order.js): the
+// canvas draws rows, everything else (the hit cell, the cursor, the selection) is in the model's heads.
 
 import { max } from "d3-array";
 import { gridGeometry, layerTop } from "./grid-geometry.js";
 import { drawGrid, paintHeat, paintHeatLegend } from "./grid-paint.js";
 import { gridHit } from "./hittest.js";
 import { headOf } from "./state.js";
+import { mapRow, rowOrder, rowsInOrder } from "./grid-order.js";
 
 /**
  * @typedef {import("./state.js").State} State
@@ -36,6 +38,11 @@ export class GridCanvas {
     this.image = document.createElement("canvas");
     /** @type {Float32Array | null} (L, H, n) */
     this.values = null;
+    /** @type {Float32Array | null} (L, H, n) with each layer's rows in the shown order */
+    this.shown = null;
+    /** @type {{data: ArrayLike<number>, shape: number[]} | null} the decoded `head_order` */
+    this.headOrder = null;
+    this.order = rowOrder(null, 0, 0);
     this.L = 0;
     this.H = 0;
     this.n = 0;
@@ -53,11 +60,11 @@ export class GridCanvas {
 
   paintImage() {
     const { theme } = this.state();
-    if (!this.values || !theme || !this.geom) return;
+    if (!this.shown || !theme || !this.geom) return;
     const key = `${this.geom.t0}:${this.geom.t1}:${this.geom.columns}:${theme.dark}:${this.vmax}`;
     if (key === this.painted) return;
     this.painted = key;
-    const lut = paintHeat(this.image, { values: this.values, n: this.n, vmax: this.vmax, geom: this.geom, theme });
+    const lut = paintHeat(this.image, { values: this.shown, n: this.n, vmax: this.vmax, geom: this.geom, theme });
     paintHeatLegend(this.dom.legend, this.dom.legendMax, lut, this.vmax);
   }
 
@@ -66,17 +73,20 @@ export class GridCanvas {
     const { geom, canvas } = this;
     if (!geom || !s.theme) return;
     const sel = headOf(s);
+    const { order } = this;
+    const cursor = this.cursor && document.activeElement === canvas ? this.cursor : null;
     const scene = {
       geom,
       theme: s.theme,
       image: this.image,
       tokens: s.doc.tokens,
-      selected: sel,
+      selected: sel.hidden ? sel : mapRow(order, sel, "toRow"),
+      headAt: order.headAt,
       hidden: sel.hidden,
-      kvGroups: Number(s.kv_groups ?? 0) || 0,
+      kvGroups: order.sorted ? 0 : Number(s.kv_groups ?? 0) || 0, // sorted rows: a group is no band of rows
       hoverToken: s.hover,
-      hoverCell: this.hoverCell,
-      cursor: this.cursor && document.activeElement === canvas ? this.cursor : null,
+      hoverCell: this.hoverCell && mapRow(order, this.hoverCell, "toRow"),
+      cursor: cursor && (sel.hidden ? cursor : mapRow(order, cursor, "toRow")),
       marked: { selected: s.selected, matches: s.search.matches },
     };
     drawGrid(this.ctx, scene, canvas.width / geom.width);
@@ -105,11 +115,23 @@ export class GridCanvas {
     this.draw();
   }
 
+  /** The rows' order: the decoded `head_order`, or null (the model's). @param {State["headOrder"]} headOrder */
+  setOrder(headOrder) {
+    this.headOrder = headOrder;
+    this.order = rowOrder(headOrder, this.L, this.H);
+    this.shown = this.values && rowsInOrder(this.values, this.order, this);
+    this.canvas.dataset.order = JSON.stringify(this.order.layers);
+    this.painted = "";
+    this.paintImage();
+    this.draw();
+  }
+
   /** New maximum-attention values (or none). @param {import("./state.js").Grid | null} grid */
   setData(grid) {
     this.painted = "";
     if (!grid) {
       this.values = null;
+      this.shown = null;
       this.L = this.H = this.n = 0;
       this.geom = null;
       this.canvas.width = this.canvas.height = 0;
@@ -118,6 +140,10 @@ export class GridCanvas {
     if (grid.shape[2] !== this.n) this.view = [0, 0];
     [this.L, this.H, this.n] = grid.shape;
     this.values = grid.data;
+    this.order = rowOrder(this.headOrder, this.L, this.H);
+    this.shown = rowsInOrder(this.values, this.order, this);
+    this.canvas.dataset.order = JSON.stringify(this.order.layers);
+    this.canvas.dataset.norm = grid.norm;
     this.vmax = Math.max(max(this.values) || 0, 1e-6);
     this.resize();
   }
@@ -145,10 +171,11 @@ export class GridCanvas {
     }
   }
 
-  /** The cell under the pointer, or null. @param {MouseEvent} event */
+  /** The cell under the pointer (its head in the model's order), or null. @param {MouseEvent} event */
   cellAt(event) {
     if (!this.geom) return null;
     const rect = this.canvas.getBoundingClientRect();
-    return gridHit(this.geom, event.clientX - rect.left, event.clientY - rect.top);
+    const hit = gridHit(this.geom, event.clientX - rect.left, event.clientY - rect.top);
+    return hit && mapRow(this.order, hit, "toHead");
   }
 }

@@ -18,12 +18,13 @@ const TOKEN_LABEL_W = 12; // columns at least this wide get token labels
  * @property {Theme} theme
  * @property {HTMLCanvasElement} image the heat image (js/grid-paint.js paintHeat)
  * @property {string[]} tokens
- * @property {Head} selected
+ * @property {Head} selected its head as the row that shows it (js/grid-order.js)
+ * @property {(layer: number, row: number) => number} headAt the head row `row` of a layer shows
  * @property {boolean} hidden hidden-state mode: layers are selected
  * @property {number} kvGroups
  * @property {number} hoverToken
  * @property {{layer: number, head: number, token: number} | null} hoverCell
- * @property {Head | null} cursor the keyboard cursor, when the grid has the focus
+ * @property {Head | null} cursor the keyboard cursor (as a row), when the grid has the focus
  * @property {{selected: Set<number>, matches: Set<number>}} marked
  */
 
@@ -151,7 +152,7 @@ function drawLayer(ctx, scene, l) {
     const isSel = !hidden && l === selected.layer && h === selected.head;
     if (!isSel && h % geom.labelEvery) continue;
     ctx.fillStyle = isSel ? theme.accent : theme.muted;
-    ctx.fillText(`${isSel ? "▶ " : ""}H${h}`, geom.labelW - 4, top + (h + 0.5) * geom.cellH);
+    ctx.fillText(`${isSel ? "▶ " : ""}H${scene.headAt(l, h)}`, geom.labelW - 4, top + (h + 0.5) * geom.cellH);
   }
   const perGroup = kvGroup(0, H, scene.kvGroups) >= 0 ? scene.kvGroups : 0;
   if (perGroup) {

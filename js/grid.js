@@ -2,7 +2,8 @@
 // (js/grid-canvas.js). Every head is labelled; a click on a cell or a head label selects the head (the
 // layer in hidden-state mode); arrows move a cursor and Enter selects when the grid has focus; ctrl/alt +
 // wheel zooms the token axis (double-click or Escape resets), with token labels once columns are wide
-// enough. Hovering a cell hovers its token and rests on its row (js/intents.js). A double-click resets the
+// enough. Rows follow `head_order` (js/grid-order.js): a click, a hover and the cursor's moves mean the head
+// the row shows. Hovering a cell hovers its token and rests on its row (js/intents.js). A double-click resets the
 // zoom and selects nothing: on a zoomed grid a click selects once no second click followed within
 // DOUBLE_CLICK_MS (unzoomed, where a double-click has nothing to reset, a click selects at once).
 
@@ -11,6 +12,7 @@ import { GridCanvas } from "./grid-canvas.js";
 import { disposer } from "./dom.js";
 import { changed } from "./store.js";
 import { headOf } from "./state.js";
+import { mapRow } from "./grid-order.js";
 
 export const DOUBLE_CLICK_MS = 300;
 
@@ -61,7 +63,11 @@ export function createGrid({ dom, store, intents, clock }) {
     if (!grid.geom) return;
     const sel = headOf(store.state);
     const c = grid.cursor ?? { layer: sel.layer, head: sel.head };
-    const moved = moveCursor(c, event.key, { L: grid.L, H: grid.H, hidden: sel.hidden });
+    // the cursor moves over the rows as shown (sorted by a score: js/grid-order.js), and stays a head
+    const way = sel.hidden ? null : grid.order;
+    const row = way ? mapRow(way, c, "toRow") : c;
+    const next = moveCursor(row, event.key, { L: grid.L, H: grid.H, hidden: sel.hidden });
+    const moved = next && way ? mapRow(way, next, "toHead") : next;
     if (moved) {
       grid.cursor = moved;
     } else if (event.key === "Enter" || event.key === " ") {
@@ -121,6 +127,7 @@ export function createGrid({ dom, store, intents, clock }) {
   /** @param {State} s @param {State | null} prev */
   function update(s, prev) {
     const is = (/** @type {keyof State} */ key) => changed(s, prev, key);
+    if (is("headOrder")) grid.setOrder(s.headOrder);
     if (is("grid")) grid.setData(s.grid);
     if (is("theme")) {
       grid.painted = "";
@@ -131,7 +138,19 @@ export function createGrid({ dom, store, intents, clock }) {
     if (prev === null || headOf(s).layer !== headOf(prev).layer) grid.reveal(headOf(s).layer);
   }
   /** @type {(keyof State)[]} */
-  const keys = ["grid", "theme", "doc", "layer", "head", "mode", "kv_groups", "selected", "search", "hover"];
+  const keys = [
+    "grid",
+    "headOrder",
+    "theme",
+    "doc",
+    "layer",
+    "head",
+    "mode",
+    "kv_groups",
+    "selected",
+    "search",
+    "hover",
+  ];
   scope.add(store.watch(keys, update));
 
   const observer = new ResizeObserver(() => grid.resize());

@@ -17,7 +17,9 @@ export function headerText(s) {
   const caption =
     s.mode === "hidden"
       ? `t-SNE of the hidden states of layer ${s.layer} (perplexity ${s.perplexity})`
-      : `attention-head t-SNE · layer ${s.layer} · head ${s.head}`;
+      : s.mode === "query-key"
+        ? `queries (filled) and keys (rings) t-SNE · layer ${s.layer} · head ${s.head}`
+        : `attention-head t-SNE · layer ${s.layer} · head ${s.head}`;
   return { subtitle, caption };
 }
 

@@ -106,7 +106,24 @@ export function createLegend({ dom, store }) {
   const box = dom.colourLegend;
   box.dataset.testid = "headsne-legend";
   box.classList.add("hs-colour-legend");
+  // query-key mode: which marks are the queries and which the keys
+  const qkKey = el("span", { className: "hs-edge-key hs-qk-key", dataset: { testid: "headsne-qk-key" } }, [
+    span("hs-legend-title", "query / key"),
+    el("span", { className: "hs-legend-entry", dataset: { style: "query" } }, [
+      el("span", { className: "hs-qk-query" }),
+      "query",
+    ]),
+    el("span", { className: "hs-legend-entry", dataset: { style: "key" } }, [
+      el("span", { className: "hs-qk-key-mark" }),
+      "key",
+    ]),
+  ]);
+  qkKey.title = "query-key mode: each token twice, as the query it sends (filled) and the key it offers (ring)";
+  dom.colourLegend.after(qkKey);
   const stops = [
+    store.watch(["mode"], (s) => {
+      qkKey.hidden = s.mode !== "query-key";
+    }),
     store.watch(["colours", "doc"], (s) => {
       box.hidden = !s.doc.tokens.length; // nothing coloured yet (the text is being captured)
       if (s.colours) showLegend(box, s.colours.legend, s.colours.mode);
@@ -126,5 +143,10 @@ export function createLegend({ dom, store }) {
       );
     }),
   ];
-  return { destroy: () => stops.forEach((stop) => stop()) };
+  return {
+    destroy: () => {
+      stops.forEach((stop) => stop());
+      qkKey.remove();
+    },
+  };
 }

@@ -1,5 +1,5 @@
-// The folds of the panels below the map: the text strip (open at first) and the head atlas (folded until
-// an atlas is asked for: it opens when one starts). A fold button's aria-expanded and its panel's
+// The folds of the panels below the map: the text strip and the head map (open at first) and the head
+// atlas (folded until an atlas is asked for: it opens when one starts). A fold button's aria-expanded and its panel's
 // data-open say which; a folded panel keeps its title bar (the atlas's holds its compute button).
 
 import { disposer } from "./dom.js";
@@ -23,7 +23,8 @@ export function setFold(panel, button, label, open) {
 }
 
 /**
- * @param {{dom: {textPanel: HTMLElement, textFold: HTMLElement, atlasPanel: HTMLElement, atlasFold: HTMLElement},
+ * @param {{dom: {textPanel: HTMLElement, textFold: HTMLElement, atlasPanel: HTMLElement, atlasFold: HTMLElement,
+ *   headMapPanel: HTMLElement, headMapFold: HTMLElement},
  *   store: import("./store.js").Store<State>}} ctx
  */
 export function createPanels({ dom, store }) {
@@ -31,11 +32,13 @@ export function createPanels({ dom, store }) {
   const folds = [
     { panel: dom.textPanel, button: dom.textFold, label: "text" },
     { panel: dom.atlasPanel, button: dom.atlasFold, label: "head atlas" },
+    { panel: dom.headMapPanel, button: dom.headMapFold, label: "head map" },
   ];
   for (const { panel, button, label } of folds) {
     scope.listen(button, "click", () => setFold(panel, button, label, panel.dataset.open !== "true"));
   }
   setFold(dom.textPanel, dom.textFold, "text", true);
+  setFold(dom.headMapPanel, dom.headMapFold, "head map", true);
   setFold(dom.atlasPanel, dom.atlasFold, "head atlas", false);
   // an atlas that starts, or one there already (a view rendered again), opens the fold
   scope.add(

@@ -132,11 +132,14 @@ export function createParams({ dom, store, intents }) {
     "select",
     {
       dataset: { testid: "headsne-mode" },
-      title: "affinities from an attention head, or from a layer's hidden states",
+      title:
+        "affinities from an attention head, from a layer's hidden states, or a head's queries and keys in one " +
+        "map (query-key: queries filled, keys as rings)",
     },
     [
       el("option", { value: "attention", text: "attention head" }),
       el("option", { value: "hidden", text: "hidden states" }),
+      el("option", { value: "query-key", text: "queries and keys" }),
     ],
   );
   scope.listen(mode, "change", () => intents.write({ mode: mode.value }));

@@ -6,7 +6,7 @@
 // a point); colours and opacities only when the colouring, the selection or the dimming change. Without
 // WebGL2 (or after the context is lost) `draw` answers false and the canvas draws the points.
 
-import { RADIUS } from "./scatter-paint.js";
+import { RADIUS, isRing } from "./scatter-paint.js";
 import { packColours } from "./point-raster.js";
 import { glColour, glProgram } from "./gl-program.js";
 
@@ -59,7 +59,7 @@ void main() {
 
 /**
  * @typedef {{sx: Float32Array, sy: Float32Array, m: number, kept: number[], tokenRow: Int32Array,
- *   colours: string[], special: boolean[]}} Points
+ *   colours: string[], special: boolean[], queryRows?: number}} Points
  * @typedef {{theme: {muted: string, fg: string, highlight: string}, scale: number,
  *   box: {x0: number, y0: number, x1: number, y1: number}, points: Points, dim: boolean,
  *   selected: Set<number>, matches: Set<number>}} GlScene
@@ -71,7 +71,8 @@ void main() {
  * @param {Int32Array} rgb packed colour per token (js/point-raster.js packColours)
  * @param {{dim: boolean, selected: Set<number>}} marks
  */
-export function pointStyles({ m, kept, special }, rgb, { dim, selected }) {
+export function pointStyles(points, rgb, { dim, selected }) {
+  const { m, kept } = points;
   const colour = new Uint8Array(4 * m);
   const kind = new Uint8Array(m);
   const words = new Uint32Array(colour.buffer);
@@ -82,7 +83,7 @@ export function pointStyles({ m, kept, special }, rgb, { dim, selected }) {
     const a = !dim || selected.has(t) ? 255 : 77;
     if (little) words[r] = (c & 0xffffff) | (a << 24);
     else colour.set([c & 255, (c >> 8) & 255, (c >> 16) & 255, a], 4 * r);
-    kind[r] = special[t] ? 1 : 0;
+    kind[r] = isRing(points, r) ? 1 : 0;
   }
   return { colour, kind };
 }
@@ -147,7 +148,7 @@ export function createGlPoints() {
     if (packed.of !== points.colours || packed.muted !== theme.muted) {
       Object.assign(packed, { of: points.colours, muted: theme.muted, rgb: packColours(points.colours, theme.muted) });
     }
-    const sKey = [packed.rgb, points.kept, points.special, points.m, dim, dim && selected];
+    const sKey = [packed.rgb, points.kept, points.special, points.m, points.queryRows, dim, dim && selected];
     if (sKey.some((v, i) => v !== styleKey[i])) {
       const { colour, kind } = pointStyles(points, packed.rgb, { dim, selected });
       g.data("colour", colour);

@@ -7,7 +7,7 @@
 // (js/scatter-paint.js).
 
 import { color as parseColor } from "d3-color";
-import { RADIUS } from "./scatter-paint.js";
+import { RADIUS, isRing } from "./scatter-paint.js";
 
 const SUB = 4; // sub-pixel positions of a point stamp per device px and axis
 const SAMPLES = 8; // coverage samples per device px and axis
@@ -173,7 +173,7 @@ export function createPointRaster() {
      * @param {CanvasRenderingContext2D} c
      * @param {{theme: {muted: string}, scale: number, box: {x0: number, y0: number, x1: number, y1: number},
      *   points: {sx: ArrayLike<number>, sy: ArrayLike<number>, m: number, kept: number[], colours: string[],
-     *   special: boolean[]}, alpha: (tok: number) => number}} scene
+     *   special: boolean[], queryRows?: number}, alpha: (tok: number) => number}} scene
      */
     draw(c, { theme, scale, box, points, alpha }) {
       if (!LITTLE_ENDIAN) return false;
@@ -189,10 +189,10 @@ export function createPointRaster() {
       );
       if (!target) return false;
       target.buffer.pixels.fill(0);
-      const { sx, sy, m, kept, special } = points;
+      const { sx, sy, m, kept } = points;
       for (let r = 0; r < m; r++) {
         const tok = kept[r];
-        if (special[tok]) continue;
+        if (isRing(points, r)) continue;
         const colour = tok < rgb.length ? rgb[tok] : 0x808080;
         // the point's centre in buffer px
         const point = { cx: sx[r] * scale - X0 - 0.5, cy: sy[r] * scale - Y0 - 0.5, colour, a0: alpha(tok) };

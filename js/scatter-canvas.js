@@ -27,7 +27,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
  * @property {any} y
  * @property {{x: any, y: any} | null} knots quantile knots (quantile-equidistant axes)
  * @property {{sx: Float32Array, sy: Float32Array, m: number, kept: number[], tokenRow: Int32Array,
- *   colours: string[], special: boolean[]} | null} points null: nothing to draw but `message`
+ *   colours: string[], special: boolean[], queryRows?: number} | null} points null: nothing to draw but `message`;
+ *   rows from `queryRows` on are keys (query-key mode), drawn as rings
  * @property {string} message
  * @property {number} hover the hovered token (-1: none)
  * @property {number} hoverRow its row (-1: not in the map)

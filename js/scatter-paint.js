@@ -127,28 +127,35 @@ export function drawLasso(c, theme, polygon) {
 }
 
 /**
- * The points (special tokens as rings), dimmed outside the selection when `dim`; search matches ringed
+ * Whether row `r` is drawn as a ring: a key in query-key mode (rows from `queryRows` on are the keys, the
+ * queries before them filled), else a special token's.
+ * @param {{kept: number[], special: boolean[], queryRows?: number}} points
+ * @param {number} r
+ */
+export function isRing({ kept, special, queryRows = 0 }, r) {
+  return queryRows > 0 ? r >= queryRows : Boolean(special[kept[r]]);
+}
+
+/**
+ * The points (special tokens, or keys in query-key mode, as rings), dimmed outside the selection when `dim`; search matches ringed
  * in the highlight colour and selected tokens in the foreground colour.
  * @param {CanvasRenderingContext2D} c
  * @param {any} theme
  * @param {{sx: ArrayLike<number>, sy: ArrayLike<number>, m: number, kept: number[], tokenRow: Int32Array,
- *   colours: string[], special: boolean[]}} points
+ *   colours: string[], special: boolean[], queryRows?: number}} points
  * @param {{selected: Set<number>, matches: Set<number>, dim: boolean, filled?: boolean}} marks `filled`
  *   false leaves the filled points out (createPointRaster drew them)
  */
-export function drawPoints(
-  c,
-  theme,
-  { sx, sy, m, kept, tokenRow, colours, special },
-  { selected, matches, dim, filled = true },
-) {
+export function drawPoints(c, theme, points, { selected, matches, dim, filled = true }) {
+  const { sx, sy, m, kept, tokenRow, colours } = points;
   for (let r = 0; r < m; r++) {
     const tok = kept[r];
-    if (!filled && !special[tok]) continue;
+    const hollow = isRing(points, r);
+    if (!filled && !hollow) continue;
     c.globalAlpha = !dim || selected.has(tok) ? 1 : 0.3;
     c.beginPath();
     c.arc(sx[r], sy[r], RADIUS, 0, 2 * Math.PI);
-    if (special[tok]) {
+    if (hollow) {
       c.strokeStyle = colours[tok] || theme.muted;
       c.lineWidth = 1.5;
       c.stroke();

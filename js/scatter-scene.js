@@ -5,7 +5,7 @@
 import { scaleLinear } from "d3-scale";
 import { partnerTokens, shownPartners } from "./partners.js";
 import { directionOf, partnersAt } from "./state.js";
-import { MARGIN, RADIUS } from "./scatter-paint.js";
+import { MARGIN, RADIUS, isRing } from "./scatter-paint.js";
 import { axisTicks } from "./axes.js";
 
 const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
@@ -75,7 +75,9 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot }) {
   const shown = shownPartners(hoverRow >= 0 ? partnersAt(s, s.hover) : NO_PARTNERS, directionOf(s));
   const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);
   const { sx, sy, m } = points;
-  const pts = { sx, sy, m, kept, tokenRow, colours, special: s.doc.special };
+  // query-key mode: the first query_rows rows are the queries, the rest the keys (drawn as rings)
+  const queryRows = s.mode === "query-key" ? Number(s.query_rows ?? 0) || 0 : 0;
+  const pts = { sx, sy, m, kept, tokenRow, colours, special: s.doc.special, queryRows };
   return { ...base, x, y, knots: points.quantile ? points.knots : null, points: pts, hoverRow, shown, partners };
 }
 
@@ -86,7 +88,8 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot }) {
  * @param {{width: number, height: number, lastBoxes: import("./scatter-canvas.js").LabelBox[],
  *   scene: Scene | null}} view
  */
-export function snapshotOf({ doc, rows, colours }, points, { width, height, lastBoxes, scene }) {
+export function snapshotOf({ doc, rows, colours, mode, query_rows }, points, { width, height, lastBoxes, scene }) {
+  const queryRows = mode === "query-key" ? Number(query_rows ?? 0) || 0 : 0;
   const list = colours ? colours.colours : [];
   const pts = [];
   for (let r = 0; r < points.m; r++) {
@@ -95,7 +98,7 @@ export function snapshotOf({ doc, rows, colours }, points, { width, height, last
       x: points.sx[r],
       y: points.sy[r],
       colour: list[t] || "#888",
-      special: Boolean(doc.special[t]),
+      special: isRing({ kept: rows.kept, special: doc.special, queryRows }, r),
       token: t,
     });
   }

@@ -1,7 +1,8 @@
 // The widget's DOM skeleton, drawn at once (before any data): the header with the status line and its
 // progress bar, the grid panel (with the placeholder shown while the text is captured), the map panel (its
 // title bar with the exports, the view row, the map, the legends, the run row and the settings, folded),
-// and below them the text strip and the head atlas side by side when there is room, each foldable. The
+// and below them the text strip, the head map and the head atlas side by side when there is room, each
+// foldable. The
 // views fill the boxes; nothing here listens to the model.
 
 import { div, el, span } from "./dom.js";
@@ -33,7 +34,10 @@ function buildHeader() {
   return { header, subtitle, hint, badge, status, progress, progressBar: bar };
 }
 
-/** The grid panel: title with the heat legend, the scroll box, and the placeholder of a grid to come. */
+/**
+ * The grid panel: title with the heat legend, the bar (sort, normalisation, what the colour means), the
+ * scroll box, and the placeholder of a grid to come.
+ */
 function buildGridPanel() {
   const gridPanel = div("hs-panel hs-grid-panel");
   const gridTitle = div("hs-panel-title");
@@ -44,10 +48,11 @@ function buildGridPanel() {
   const what = span("hs-grid-what", "max attention · head × token: click a head");
   what.title = "per layer, each head's row of maximum attention to each token; click a row to map that head";
   gridTitle.append(what, legendBox);
+  const gridBar = div("hs-grid-bar");
   const gridScroll = div("hs-grid-scroll");
   const gridPlaceholder = div("hs-placeholder", "headsne-placeholder");
-  gridPanel.append(gridTitle, gridScroll, gridPlaceholder);
-  return { gridPanel, gridTitle, legend, legendMax, gridScroll, gridPlaceholder };
+  gridPanel.append(gridTitle, gridBar, gridScroll, gridPlaceholder);
+  return { gridPanel, gridTitle, gridBar, legend, legendMax, gridScroll, gridPlaceholder };
 }
 
 /** The map panel: title bar (caption, exports), view row, map, legends, run row, settings. */
@@ -101,7 +106,8 @@ export function buildSkeleton() {
   const textStrip = div("hs-text", "headsne-text");
   text.panel.append(textStrip);
   const atlas = foldable("hs-atlas", "headsne-atlas", "head atlas");
-  below.append(text.panel, atlas.panel);
+  const headMap = foldable("hs-head-map-panel", "headsne-head-map-panel", "head map");
+  below.append(text.panel, headMap.panel, atlas.panel);
   const tooltip = div("hs-tooltip", "headsne-tooltip");
   tooltip.hidden = true;
   tooltip.setAttribute("role", "tooltip");
@@ -122,6 +128,9 @@ export function buildSkeleton() {
     atlasPanel: atlas.panel,
     atlasTitle: atlas.title,
     atlasFold: atlas.fold,
+    headMapPanel: headMap.panel,
+    headMapTitle: headMap.title,
+    headMapFold: headMap.fold,
     tooltip,
   };
 }

@@ -41,6 +41,12 @@ export const MIRRORED = /** @type {const} */ ([
   "atlas_seed",
   "progress",
   "best_kl",
+  "score_names",
+  "head_kinds",
+  "grid_norm",
+  "sort_heads",
+  "related",
+  "query_rows",
 ]);
 
 /**
@@ -53,7 +59,9 @@ export const MIRRORED = /** @type {const} */ ([
  * @typedef {{text: string, tokens: string[], offsets: ([number, number] | null)[] | null, special: boolean[],
  *   subword: (t: number) => boolean}} Doc
  * @typedef {{kept: number[], tokenRow: Int32Array}} Rows frame row of each token (-1: no point)
- * @typedef {{data: Float32Array, shape: number[]}} Grid the decoded max_attention (L, H, n)
+ * @typedef {{data: Float32Array, shape: number[], norm: "raw" | "above_uniform"}} Grid the decoded grid (L, H, n)
+ *   drawn: `max_attention`, or `max_attention_above_uniform` when `norm` is "above_uniform"
+ * @typedef {{data: Float32Array | Int32Array, shape: number[]}} Decoded a decoded array (js/codecs.js)
  * @typedef {import("./partners.js").Edges} Edges
  * @typedef {{edges: Edges | null, attendsTo: Edges | null, attendedBy: Edges | null}} EdgeSet
  * @typedef {{colours: string[], legend: import("./colors.js").Legend, mode: string}} Colouring
@@ -76,6 +84,9 @@ export const MIRRORED = /** @type {const} */ ([
  * @property {Doc} doc
  * @property {Rows} rows
  * @property {Grid | null} grid
+ * @property {Decoded | null} headScores `scores` decoded: float32 (L, H, S)
+ * @property {Decoded | null} headMap `head_map` decoded: float32 (L * H, 2), null until its job is done
+ * @property {Decoded | null} headOrder `head_order` decoded: int32 (L, H), row k of layer l shows head [l][k]
  * @property {EdgeSet} edges
  * @property {Colouring | null} colours
  * @property {number} hover the hovered token, -1: none
@@ -107,6 +118,9 @@ export function initialState() {
     doc: emptyDoc(),
     rows: { kept: [], tokenRow: new Int32Array(0) },
     grid: null,
+    headScores: null,
+    headMap: null,
+    headOrder: null,
     edges: { edges: null, attendsTo: null, attendedBy: null },
     colours: null,
     hover: -1,

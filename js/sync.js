@@ -80,18 +80,42 @@ export function readColours(model, state, onError) {
 }
 
 /**
- * The decoded maximum-attention grid (null when there is none, or it cannot be read).
+ * The decoded grid the state draws (null when there is none, or it cannot be read): the grid above uniform
+ * when `grid_norm` asks for it and Python sent it, else the raw maximum attention.
  * @param {Model} model
  * @param {(message: string) => void} onError
  * @returns {import("./state.js").Grid | null}
  */
 export function readGrid(model, onError) {
   try {
-    const grid = decodeArray(model.get(T.max_attention));
+    const above =
+      model.get(T.grid_norm) === "above_uniform" ? decodeArray(model.get(T.max_attention_above_uniform)) : null;
+    const grid = above ?? decodeArray(model.get(T.max_attention));
     if (grid && grid.shape.length !== 3) throw new RangeError(`max_attention must be (L, H, n), got [${grid.shape}]`);
-    return grid ? { data: /** @type {Float32Array} */ (grid.data), shape: grid.shape } : null;
+    const norm = above ? "above_uniform" : "raw";
+    return grid ? { data: /** @type {Float32Array} */ (grid.data), shape: grid.shape, norm } : null;
   } catch (err) {
     onError(`cannot draw the maximum-attention grid: ${/** @type {Error} */ (err).message}`);
+    return null;
+  }
+}
+
+/**
+ * The decoded array of trait `name` with `dims` dimensions (null when there is none, or it cannot be read).
+ * @param {Model} model
+ * @param {"scores" | "head_map" | "head_order"} name
+ * @param {number} dims
+ * @param {(message: string) => void} onError
+ * @returns {import("./state.js").Decoded | null}
+ */
+export function readHeadArray(model, name, dims, onError) {
+  try {
+    const array = decodeArray(model.get(name) ?? null);
+    if (array && array.shape.length !== dims)
+      throw new RangeError(`must have ${dims} dimensions, got [${array.shape}]`);
+    return array;
+  } catch (err) {
+    onError(`cannot read ${name}: ${/** @type {Error} */ (err).message}`);
     return null;
   }
 }
@@ -160,7 +184,16 @@ export function connectModel({ model, store, feed, onError }) {
     store.set({ edges: readEdges(model, store.state.edges, onError) });
     listen(changes(...MIRRORED), () => store.set(readMirrored(model)));
     listen(changes(T.text, T.tokens, T.offsets, T.special), coalesce(onText));
-    listen(changes(T.max_attention), () => store.set({ grid: readGrid(model, onError) }));
+    // the grid shown follows `grid_norm` (no coalescing: a new text's grid is there in the same change)
+    listen(changes(T.max_attention, T.max_attention_above_uniform, T.grid_norm), () =>
+      store.set({ grid: readGrid(model, onError) }),
+    );
+    const array = (/** @type {"scores" | "head_map" | "head_order"} */ name, /** @type {number} */ dims) =>
+      readHeadArray(model, name, dims, onError);
+    store.set({ headScores: array(T.scores, 3), headMap: array(T.head_map, 2), headOrder: array(T.head_order, 2) });
+    listen(changes(T.scores), () => store.set({ headScores: array(T.scores, 3) }));
+    listen(changes(T.head_map), () => store.set({ headMap: array(T.head_map, 2) }));
+    listen(changes(T.head_order), () => store.set({ headOrder: array(T.head_order, 2) }));
     listen(changes(T.kept), () => store.set({ rows: readRows(model, n()) }));
     listen(changes(T.edges, T.attends_to, T.attended_by), () =>
       store.set({ edges: readEdges(model, store.state.edges, onError) }),

@@ -8,6 +8,7 @@ import { createHooks } from "./hooks.js";
 import { createHeader } from "./header.js";
 import { createTooltipView } from "./tooltip.js";
 import { createGrid } from "./grid.js";
+import { createGridBar } from "./grid-bar.js";
 import { createScatter } from "./scatter.js";
 import { createTextStrip } from "./text.js";
 import { createLegend } from "./legend.js";
@@ -15,6 +16,7 @@ import { createViewBar } from "./viewbar.js";
 import { createControls } from "./controls.js";
 import { createParams } from "./params.js";
 import { createAtlas } from "./atlas.js";
+import { createHeadMap } from "./head-map.js";
 import { createExporter } from "./export.js";
 import { createLoading } from "./loading.js";
 import { createPanels } from "./panels.js";
@@ -41,6 +43,7 @@ export const VIEWS = [
   ["header", createHeader],
   ["loading", createLoading],
   ["grid", createGrid],
+  ["gridBar", createGridBar],
   ["scatter", createScatter],
   ["text", createTextStrip],
   ["tooltip", createTooltipView],
@@ -49,6 +52,7 @@ export const VIEWS = [
   ["controls", createControls],
   ["params", createParams],
   ["atlas", createAtlas],
+  ["headMap", createHeadMap],
   ["panels", createPanels],
   ["exporter", (ctx, views) => createExporter(ctx, { grid: views.grid, scatter: views.scatter })],
 ];

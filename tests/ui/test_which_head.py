@@ -1,0 +1,160 @@
+"""Which head? (issue 20) in a real JupyterLab with headless chromium, on the bundled MiniLM (6 layers x 12
+heads): the head map draws every head, a click on one of its points and on a related head selects that head
+in the kernel, and sorting the heads by a score reorders the grid's rows, whose clicks still mean the head
+each row shows. Every test reads what the browser shows and what the kernel received."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from . import jupyter
+
+pytestmark = [pytest.mark.ui, pytest.mark.timeout(240)]
+
+# HEADSNE_ESM=path/widget.js runs these tests against another front-end bundle (mutation testing)
+ESM = os.environ.get("HEADSNE_ESM")
+
+
+def _cell() -> str:
+    cell = jupyter.widget_cell("texts.TSNE_ABSTRACT[:400]", n_iter=150, speed=0.0)
+    if not ESM:
+        return cell
+    return f"from headsne_widget.widget.model import HeadSNEModel\nHeadSNEModel._esm = open({ESM!r}).read()\n{cell}"
+
+
+@pytest.fixture(scope="module")
+def lab(browser: Any) -> Iterator[jupyter.OpenedWidget]:
+    """The widget on the start of the t-SNE abstract in JupyterLab, in a server of this module's own."""
+    server = jupyter.start_server()
+    try:
+        opened = jupyter.open_widget(server, browser, "which_head.ipynb", [_cell()], "lab")
+    except BaseException:
+        server.stop()
+        raise
+    try:
+        jupyter.wait_state(opened.root, ("done",), timeout=120)
+        yield opened
+    finally:
+        opened.close()
+        server.stop()
+
+
+def _until(lab: jupyter.OpenedWidget, expression: str, expected: Any, timeout: float = 30.0) -> Any:
+    """Poll ``expression`` in the kernel until it equals ``expected``; the last value."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = lab.ui.query(expression)
+        if value == expected:
+            return value
+        lab.page.wait_for_timeout(250)
+    raise AssertionError(f"kernel {expression} = {value!r}, expected {expected!r}")
+
+
+def _head_map(lab: jupyter.OpenedWidget) -> Any:
+    canvas = lab.root.locator(jupyter.testid("headsne-head-map")).first
+    deadline = time.monotonic() + 90
+    while canvas.get_attribute("data-state") != "drawn":
+        if time.monotonic() > deadline:
+            note = lab.root.locator(jupyter.testid("headsne-head-map-note")).first.text_content()
+            raise AssertionError(f"the head map was never drawn: {note!r}")
+        lab.page.wait_for_timeout(250)
+    return canvas
+
+
+def _clear_point(positions: list[list[float]], not_index: int) -> int:
+    """The head whose point is farthest from every other (a click there can only mean it), not ``not_index``."""
+
+    def gap(i: int) -> float:
+        x, y = positions[i]
+        return min(math.hypot(x - a, y - b) for j, (a, b) in enumerate(positions) if j != i)
+
+    return max((i for i in range(len(positions)) if i != not_index), key=gap)
+
+
+def test_the_head_map_draws_every_head_and_a_click_selects_one(lab: jupyter.OpenedWidget) -> None:
+    L, H = lab.ui.query("[w.widget.n_layers, w.widget.n_heads]")
+    canvas = _head_map(lab)
+    assert canvas.get_attribute("data-heads") == str(L * H)
+    positions = json.loads(canvas.get_attribute("data-positions"))
+    assert len(positions) == L * H
+    assert len({(round(x), round(y)) for x, y in positions}) > L * H // 2, "the heads are not spread over the map"
+    kinds = lab.root.locator(f"{jupyter.testid('headsne-head-kinds')} .hs-legend-entry")
+    assert sorted(kinds.evaluate_all("es => es.map(e => e.dataset.kind)")) == sorted(
+        set(lab.ui.query("list(w.widget.head_kinds)"))
+    )
+    layer, head = lab.ui.query("[w.layer, w.head]")
+    i = _clear_point(positions, layer * H + head)
+    canvas.scroll_into_view_if_needed()
+    canvas.hover(position={"x": positions[i][0], "y": positions[i][1]})
+    tip = lab.root.locator(jupyter.testid("headsne-head-tip")).first
+    tip.wait_for(state="visible", timeout=5000)
+    assert tip.text_content().startswith(f"L{i // H} H{i % H} · ")
+    canvas.click(position={"x": positions[i][0], "y": positions[i][1]})
+    _until(lab, "[w.layer, w.head]", [i // H, i % H])
+    deadline = time.monotonic() + 10
+    while canvas.get_attribute("data-selected") != str(i):
+        assert time.monotonic() < deadline, "the head map never ringed the selected head"
+        lab.page.wait_for_timeout(100)
+    jupyter.wait_state(lab.root, ("done",), timeout=120)
+    assert lab.log.widget_errors() == [], lab.log.widget_errors()
+
+
+def test_a_related_head_click_selects_it(lab: jupyter.OpenedWidget) -> None:
+    _head_map(lab)
+    buttons = lab.root.locator(f"{jupyter.testid('headsne-related')} button.hs-related")
+    buttons.first.wait_for(state="visible", timeout=30_000)
+    related = lab.ui.query("[[r['layer'], r['head']] for r in w.related]")
+    shown = buttons.evaluate_all("bs => bs.map(b => [Number(b.dataset.layer), Number(b.dataset.head)])")
+    assert shown == related
+    target = shown[-1]
+    buttons.last.click()
+    _until(lab, "[w.layer, w.head]", target)
+    jupyter.wait_state(lab.root, ("done",), timeout=120)
+
+
+def test_sorting_reorders_the_grid_rows_and_a_row_click_means_its_head(lab: jupyter.OpenedWidget) -> None:
+    L, H = lab.ui.query("[w.widget.n_layers, w.widget.n_heads]")
+    grid = jupyter.canvas_of(lab.root, "headsne-grid")
+    identity = [list(range(H)) for _ in range(L)]
+    assert json.loads(grid.get_attribute("data-order")) == identity
+    sort = lab.root.locator(jupyter.testid("headsne-sort-heads")).first
+    assert "sink" in sort.evaluate("s => [...s.options].map(o => o.value)")
+    sort.select_option("sink")
+    _until(lab, "w.sort_heads", "sink")
+    order = lab.ui.query("w.head_order.tolist()")
+    assert order != identity
+    deadline = time.monotonic() + 10
+    while json.loads(grid.get_attribute("data-order")) != order:
+        assert time.monotonic() < deadline, (
+            f"the grid's rows never followed head_order: {grid.get_attribute('data-order')}"
+        )
+        lab.page.wait_for_timeout(100)
+    # the largest sink score of layer 2 is the first row; a click on it selects that head
+    sinks = lab.ui.query(
+        "w.head_scores.query('layer == 2').sort_values('sink', ascending=False, kind='stable')['head'].tolist()"
+    )
+    assert order[2][0] == sinks[0]
+    if lab.ui.query("[w.layer, w.head]") == [2, order[2][0]]:
+        jupyter.click_grid_cell(lab.root, 2, 1, token=3)
+        _until(lab, "[w.layer, w.head]", [2, order[2][1]])
+    jupyter.click_grid_cell(lab.root, 2, 0, token=3)
+    _until(lab, "[w.layer, w.head]", [2, order[2][0]])
+    note = lab.root.locator(jupyter.testid("headsne-grid-note")).first.text_content()
+    assert "max attention" in note
+    lab.root.locator(jupyter.testid("headsne-grid-norm")).first.select_option("above_uniform")
+    _until(lab, "w.grid_norm", "above_uniform")
+    deadline = time.monotonic() + 10
+    while grid.get_attribute("data-norm") != "above_uniform":
+        assert time.monotonic() < deadline, "the grid above uniform was never drawn"
+        lab.page.wait_for_timeout(100)
+    assert "above uniform" in lab.root.locator(jupyter.testid("headsne-grid-note")).first.text_content()
+    jupyter.wait_state(lab.root, ("done",), timeout=120)
+    assert lab.log.widget_errors() == [], lab.log.widget_errors()
