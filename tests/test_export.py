@@ -126,6 +126,7 @@ def test_missing_folder_is_a_clear_error(state, tmp_path):
         export.save_html(state, tmp_path / "nowhere" / "x.html")
 
 
+@pytest.mark.ui  # starts Chromium: -m "not ui" leaves it out
 @pytest.mark.skipif(not os.path.exists(CHROMIUM) and not shutil.which("chromium"), reason="needs Debian's chromium")
 def test_html_opens_offline_in_a_browser(state, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
