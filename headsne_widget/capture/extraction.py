@@ -8,11 +8,12 @@ exactly when asked for. Hidden states are kept on the CPU in the model's dtype, 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,13 +33,16 @@ from .loading import (
 )
 from .scores import HeadStatistics
 from .sources import CapturedAttention, DenseAttention, check_budget, read_only
+from .sparse import check_mass
 
 if TYPE_CHECKING:
+    from scipy.sparse import csr_array
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = [  # loading's public names too: this is the stage's front door
     "BUNDLED_MODEL_NAME",
     "DEFAULT_MODEL",
+    "PROGRESS_MIN_TOKENS",
     "Extraction",
     "HiddenStates",
     "LoadedModel",
@@ -53,6 +57,9 @@ __all__ = [  # loading's public names too: this is the stage's front door
 
 #: ``progress(what, fraction)``: what is being computed ("capturing layer 3 of 12") and the fraction done
 Progress = Callable[[str, float], None]
+#: texts of at least this many tokens show a progress bar by default (``extract(..., progress=None)``): about
+#: 2 s of capture for a small model on a laptop core, 3-5 s on a shared one
+PROGRESS_MIN_TOKENS = 4096
 
 
 class HiddenStates:
@@ -165,6 +172,20 @@ class Extraction:
         layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
         return self.attention_source.head_into(layer, head, out)
 
+    def sparse_attention(self, layer: int, head: int, mass: float = 0.99) -> csr_array:
+        """One head's attention as a ``scipy.sparse.csr_array`` (n x n, float32): for each row (query), the
+        smallest set of its largest entries whose sum reaches ``mass`` of the row's total (1 for softmax rows;
+        less where attention sinks take a share), each value equal to :meth:`attention`'s bit for bit.
+
+        Computed one query chunk at a time from the captured queries and keys, never as n x n (memory O(n x k)
+        for k entries a row), so it works at lengths where :meth:`attention` does not fit. The matrix says what
+        it kept: ``S.mass`` (``mass``) and ``S.kept``, float64 ``(n,)``, each row's share of its total, at least
+        ``mass``. ``mass=1`` keeps every nonzero entry. See docs/long-texts.md.
+        """
+        share = check_mass(mass)
+        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
+        return self.attention_source.sparse(layer, head, share)
+
     def layer_output(self, layer: int) -> np.ndarray:
         """float32 (n, d) hidden states output by ``layer`` (0-based), i.e. ``hidden_states[layer + 1]``."""
         return self.states.layer(self._layer_index(layer) + 1)
@@ -213,26 +234,68 @@ def extract(
     device: str | torch.device | None = None,
     max_tokens: int | None = None,
     trust_remote_code: bool = False,
-    progress: Progress | None = None,
+    progress: Progress | bool | None = None,
 ) -> Extraction:
     """Tokenise ``text``, run ``model`` once and return all attentions and hidden states.
 
     ``max_tokens`` (special tokens included) truncates a long text with a warning; without it a text longer
     than the model's positions raises TextTooLongError. A special token written in the text ("[CLS]", "[SEP]",
     "<s>", ...) becomes that special token, as the tokenizer does by default (so "A [SEP] B" is a sentence pair):
-    it is marked in ``special`` and has no character span, like the ones the tokenizer adds. ``progress(what,
-    fraction)`` is called as the model loads and after each captured layer (it may raise to stop).
+    it is marked in ``special`` and has no character span, like the ones the tokenizer adds.
+
+    ``progress``: None (default) shows a tqdm bar of the layers captured when the text has at least
+    PROGRESS_MIN_TOKENS tokens; True always, False never; a callable ``progress(what, fraction)`` is called as
+    the model loads, while each layer is captured (at most every ``layers.PROGRESS_INTERVAL_S``) and after it,
+    and may raise to stop. KeyboardInterrupt (the kernel's interrupt) stops a capture at once, leaving the model
+    as it was (its attention implementation restored, no thread still computing, torch's settings unchanged).
     """
     check_text(text, max_tokens)
-    report = progress or _no_progress
+    _check_progress(progress)
+    report = progress if callable(progress) else _no_progress
     report("loading the model", 0.0)
     loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
     token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
-    return _extraction(loaded, text, token_ids, offsets, special, truncated, report)
+    with _progress_bar(progress, loaded, token_ids.size) as bar:
+        return _extraction(loaded, text, token_ids, offsets, special, truncated, bar or report)
 
 
 def _no_progress(what: str, fraction: float) -> None:
     """No progress report."""
+
+
+def _check_progress(progress: Any) -> None:
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        raise TypeError(
+            f"progress must be True, False, None (a bar from {PROGRESS_MIN_TOKENS} tokens on) or a callable "
+            f"progress(what, fraction), got {type(progress).__name__}"
+        )
+
+
+@contextlib.contextmanager
+def _progress_bar(progress: Progress | bool | None, loaded: LoadedModel, n_tokens: int) -> Iterator[Progress | None]:
+    """A tqdm bar (``tqdm.auto``: a widget in a notebook) over the layers, advancing within each, as a
+    :data:`Progress`, when ``progress`` is True, or None with a text of at least PROGRESS_MIN_TOKENS tokens;
+    closed however the block ends. Else None."""
+    if not (progress is True or (progress is None and n_tokens >= PROGRESS_MIN_TOKENS)):
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    layers = getattr(loaded.model.config, "num_hidden_layers", None)
+    total = layers if isinstance(layers, int) and layers > 0 else 1
+    bar = tqdm(total=total, desc=f"{loaded.name}, {n_tokens} tokens", unit="layer", bar_format=_BAR_FORMAT)
+
+    def report(what: str, fraction: float) -> None:
+        bar.n = round(min(max(fraction, 0.0), 1.0) * total, 2)
+        bar.refresh()
+
+    try:
+        yield report
+    finally:
+        bar.close()
+
+
+_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n:.2f}/{total} layers [{elapsed}<{remaining}]"
 
 
 def check_text(text: Any, max_tokens: Any = None) -> None:
@@ -319,8 +382,8 @@ def _encode(
     if limit is not None and n > limit and (max_tokens is None or max_tokens > limit):
         hint = f"max_tokens={max_tokens} is above that limit; " if max_tokens is not None else ""
         raise TextTooLongError(
-            f"the text has {n} tokens but {loaded.name} takes at most {limit} (its positions); "
-            f"{hint}pass max_tokens={limit} (or less) to truncate it"
+            f"the text has {n} tokens but {loaded.name} takes at most {limit} ({loaded.positions_source}); "
+            f"{hint}pass max_tokens={limit} (or less) to truncate it, or use a model with more positions"
         )
     truncated = max_tokens is not None and n > max_tokens
     if truncated:
@@ -363,7 +426,10 @@ def _check_token_ids(token_ids: Sequence[int] | np.ndarray, loaded: LoadedModel)
         raise ValueError(f"token ids must lie in [0, {vocab_size}) for {loaded.name}, got {ids.min()}..{ids.max()}")
     limit = loaded.max_positions
     if limit is not None and ids.size > limit:
-        raise TextTooLongError(f"{ids.size} token ids but {loaded.name} takes at most {limit} (its positions)")
+        raise TextTooLongError(
+            f"{ids.size} token ids but {loaded.name} takes at most {limit} ({loaded.positions_source}); "
+            f"pass at most {limit} of them (token_ids[:{limit}]), or use a model with more positions"
+        )
     return ids.astype(np.int64)
 
 
@@ -390,8 +456,11 @@ def _forward(
     def on_layer(k: int) -> None:
         progress(f"capturing layer {k} of {total or '?'}", k / total if total else 0.0)
 
+    def on_chunks(k: int, fraction: float) -> None:  # while layer k is captured
+        progress(f"capturing layer {k} of {total or '?'}", (k - 1 + fraction) / total if total else 0.0)
+
     if can_capture(model):
-        with torch.inference_mode(), capturing(model, on_layer) as session:
+        with torch.inference_mode(), capturing(model, on_layer, on_chunks) as session:
             output = model(**inputs, return_dict=True)
         if not session.layers:
             raise AttentionUnavailableError(
