@@ -224,3 +224,57 @@ def test_torch_threads_and_results_are_the_same_on_one_core(tiny_model_dir, monk
     np.testing.assert_array_equal(pooled.max_attention, alone.max_attention)
     np.testing.assert_array_equal(pooled.attentions, alone.attentions)
     assert (pooled.sparse_attention(1, 1) != alone.sparse_attention(1, 1)).nnz == 0
+
+
+# ------------------------------------------------------------------------------ what affinity's sparse P reads
+
+
+@pytest.mark.parametrize("architecture", ["llama", "mistral", "bert"])
+def test_capture_rows_and_p_equal_the_dense_head_truncated_the_same_way(architecture, model_1k, monkeypatch):
+    """The capture's rows are affinity's ``largest_entries`` of the dense head (same entries, same values), so
+    the sparse P that ``selection_affinities`` builds from the capture above SPARSE_MIN_TOKENS equals the P of
+    the dense head's rows truncated the same way, and the dense head is never computed for it."""
+    from headsne_widget.affinity import sparse_selection
+    from headsne_widget.affinity.selection import selection_affinities
+    from headsne_widget.affinity.sparse import largest_entries, sparse_attention_affinities
+    from headsne_widget.capture.extraction import Extraction
+
+    ex = extract_n(model_1k(architecture), 256)
+    for layer, head, mass in [(0, 0, 0.5), (1, 3, 0.9), (1, 1, 0.99)]:
+        S = ex.sparse_attention(layer, head, mass)
+        D = largest_entries(ex.attention(layer, head), mass)
+        np.testing.assert_array_equal(S.indptr, D.indptr)
+        np.testing.assert_array_equal(S.indices, D.indices)
+        np.testing.assert_array_equal(S.data, D.data)  # float32 values, compared as the float64 D holds them
+    A = ex.attention(1, 2)
+    expected, expected_mass = sparse_attention_affinities(A, mass=0.9)
+    fresh = extract_n(model_1k(architecture), 256)  # nothing cached: the rows come from the captured q and k
+    monkeypatch.setattr(sparse_selection, "SPARSE_MIN_TOKENS", 128)
+    monkeypatch.setattr(Extraction, "attention", lambda *args, **kwargs: pytest.fail("the dense head was computed"))
+    sel = selection_affinities(fresh, "attention", 1, 2, mass=0.9, dtype=np.float32)
+    assert isinstance(sel.P, scipy.sparse.spmatrix | scipy.sparse.sparray)
+    assert (sel.P != expected).nnz == 0
+    assert sel.mass == pytest.approx(expected_mass, rel=1e-6)  # (a sparse A's rows count as 1, a dense A's as summed)
+
+
+@pytest.mark.parametrize("mass", [0.3, 0.5, 0.9, 0.999])
+def test_rows_with_ties_keep_the_lower_columns_as_affinity_does(mass):
+    """Rows of a few distinct values (uniform rows, ties across the first candidates topk takes): the selection
+    is affinity's ``block_largest``, equal values taken from the lower column first, and its float32 values."""
+    from headsne_widget.affinity.sparse import block_largest
+    from headsne_widget.capture.sparse import FIRST_K, top_mass
+
+    rng = np.random.default_rng(1)
+    width = 8 * FIRST_K
+    levels = rng.integers(0, 4, size=(64, width)).astype(np.float32)  # 0..3: many ties, some zeros
+    levels[0] = 1.0  # uniform: every entry ties
+    levels[1, : 3 * FIRST_K] = 3.0  # more ties at the top than topk's first candidates
+    rows = levels / levels.sum(axis=1, keepdims=True, dtype=np.float32)
+    counts, columns, values, _ = top_mass(torch.from_numpy(rows), mass)
+    expected_counts, expected_columns, expected_values = block_largest(rows, mass)
+    np.testing.assert_array_equal(counts, expected_counts)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    for i in range(rows.shape[0]):  # (top_mass gives a row's entries largest first, block_largest by column)
+        mine = np.sort(columns[starts[i] : starts[i + 1]])
+        np.testing.assert_array_equal(mine, expected_columns[starts[i] : starts[i + 1]])
+    np.testing.assert_array_equal(np.sort(values), np.sort(expected_values.astype(np.float32)))
