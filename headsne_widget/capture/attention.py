@@ -59,7 +59,7 @@ class _Session:
     on_chunks: Callable[[int, float], None] | None = None
 
 
-def capture_attention_forward(
+def capture_attention_forward(  # positional: transformers' AttentionInterface calls it so (PLR0917)
     module: torch.nn.Module,
     query: torch.Tensor,
     key: torch.Tensor,

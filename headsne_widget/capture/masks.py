@@ -133,12 +133,13 @@ class MaskRows:
             self._rows.state = None
 
 
-def capture_mask(
+def capture_mask(  # (transformers passes everything by keyword: masking_utils' three mask_interface calls)
     batch_size: int,
     q_length: int,
     kv_length: int,
     q_offset: int = 0,
     kv_offset: int = 0,
+    *,
     mask_function: Callable | None = None,
     attention_mask: torch.Tensor | None = None,
     dtype: torch.dtype = torch.float32,
