@@ -74,9 +74,9 @@ def test_chunks_seen_in_the_forward_are_masked_from_their_spans_with_the_same_bi
 ):
     """The forward pass keeps each chunk's mask as every row's first and last key (causal, a causal window, a
     bidirectional window); a head recomputed later masks from those spans: they are the mask's rows, and the
-    head is the one transformers' mask function gives, bit for bit."""
+    head is the one transformers' mask function gives over the same chunks, bit for bit."""
     path = tiny_model_dir(architecture)
-    monkeypatch.setattr(layers, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # chunks of 5 rows, borders inside the windows
+    monkeypatch.setattr(layers, "CHUNK_BYTES", 5 * 4 * 4 * 100)  # chunks of 5 x 100 scores a head: borders in windows
     ex = extract_n(path, n=100)
     masked = [layer for layer in ex.attention_source.layers if isinstance(layer.mask, masks.MaskRows)]
     assert masked
@@ -88,11 +88,32 @@ def test_chunks_seen_in_the_forward_are_masked_from_their_spans_with_the_same_bi
             np.testing.assert_array_equal((columns >= first.numpy()) & (columns <= last.numpy()), allowed)
             assert keys == slice(int(first.min()), int(last.max()) + 1)
     from_spans = [layer.heads() for layer in masked]
-    for layer in masked:  # (layers of one kind share their mask)
-        layer.mask._spans.clear()
-    monkeypatch.setattr(masks.MaskRows, "learn_spans", lambda *args: None)
-    for layer, heads in zip(masked, from_spans):  # from transformers' mask function each time
+    monkeypatch.setattr(masks.MaskRows, "spans", lambda self, rows: None)  # the same chunks, masked by
+    for layer, heads in zip(masked, from_spans):  # transformers' mask function each time
         np.testing.assert_array_equal(heads, layer.heads())
+
+
+@pytest.mark.parametrize(("architecture", "n"), [("llama", 100), ("mistral", 100), ("modernbert", 100), ("bert", 60)])
+def test_chunks_tile_the_rows_and_are_sized_by_their_key_span(architecture, n, tiny_model_dir, monkeypatch):
+    """A pass takes its query rows in consecutive chunks; where the mask's rows are unbroken runs of keys
+    (causal, windows) a chunk takes as many rows as keep its scores within CHUNK_BYTES over its key span, so a
+    window's chunks take more rows than a full row's width allows; without a mask, chunk_rows() rows each."""
+    budget = 5 * 4 * 4 * 100
+    monkeypatch.setattr(layers, "CHUNK_BYTES", budget)
+    ex = extract_n(tiny_model_dir(architecture), n=n)
+    for layer in ex.attention_source.layers:
+        chunks = list(layer.chunks())
+        assert [c.start for c in chunks] == [0] + [c.stop for c in chunks[:-1]] and chunks[-1].stop == n
+        sizes = []
+        for rows in chunks:
+            keys, weights = layer.weights(rows)
+            sizes.append(rows.stop - rows.start)
+            assert weights.shape == (4, sizes[-1], keys.stop - keys.start)
+            assert weights.numel() * 4 <= budget or sizes[-1] == 1
+        if isinstance(layer.mask, masks.MaskRows):  # every mask here has rows that see fewer than n keys
+            assert max(sizes) > layer.chunk_rows() == budget // (4 * 4 * n)
+        else:
+            assert set(sizes[:-1]) == {layer.chunk_rows()}
 
 
 def test_a_mask_with_holes_or_an_empty_row_keeps_transformers_mask_function():
@@ -101,14 +122,18 @@ def test_a_mask_with_holes_or_an_empty_row_keeps_transformers_mask_function():
     rows = slice(0, 6)
     for holes in (lambda b, h, q, kv: (kv % 2 == 0) | (kv == q), lambda b, h, q, kv: (kv <= q) & (q != 3)):
         mask = masks.MaskRows(1, 6, 6, 0, 0, holes, None, False, torch.float32)
-        allowed = mask.allowed(0, 6, torch.device("cpu"))[:1]
-        mask.learn_spans(rows, allowed[0], masks.key_span(allowed[0], 6))
-        assert (rows.start, rows.stop) in mask._spans and mask.spans(rows) is None
+        assert mask.spans(rows) is None  # nothing learnt yet
+        mask.learn_spans(rows, mask.allowed(0, 6, torch.device("cpu"))[0])
+        assert mask.spans(rows) is None
     causal = masks.MaskRows(1, 6, 6, 0, 0, lambda b, h, q, kv: kv <= q, None, False, torch.float32)
-    allowed = causal.allowed(2, 5, torch.device("cpu"))[:1]
-    causal.learn_spans(slice(2, 5), allowed[0], masks.key_span(allowed[0], 6))
+    causal.learn_spans(slice(2, 5), causal.allowed(2, 5, torch.device("cpu"))[0])
     keys, first, last = causal.spans(slice(2, 5))
     assert keys == slice(0, 5) and first.ravel().tolist() == [0, 0, 0] and last.ravel().tolist() == [2, 3, 4]
+    keys, first, last = causal.spans(slice(3, 4))  # rows are learnt one by one: any chunk of them has its spans
+    assert keys == slice(0, 4) and last.ravel().tolist() == [3]
+    assert causal.spans(slice(1, 4)) is None  # row 1 was never built
+    causal.forget_spans()
+    assert causal.spans(slice(2, 5)) is None
 
 
 # ------------------------------------------------------------------------------------------- long texts
@@ -133,9 +158,9 @@ def test_4k_tokens_store_o_n_bytes(long_llama_dir):
 
 
 def test_2k_tokens_equal_eager(long_llama_dir):
-    """Across 2048 tokens (two query chunks of 1024 rows), a GQA head equals transformers' eager attention."""
+    """Across 2048 tokens (32 query chunks of 64 rows), a GQA head equals transformers' eager attention."""
     ex = extract_n(long_llama_dir, n=2048, text=long_text(2000))
-    assert ex.attention_source.layers[0].chunk_rows() == 1024
+    assert ex.attention_source.layers[0].chunk_rows() == 64
     A = eager_attentions(long_llama_dir, ex.token_ids)
     np.testing.assert_allclose(ex.max_attention, A.max(axis=2), atol=1e-5, rtol=0)
     np.testing.assert_allclose(ex.attention(1, 3), A[1, 3], atol=1e-5, rtol=0)

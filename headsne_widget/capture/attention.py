@@ -5,9 +5,10 @@ builder (``AttentionMaskInterface``); every architecture whose attention layers 
 RoBERTa, DistilBERT, ModernBERT, GPT-2, Llama, Mistral, Qwen2, Gemma 2/3, Phi-3, GPT-OSS, ...) then hands this
 module, for each layer, exactly the inputs its eager attention would get: post-RoPE queries, keys and values,
 the scaling, the logit softcap, the attention sinks and the mask. :func:`capture_attention_forward` computes
-that layer's attention in query chunks (bounded memory), returns the layer's output to the model, folds the
-chunks into the maximum-attention grid ``(H, n)`` and keeps the layer's queries and keys (model dtype, on the
-layer's device, GQA keys not repeated): what any head's n x n is recomputed from later, exactly.
+that layer's attention in query chunks (bounded memory; on the CPU on the worker threads, see
+:meth:`LayerAttention.each_chunk`), returns the layer's output to the model, folds the chunks into the
+maximum-attention grid ``(H, n)`` and keeps the layer's queries and keys (model dtype, on the layer's device,
+GQA keys not repeated): what any head's n x n is recomputed from later, exactly.
 
 The mask is never materialised as n x n: :func:`capture_mask` keeps transformers' own mask function
 (causal, sliding window, bidirectional window, padding) and rows of it are built per chunk with transformers'
@@ -31,7 +32,7 @@ import numpy as np
 import torch
 
 from ..errors import UnsupportedAttentionError
-from .layers import LayerAttention
+from .layers import LayerAttention, Scratch
 from .masks import MaskRows, additive_rows, capture_mask
 from .maximum_attention import max_attention_update
 from .scores import LayerScores
@@ -48,15 +49,17 @@ _REGISTERED = False
 @dataclass
 class _Session:
     """The layers captured by one forward pass, in call order (= layer order); ``on_layer(k)`` is called after
-    the k-th (1-based), e.g. for progress, and may raise to stop the forward pass."""
+    the k-th (1-based), ``on_chunks(k, fraction)`` while the k-th is computed, e.g. for progress; either may
+    raise to stop the forward pass."""
 
     layers: list[LayerAttention] = field(default_factory=list)
     grids: list[np.ndarray] = field(default_factory=list)
     scores: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)  # LayerScores.finish()
     on_layer: Callable[[int], None] | None = None
+    on_chunks: Callable[[int, float], None] | None = None
 
 
-def capture_attention_forward(
+def capture_attention_forward(  # positional: transformers' AttentionInterface calls it so (PLR0917)
     module: torch.nn.Module,
     query: torch.Tensor,
     key: torch.Tensor,
@@ -95,19 +98,26 @@ def capture_attention_forward(
         sinks=None if s_aux is None else s_aux.detach().clone(),
         bias=_position_bias(module, position_bias, query.shape[1], query.shape[2]),
     )
-    values = value[0]
-    out = torch.empty((1, layer.n_tokens, n_heads, values.shape[-1]), dtype=value.dtype, device=value.device)
+    values = value[0].transpose(1, 2).contiguous()  # (H_kv, d, n): v^T w^T ran 2-3x faster than w v on the CPU
+    out = torch.empty((1, layer.n_tokens, n_heads, values.shape[1]), dtype=value.dtype, device=value.device)
     grid = torch.zeros((n_heads, layer.n_tokens), dtype=torch.float32, device=query.device)
     session = _SESSION.get()
     scores = None if session is None else LayerScores(n_heads, layer.n_tokens, query.device)
-    for rows in layer.chunks():
-        keys, weights = layer.weights(rows)
+    number = 0 if session is None else len(session.layers) + 1
+    on_chunks = None if session is None or session.on_chunks is None else session.on_chunks
+
+    def chunk(rows: slice, scratch: Scratch | None) -> None:
+        keys, weights = layer.weights(rows, scratch=scratch)
         dense = weights.float()
         grid[:, keys] = max_attention_update(grid[:, keys], dense)
         if scores is not None:  # every head's scores, folded chunk by chunk (capture/scores.py)
             scores.update(rows, keys, dense)
-        mixed = torch.matmul(weights.to(value.dtype).reshape(n_kv, -1, weights.shape[-1]), values[:, keys])
-        out[0, rows] = mixed.view(n_heads, weights.shape[1], -1).transpose(0, 1)
+        mixed = torch.matmul(values[:, :, keys], weights.to(value.dtype).reshape(n_kv, -1, weights.shape[-1]).mT)
+        out[0, rows] = mixed.mT.reshape(n_heads, weights.shape[1], -1).transpose(0, 1)
+
+    # in order, on this thread: the scores' float64 sums then never depend on which thread took a chunk
+    progress = None if on_chunks is None else lambda done: on_chunks(number, done)
+    layer.each_chunk(chunk, progress=progress, in_order=True)
     if session is not None and scores is not None:
         options = dict(kwargs, scaling=scaling, dropout=0.0, softcap=softcap, s_aux=s_aux, position_bias=position_bias)
         _verify(module, layer, value, out, options)
@@ -194,19 +204,24 @@ def register() -> None:
 
 
 @contextlib.contextmanager
-def capturing(model: Any, on_layer: Callable[[int], None] | None = None) -> Iterator[_Session]:
+def capturing(
+    model: Any,
+    on_layer: Callable[[int], None] | None = None,
+    on_chunks: Callable[[int, float], None] | None = None,
+) -> Iterator[_Session]:
     """Run ``model`` with the capture attention inside the block; its layers land in the yielded session.
 
-    The model's attention implementation is switched for the block only and restored after it. ``on_layer(k)``
-    is called after the k-th layer is captured.
+    The model's attention implementation is switched for the block only and restored after it, however the
+    block ends (an error, KeyboardInterrupt). ``on_layer(k)`` is called after the k-th layer is captured,
+    ``on_chunks(k, fraction)`` while it is computed (at most every ``layers.PROGRESS_INTERVAL_S``).
     """
     register()
     with _SWITCH_LOCK:
         previous = model.config._attn_implementation
-        model.set_attn_implementation(CAPTURE_IMPLEMENTATION)
-        session = _Session(on_layer=on_layer)
+        session = _Session(on_layer=on_layer, on_chunks=on_chunks)
         token = _SESSION.set(session)
         try:
+            model.set_attn_implementation(CAPTURE_IMPLEMENTATION)  # (inside: an interrupt here is undone too)
             yield session
         finally:
             _SESSION.reset(token)

@@ -1,5 +1,6 @@
-"""Run a Hugging Face transformer on a text and keep what the widget shows: the maximum-attention grid, every
-head's attention on demand and every layer's hidden states, with the tokens and their character spans.
+"""Run a Hugging Face transformer on a text and keep what the widget shows (an :class:`~.extracted.Extraction`):
+the maximum-attention grid, every head's attention on demand and every layer's hidden states, with the tokens
+and their character spans.
 
 Memory stays bounded at long texts (see :mod:`.capture`): the forward pass keeps, per layer, the grid ``(H, n)``
 and the post-RoPE queries and keys in the model's dtype, never every head's n x n; one head is recomputed
@@ -8,12 +9,12 @@ exactly when asked for. Hidden states are kept on the CPU in the model's dtype, 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,6 +22,7 @@ import torch
 
 from ..errors import AttentionUnavailableError, TextTooLongError, UnsupportedAttentionError
 from .attention import SUPPORTED, can_capture, capturing
+from .extracted import Extraction, HiddenStates
 from .loading import (
     BUNDLED_MODEL_NAME,
     DEFAULT_MODEL,
@@ -31,7 +33,7 @@ from .loading import (
     user_stacklevel,
 )
 from .scores import HeadStatistics
-from .sources import CapturedAttention, DenseAttention, check_budget, read_only
+from .sources import CapturedAttention, DenseAttention, check_budget
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [  # loading's public names too: this is the stage's front door
     "BUNDLED_MODEL_NAME",
     "DEFAULT_MODEL",
+    "PROGRESS_MIN_TOKENS",
     "Extraction",
     "HiddenStates",
     "LoadedModel",
@@ -53,156 +56,9 @@ __all__ = [  # loading's public names too: this is the stage's front door
 
 #: ``progress(what, fraction)``: what is being computed ("capturing layer 3 of 12") and the fraction done
 Progress = Callable[[str, float], None]
-
-
-class HiddenStates:
-    """Every layer's hidden states ``(L + 1, n, d)``, kept on the CPU in the model's dtype (bf16 stays bf16).
-
-    ``layer(i)`` is float32 ``(n, d)`` of entry ``i`` (0 = embeddings); ``dense()`` is float32 ``(L + 1, n, d)``:
-    a view when the model runs in float32, else a copy made only within the dense budget. Both are read-only.
-    """
-
-    def __init__(self, states: torch.Tensor | np.ndarray) -> None:
-        self.states = torch.as_tensor(states) if isinstance(states, torch.Tensor) else torch.tensor(states)
-        if self.states.ndim != 3:
-            raise ValueError(f"hidden states must have shape (L + 1, n, d), got {tuple(self.states.shape)}")
-        self._dense: np.ndarray | None = None
-
-    @property
-    def nbytes(self) -> int:
-        return self.states.numel() * self.states.element_size()
-
-    def layer(self, index: int) -> np.ndarray:
-        return read_only(self.states[index].float().numpy().view())
-
-    def dense(self) -> np.ndarray:
-        if self._dense is None:
-            if self.states.dtype != torch.float32:
-                check_budget(tuple(self.states.shape), "every layer's hidden states", "ex.layer_output(l)")
-            self._dense = read_only(self.states.float().numpy().view())
-        return self._dense
-
-
-@dataclass(eq=False, init=False)  # arrays have no single truth value; compare fields explicitly
-class Extraction:
-    """One text run through a model: tokens, the maximum-attention grid, every head on demand, hidden states.
-
-    ``max_attention`` float32 ``(L, H, n)`` is always there. One head's float32 ``(n, n)`` comes from
-    ``attention(layer, head)`` (recomputed from the layer's captured queries and keys; the first call for a
-    layer computes all its heads when they fit ``capture.DENSE_BUDGET_BYTES``). ``attentions`` ``(L, H, n, n)``
-    and ``hidden_states`` ``(L + 1, n, d)`` are the dense float32 arrays, handed out only within that budget.
-    ``dataclasses.replace(ex, attentions=A)`` substitutes dense attentions (and ``hidden_states=X`` states).
-    Every array an extraction hands out is read-only (its own copy), so that no caller can change what later
-    calls, P or the widget see.
-    """
-
-    text: str
-    tokens: list[str]
-    token_ids: np.ndarray
-    offsets: list[tuple[int, int] | None]
-    special: np.ndarray
-    max_attention: np.ndarray
-    model_name: str
-    truncated: bool
-    kv_groups: int  # query heads per key/value head (1 without grouped-query attention)
-    attention_source: CapturedAttention | DenseAttention
-    states: HiddenStates
-    head_stats: HeadStatistics | None  # every head's scores from the capture (capture/scores.py); None: not yet
-
-    def __init__(
-        self,
-        text: str,
-        tokens: list[str],
-        token_ids: np.ndarray,
-        offsets: list[tuple[int, int] | None],
-        special: np.ndarray,
-        max_attention: np.ndarray,
-        model_name: str,
-        truncated: bool = False,
-        kv_groups: int | None = None,
-        attention_source: CapturedAttention | DenseAttention | None = None,
-        states: HiddenStates | None = None,
-        head_stats: HeadStatistics | None = None,
-        *,
-        attentions: np.ndarray | None = None,
-        hidden_states: np.ndarray | torch.Tensor | None = None,
-    ) -> None:
-        if attentions is not None:
-            attention_source = DenseAttention(attentions, 1 if kv_groups is None else kv_groups)
-            head_stats = None  # the capture's scores were of the attention replaced
-        if hidden_states is not None:
-            states = HiddenStates(hidden_states)
-        if attention_source is None or states is None:
-            raise TypeError("an Extraction needs attention_source= (or attentions=) and states= (or hidden_states=)")
-        self.text, self.tokens, self.offsets = text, list(tokens), list(offsets)
-        self.token_ids = read_only(np.array(token_ids, dtype=np.int64))
-        self.special = read_only(np.array(special, dtype=bool))
-        self.max_attention = read_only(np.array(max_attention, dtype=np.float32))
-        self.model_name, self.truncated = model_name, truncated
-        self.kv_groups = attention_source.kv_groups if kv_groups is None else kv_groups
-        self.attention_source, self.states, self.head_stats = attention_source, states, head_stats
-
-    @property
-    def attentions(self) -> np.ndarray:
-        """float32 (L, H, n, n) of every head, within the dense budget; beyond it use ``attention(layer, head)``."""
-        return self.attention_source.dense()
-
-    @property
-    def hidden_states(self) -> np.ndarray:
-        """float32 (L + 1, n, d); entry 0 is the embeddings; beyond the budget use ``layer_output(layer)``."""
-        return self.states.dense()
-
-    def attention(self, layer: int, head: int) -> np.ndarray:
-        """float32 (n, n) attention of one head, rows = queries, as the model computes it (read-only)."""
-        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
-        return self.attention_source.head(layer, head)
-
-    def attention_into(self, layer: int, head: int, out: np.ndarray) -> np.ndarray:
-        """:meth:`attention` written into ``out``, a C-contiguous float32 (n, n) array of the caller's."""
-        n = self.n_tokens
-        if out.shape != (n, n) or out.dtype != np.float32 or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous float32 array of shape ({n}, {n})")
-        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
-        return self.attention_source.head_into(layer, head, out)
-
-    def layer_output(self, layer: int) -> np.ndarray:
-        """float32 (n, d) hidden states output by ``layer`` (0-based), i.e. ``hidden_states[layer + 1]``."""
-        return self.states.layer(self._layer_index(layer) + 1)
-
-    @property
-    def n_layers(self) -> int:
-        return int(self.max_attention.shape[0])
-
-    @property
-    def n_heads(self) -> int:
-        return int(self.max_attention.shape[1])
-
-    @property
-    def n_tokens(self) -> int:
-        return int(self.max_attention.shape[2])
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes this extraction keeps: the grid, the captured queries/keys (or dense heads), the hidden states."""
-        return int(self.max_attention.nbytes) + self.attention_source.nbytes + self.states.nbytes
-
-    def _layer_index(self, layer: int) -> int:
-        return _index(layer, self.n_layers, "layer")
-
-    def __repr__(self) -> str:
-        return (
-            f"Extraction(model_name={self.model_name!r}, n_layers={self.n_layers}, n_heads={self.n_heads}, "
-            f"n_tokens={self.n_tokens}, kv_groups={self.kv_groups}, truncated={self.truncated})"
-        )
-
-
-def _index(value: int, size: int, name: str) -> int:
-    """``value`` as an index into ``size`` items (negative counts from the end), else a clear error."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if not -size <= value < size:
-        raise IndexError(f"{name} {value} is out of range: the model has {size} {name}s (0..{size - 1})")
-    return int(value) % size
+#: texts of at least this many tokens show a progress bar by default (``extract(..., progress=None)``): about
+#: 2 s of capture for a small model on a laptop core, 3-5 s on a shared one
+PROGRESS_MIN_TOKENS = 4096
 
 
 def extract(
@@ -213,26 +69,76 @@ def extract(
     device: str | torch.device | None = None,
     max_tokens: int | None = None,
     trust_remote_code: bool = False,
-    progress: Progress | None = None,
+    progress: Progress | bool | None = None,
 ) -> Extraction:
     """Tokenise ``text``, run ``model`` once and return all attentions and hidden states.
 
     ``max_tokens`` (special tokens included) truncates a long text with a warning; without it a text longer
     than the model's positions raises TextTooLongError. A special token written in the text ("[CLS]", "[SEP]",
     "<s>", ...) becomes that special token, as the tokenizer does by default (so "A [SEP] B" is a sentence pair):
-    it is marked in ``special`` and has no character span, like the ones the tokenizer adds. ``progress(what,
-    fraction)`` is called as the model loads and after each captured layer (it may raise to stop).
+    it is marked in ``special`` and has no character span, like the ones the tokenizer adds.
+
+    ``progress``: None (default) shows a tqdm bar of the layers captured when the text has at least
+    PROGRESS_MIN_TOKENS tokens; True always, False never; a callable ``progress(what, fraction)`` is called as
+    the model loads, while each layer is captured (at most every ``layers.PROGRESS_INTERVAL_S``) and after it,
+    and may raise to stop. KeyboardInterrupt (the kernel's interrupt) stops a capture at once, leaving the model
+    as it was (its attention implementation restored, no thread still computing, torch's settings unchanged).
     """
     check_text(text, max_tokens)
-    report = progress or _no_progress
+    _check_progress(progress)
+    report = progress if callable(progress) else _no_progress
     report("loading the model", 0.0)
     loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
     token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
-    return _extraction(loaded, text, token_ids, offsets, special, truncated, report)
+    with _progress_bar(progress, loaded, token_ids.size) as bar:
+        return _extraction(
+            loaded,
+            text=text,
+            token_ids=token_ids,
+            offsets=offsets,
+            special=special,
+            truncated=truncated,
+            progress=bar or report,
+        )
 
 
 def _no_progress(what: str, fraction: float) -> None:
     """No progress report."""
+
+
+def _check_progress(progress: Any) -> None:
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        raise TypeError(
+            f"progress must be True, False, None (a bar from {PROGRESS_MIN_TOKENS} tokens on) or a callable "
+            f"progress(what, fraction), got {type(progress).__name__}"
+        )
+
+
+@contextlib.contextmanager
+def _progress_bar(progress: Progress | bool | None, loaded: LoadedModel, n_tokens: int) -> Iterator[Progress | None]:
+    """A tqdm bar (``tqdm.auto``: a widget in a notebook) over the layers, advancing within each, as a
+    :data:`Progress`, when ``progress`` is True, or None with a text of at least PROGRESS_MIN_TOKENS tokens;
+    closed however the block ends. Else None."""
+    if not (progress is True or (progress is None and n_tokens >= PROGRESS_MIN_TOKENS)):
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    layers = getattr(loaded.model.config, "num_hidden_layers", None)
+    total = layers if isinstance(layers, int) and layers > 0 else 1
+    bar = tqdm(total=total, desc=f"{loaded.name}, {n_tokens} tokens", unit="layer", bar_format=_BAR_FORMAT)
+
+    def report(what: str, fraction: float) -> None:
+        bar.n = round(min(max(fraction, 0.0), 1.0) * total, 2)
+        bar.refresh()
+
+    try:
+        yield report
+    finally:
+        bar.close()
+
+
+_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n:.2f}/{total} layers [{elapsed}<{remaining}]"
 
 
 def check_text(text: Any, max_tokens: Any = None) -> None:
@@ -274,11 +180,12 @@ def extract_token_ids(
     ids = _check_token_ids(token_ids, loaded)
     text = str(loaded.tokenizer.decode(ids.tolist(), skip_special_tokens=True))
     special = _special_mask(ids, loaded.tokenizer, np.zeros(ids.size, dtype=bool))
-    return _extraction(loaded, text, ids, [None] * ids.size, special, False)
+    return _extraction(loaded, text=text, token_ids=ids, offsets=[None] * ids.size, special=special, truncated=False)
 
 
 def _extraction(
     loaded: LoadedModel,
+    *,
     text: str,
     token_ids: np.ndarray,
     offsets: list[tuple[int, int] | None],
@@ -319,8 +226,8 @@ def _encode(
     if limit is not None and n > limit and (max_tokens is None or max_tokens > limit):
         hint = f"max_tokens={max_tokens} is above that limit; " if max_tokens is not None else ""
         raise TextTooLongError(
-            f"the text has {n} tokens but {loaded.name} takes at most {limit} (its positions); "
-            f"{hint}pass max_tokens={limit} (or less) to truncate it"
+            f"the text has {n} tokens but {loaded.name} takes at most {limit} ({loaded.positions_source}); "
+            f"{hint}pass max_tokens={limit} (or less) to truncate it, or use a model with more positions"
         )
     truncated = max_tokens is not None and n > max_tokens
     if truncated:
@@ -363,7 +270,10 @@ def _check_token_ids(token_ids: Sequence[int] | np.ndarray, loaded: LoadedModel)
         raise ValueError(f"token ids must lie in [0, {vocab_size}) for {loaded.name}, got {ids.min()}..{ids.max()}")
     limit = loaded.max_positions
     if limit is not None and ids.size > limit:
-        raise TextTooLongError(f"{ids.size} token ids but {loaded.name} takes at most {limit} (its positions)")
+        raise TextTooLongError(
+            f"{ids.size} token ids but {loaded.name} takes at most {limit} ({loaded.positions_source}); "
+            f"pass at most {limit} of them (token_ids[:{limit}]), or use a model with more positions"
+        )
     return ids.astype(np.int64)
 
 
@@ -390,8 +300,11 @@ def _forward(
     def on_layer(k: int) -> None:
         progress(f"capturing layer {k} of {total or '?'}", k / total if total else 0.0)
 
+    def on_chunks(k: int, fraction: float) -> None:  # while layer k is captured
+        progress(f"capturing layer {k} of {total or '?'}", (k - 1 + fraction) / total if total else 0.0)
+
     if can_capture(model):
-        with torch.inference_mode(), capturing(model, on_layer) as session:
+        with torch.inference_mode(), capturing(model, on_layer, on_chunks) as session:
             output = model(**inputs, return_dict=True)
         if not session.layers:
             raise AttentionUnavailableError(

@@ -1,20 +1,78 @@
-"""One captured attention layer, enough to recompute any of its heads exactly (:class:`LayerAttention`)."""
+"""One captured attention layer, enough to recompute any of its heads exactly (:class:`LayerAttention`).
+
+Work on a layer goes one query chunk at a time (:meth:`LayerAttention.each_chunk`): the forward pass, a head's
+dense n x n, its sparse rows. On the CPU the chunks go to the worker threads, one torch thread each, the next
+chunk to whichever thread is free; a chunk's float32 scores are about :data:`CHUNK_BYTES`, small enough to stay in
+a core's cache. Each thread computes its chunks into buffers of its own (:class:`Scratch`), allocated once per
+pass at the largest chunk's size: a fresh array per chunk, each a little wider than the last under a causal mask,
+fragmented the C heap, which kept every freed array's pages (16 GiB at 65536 tokens; docs/long-texts.md).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from .._parallel import each, workers
+from .._parallel import in_worker, workers
 from .masks import MaskRows, additive_rows, allowed_rows, key_span, mask_spans
+from .sparse import SparseRows
 
-__all__ = ["CHUNK_BYTES", "LayerAttention"]
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
 
-# float32 scores of one query chunk (all heads of a layer): bounds the working memory of a layer at any length.
-CHUNK_BYTES = 32 * 2**20
+__all__ = ["CHUNK_BYTES", "DEVICE_CHUNK_BYTES", "PROGRESS_INTERVAL_S", "LayerAttention", "Scratch"]
+
+# float32 scores of one query chunk (all heads of a layer) on the CPU: small enough to stay in a core's cache (a
+# chunk's 5 passes over its scores ran 1.5-2x faster at 2 MiB than at 32 MiB, 16k-64k tokens), and the working
+# memory of a layer at any length (CHUNK_BYTES per worker thread, twice: scores and weights).
+CHUNK_BYTES = 2 * 2**20
+# the same on an accelerator, where a chunk is a few kernel launches and larger chunks mean fewer of them
+DEVICE_CHUNK_BYTES = 256 * 2**20
+#: least seconds between two progress reports of one pass over a layer's chunks
+PROGRESS_INTERVAL_S = 0.25
+# booleans of transformers' mask built at once when its rows are learnt before a first pass (its mask functions
+# make int64 temporaries of the same shape: 16 MiB a thread)
+MASK_BLOCK_BYTES = 2 * 2**20
+
+
+class Scratch:
+    """One thread's reusable buffers for its chunks: ``take(name, shape, dtype)`` is a contiguous view of the
+    buffer ``name``, allocated at the first call with at least ``capacity`` elements and reused after."""
+
+    def __init__(self, capacity: int, device: torch.device) -> None:
+        self.capacity, self.device = capacity, device
+        self.buffers: dict[tuple[str, torch.dtype], torch.Tensor] = {}
+
+    def take(self, name: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        numel = int(np.prod(shape))
+        buffer = self.buffers.get((name, dtype))
+        if buffer is None or buffer.numel() < numel:
+            buffer = torch.empty(max(numel, self.capacity), dtype=dtype, device=self.device)
+            self.buffers[(name, dtype)] = buffer
+        return buffer[:numel].view(shape)
+
+
+class _Workspace:
+    """The :class:`Scratch` of each thread taking part in one pass over a layer's chunks."""
+
+    def __init__(self, capacity: int, device: torch.device) -> None:
+        self.capacity, self.device = capacity, device
+        self.scratches: dict[int, Scratch] = {}
+
+    def scratch(self) -> Scratch:
+        ident = threading.get_ident()
+        if ident not in self.scratches:
+            self.scratches[ident] = Scratch(self.capacity, self.device)
+        return self.scratches[ident]
 
 
 @dataclass
@@ -55,50 +113,130 @@ class LayerAttention:
         return _tensor_bytes(self.query) + _tensor_bytes(self.key)
 
     def chunk_rows(self, n_heads: int | None = None) -> int:
-        """Query rows per chunk so that the float32 scores of ``n_heads`` heads stay within CHUNK_BYTES."""
+        """Query rows per chunk so that the float32 scores of ``n_heads`` heads stay within CHUNK_BYTES (on the
+        CPU; DEVICE_CHUNK_BYTES on an accelerator)."""
         heads = self.n_heads if n_heads is None else n_heads
-        return max(1, min(self.n_tokens, CHUNK_BYTES // (4 * heads * self.n_tokens)))
+        return max(1, min(self.n_tokens, self._chunk_bytes() // (4 * heads * self.n_tokens)))
 
     def chunks(self) -> Iterator[slice]:
+        """The query chunks every pass over this layer takes (the same ones each time, so a head's values never
+        depend on the pass): sized by each chunk's key span when the mask's rows are known to be unbroken runs
+        of keys that move right from row to row (causal, sliding and bidirectional windows: at 131072 tokens
+        with a window of 4096, 15 rows a chunk instead of 1), else ``chunk_rows()`` rows at a time."""
+        spans = self.mask.row_spans() if isinstance(self.mask, MaskRows) else None
+        planned = None if spans is None else _plan(*spans, self.n_heads, self._chunk_bytes())
+        if planned is not None:
+            return iter(planned)
         step = self.chunk_rows()
         return (slice(start, min(start + step, self.n_tokens)) for start in range(0, self.n_tokens, step))
 
-    def weights(self, rows: slice | list[int], head: int | None = None) -> tuple[slice, torch.Tensor]:
+    def _chunk_bytes(self) -> int:
+        return CHUNK_BYTES if self.query.device.type == "cpu" else DEVICE_CHUNK_BYTES
+
+    def each_chunk(
+        self,
+        work: Callable[[slice, Scratch | None], None],
+        head: int | None = None,
+        progress: Callable[[float], None] | None = None,
+        in_order: bool = False,
+    ) -> None:
+        """``work(rows, scratch)`` for every query chunk ``rows`` of :meth:`chunks`, with the calling thread's
+        :class:`Scratch` for ``head`` (None: all heads), or None where autograd records (no buffer reuse then).
+        ``in_order``: every chunk on the calling thread, one after the other (work that sums across chunks).
+
+        On the CPU, with several cores and more than one chunk, the chunks run on the worker threads with one
+        torch thread each (a few at a time, so that other work on the pool interleaves); ``work`` must then only
+        write what its own chunk owns. The same chunks always
+        run the same way, so a head's values do not depend on who asks for it. ``progress(fraction)`` is called
+        in the calling thread, at most every PROGRESS_INTERVAL_S and once at the end; it may raise to stop.
+        Whatever ends the pass early (an error in a chunk, KeyboardInterrupt, ``progress`` raising) cancels the
+        chunks not started and waits for the running ones before it propagates: no thread is left computing.
+        """
+        recording = torch.is_grad_enabled()
+        pool = None if in_worker() else workers()  # never wait for one's own pool
+        if isinstance(self.mask, MaskRows) and self.query.device.type == "cpu" and not self.mask.learnt():
+            self._learn_mask(self.mask, None if recording else pool)
+        chunks = list(self.chunks())
+        heads = self.n_heads if head is None else 1
+        workspace = _Workspace(heads * max(self._chunk_bytes() // (4 * self.n_heads), self.n_tokens), self.query.device)
+        report = _Throttled(progress, len(chunks))
+        if recording or in_order or self.query.device.type != "cpu" or len(chunks) == 1 or pool is None:
+            for rows in chunks:
+                work(rows, None if recording else workspace.scratch())
+                report.done(1)
+            return
+        _run_pooled(pool, chunks, lambda rows: work(rows, workspace.scratch()), report)
+
+    def _learn_mask(self, mask: MaskRows, pool: ThreadPoolExecutor | None) -> None:
+        """Build every row of ``mask`` once with transformers' mask function, in blocks of MASK_BLOCK_BYTES
+        booleans, and learn each row's span (:meth:`MaskRows.learn_spans`), so that :meth:`chunks` can size the
+        chunks by their key spans (building it one chunk at a time cost a 131072-token window 0.3 ms a row)."""
+        step = max(1, MASK_BLOCK_BYTES // mask.kv_length)
+        blocks = [slice(start, min(start + step, mask.q_length)) for start in range(0, mask.q_length, step)]
+        device = self.query.device
+
+        def learn(rows: slice) -> None:
+            mask.learn_spans(rows, mask.allowed(rows.start, rows.stop, device)[0])
+
+        if pool is None or len(blocks) == 1:
+            for rows in blocks:
+                learn(rows)
+        else:
+            _run_pooled(pool, blocks, learn, _Throttled(None, len(blocks)))
+
+    def weights(
+        self, rows: slice | list[int], head: int | None = None, scratch: Scratch | None = None
+    ) -> tuple[slice, torch.Tensor]:
         """``(keys, w)``: weights ``(h, r, k)`` of the query ``rows`` over the key span ``keys`` (all heads or one
-        ``head``, in the model's dtype); every weight outside the span is exactly 0."""
+        ``head``, in the model's dtype); every weight outside the span is exactly 0. With a ``scratch``, the
+        scores and ``w`` live in its buffers (``w`` is valid until the thread's next chunk)."""
         if head is None:
             query, key = self.query[:, rows], self.key
         else:
             query = self.query[head : head + 1, rows]
             key = self.key[head // self.kv_groups : head // self.kv_groups + 1]
         h, r, d = query.shape
-        mask = self.mask
-        spans = mask.spans(rows) if isinstance(mask, MaskRows) and isinstance(rows, slice) else None
+        mask = self.mask if isinstance(self.mask, MaskRows) else None
+        spans = mask.spans(rows) if mask is not None and isinstance(rows, slice) else None
         allowed = None
-        if spans is not None:
-            keys = spans[0]
-        else:
-            allowed = allowed_rows(mask, rows, query.device)[0] if isinstance(mask, MaskRows) else None
-            keys = key_span(allowed, self.n_tokens)
-            if allowed is not None and isinstance(mask, MaskRows) and isinstance(rows, slice):
-                mask.learn_spans(rows, allowed, keys)
+        if spans is None and mask is not None:
+            allowed = allowed_rows(mask, rows, query.device)[0]
+            if isinstance(rows, slice):  # this chunk's rows, learnt once: then masked from two comparisons
+                mask.learn_spans(rows, allowed)
+                spans = mask.spans(rows)
+        keys = spans[0] if spans is not None else key_span(allowed, self.n_tokens)
         key = key[:, keys]
-        logits = torch.matmul(query.reshape(key.shape[0], -1, d), key.transpose(1, 2)).view(h, r, -1)
-        logits = logits.mul_(self.scaling)  # in place: the scores are this chunk's own (no second r x n array)
-        if self.softcap is not None:
+        width = keys.stop - keys.start
+        queries = query.reshape(key.shape[0], -1, d)
+        if scratch is None:
+            logits = torch.matmul(queries, key.transpose(1, 2))
+        else:  # the same product, written into this thread's buffer
+            buffer = scratch.take("scores", (key.shape[0], queries.shape[1], width), query.dtype)
+            logits = torch.matmul(queries, key.transpose(1, 2), out=buffer)
+        logits = logits.view(h, r, -1).mul_(self.scaling)  # in place: the scores are this chunk's own
+        if self.softcap is not None and scratch is None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
+        elif self.softcap is not None:  # the same operations in the same order, in place
+            logits = logits.div_(self.softcap).tanh_().mul_(self.softcap)
         if self.bias is not None:  # (1, H, n, n): this chunk's rows and key span, of every head or one
             heads = slice(None) if head is None else slice(head, head + 1)
             logits = logits + self.bias[0, heads][:, rows][..., keys].to(logits.dtype)
-        if spans is not None and isinstance(mask, MaskRows):  # the entries of ~allowed below, from two comparisons
+        if spans is not None and mask is not None:  # the entries of ~allowed below, from two comparisons
             mask_spans(logits, keys, spans[1].to(query.device), spans[2].to(query.device), mask.dtype)
-        elif isinstance(mask, MaskRows) and allowed is not None:  # x + min rounds to min: eager's sum, no float mask
+        elif mask is not None and allowed is not None:  # x + min rounds to min: eager's sum, no float mask
             logits = logits.masked_fill_(~allowed[..., keys], torch.finfo(mask.dtype).min)
         elif self.mask is not None:  # a 4D mask the model prepared itself: added as eager adds it
             additive = additive_rows(self.mask, rows, query.device)[0]
             logits = logits + (additive[head : head + 1] if additive.shape[0] > 1 and head is not None else additive)
-        if self.sinks is None:
+        if self.sinks is None and scratch is None:
             return keys, torch.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+        if self.sinks is None and scratch is not None:
+            weights = scratch.take("weights", (h, r, width), torch.float32)
+            torch.softmax(logits, dim=-1, dtype=torch.float32, out=weights)
+            if query.dtype == torch.float32:
+                return keys, weights
+            return keys, scratch.take("weights_in_model_dtype", (h, r, width), query.dtype).copy_(weights)
+        assert self.sinks is not None  # (the two returns above are the cases without)
         sinks = self.sinks.reshape(-1)[slice(None) if head is None else slice(head, head + 1)]
         combined = torch.cat([logits, sinks.reshape(h, 1, 1).expand(h, r, 1).to(logits.dtype)], dim=-1)
         combined = combined - combined.amax(dim=-1, keepdim=True)
@@ -120,29 +258,104 @@ class LayerAttention:
             out = np.empty(shape, dtype=np.float32)
         elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous float32 array of shape {shape}")
+        target = torch.from_numpy(out)
 
-        def fill(rows: slice, pooled: bool = False) -> None:
-            if pooled:  # one torch thread a chunk. MKL's thread count is the process's: the caller's restore
-                torch.set_num_threads(1)  # below may have raised it, and a chunk over 2 threads had other bits
-            with torch.inference_mode():  # (thread-local: entered again in a worker)
-                keys, w = self.weights(rows, head)
-                out[:, rows, : keys.start] = 0.0  # outside the chunk's key span every weight is exactly 0
-                out[:, rows, keys] = w.float().cpu().numpy()
-                out[:, rows, keys.stop :] = 0.0
+        def fill(rows: slice, scratch: Scratch | None) -> None:
+            keys, w = self.weights(rows, head, scratch)
+            target[:, rows, : keys.start] = 0.0  # outside the chunk's key span every weight is exactly 0
+            target[:, rows, keys].copy_(w)
+            target[:, rows, keys.stop :] = 0.0
 
-        chunks = list(self.chunks())
-        if self.query.device.type != "cpu" or len(chunks) == 1 or workers() is None:
-            for rows in chunks:
-                fill(rows)
-            return out
-        # on the CPU, chunks go one at a time to the worker threads, one torch thread each: torch's own threads
-        # split every operation in fixed shares and wait for a core the browser took (_parallel.py)
-        threads = torch.get_num_threads()
-        try:
-            each(len(chunks), lambda k: fill(chunks[k], pooled=True))
-        finally:  # a worker's own setting of 1 is also what torch gives threads that start later: undone
-            torch.set_num_threads(threads)
+        self.each_chunk(fill, head)
         return out
+
+    @torch.inference_mode()
+    def sparse(self, head: int, mass: float) -> csr_array:
+        """Head ``head``'s rows kept for ``mass`` (:mod:`.sparse`), from the chunks :meth:`heads` computes them in
+        and the same way, so that every value is ``heads(head)``'s bit for bit; one chunk held at a time."""
+        rows = SparseRows(self.n_tokens, mass)
+
+        def add(chunk: slice, scratch: Scratch | None) -> None:
+            keys, w = self.weights(chunk, head, scratch)
+            rows.add(chunk, keys, w[0])
+
+        self.each_chunk(add, head)
+        return rows.build()
+
+
+class _Throttled:
+    """``progress(fraction)`` of a pass over ``total`` chunks, at most every PROGRESS_INTERVAL_S, and at the end."""
+
+    def __init__(self, progress: Callable[[float], None] | None, total: int) -> None:
+        self.progress, self.total, self.count = progress, total, 0
+        self.last = time.monotonic()
+
+    def done(self, count: int) -> None:
+        self.count += count
+        if self.progress is None:
+            return
+        now = time.monotonic()
+        if self.count >= self.total or now - self.last >= PROGRESS_INTERVAL_S:
+            self.last = now
+            self.progress(self.count / self.total)
+
+
+def _plan(first: np.ndarray, last: np.ndarray, heads: int, chunk_bytes: int) -> list[slice] | None:
+    """Chunks of consecutive query rows whose float32 scores over their key span (the first row's first key to
+    the last row's last) stay within ``chunk_bytes`` (at least one row a chunk), when every row's first and last
+    key are at least the previous row's (the span of rows s..e-1 is then last[e-1] + 1 - first[s]); else None."""
+    n = int(first.shape[0])
+    if n == 0 or (np.diff(first) < 0).any() or (np.diff(last) < 0).any():
+        return None
+    limit = max(1, chunk_bytes // (4 * heads))  # rows x keys per chunk
+    firsts, lasts = first.tolist(), last.tolist()
+    chunks, start, rows = [], 0, 1
+    while start < n:
+        low, high = 1, n - start  # the most rows whose span fits: the span only grows with the rows
+        while low < high:
+            middle = (low + high + 1) // 2
+            if middle * (lasts[start + middle - 1] + 1 - firsts[start]) <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        rows = low
+        chunks.append(slice(start, start + rows))
+        start += rows
+    return chunks
+
+
+def _run_pooled(
+    pool: ThreadPoolExecutor, chunks: list[slice], work: Callable[[slice], None], report: _Throttled
+) -> None:
+    """``work(rows)`` for every chunk on the pool, two per core in flight, each chunk in one torch thread and
+    the caller's grad mode; see :meth:`LayerAttention.each_chunk`."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    inference = torch.is_inference_mode_enabled()
+
+    def pooled(rows: slice) -> None:
+        torch.set_num_threads(1)  # MKL's thread count is the process's: restored by the caller below
+        with torch.inference_mode(inference), torch.no_grad():
+            work(rows)
+
+    threads = torch.get_num_threads()
+    waiting = iter(chunks)
+    running: set[Future] = {pool.submit(pooled, rows) for rows in itertools.islice(waiting, 2 * cores)}
+    try:
+        while running:
+            finished, running = wait(running, timeout=PROGRESS_INTERVAL_S, return_when=FIRST_COMPLETED)
+            for future in finished:
+                future.result()  # a chunk's error is raised here, in the calling thread
+                following = next(waiting, None)
+                if following is not None:
+                    running.add(pool.submit(pooled, following))
+            report.done(len(finished))  # (none finished: a report when its interval has passed)
+    except BaseException:
+        for future in running:
+            future.cancel()
+        wait(running)
+        raise
+    finally:  # a worker's own setting of 1 is also what torch gives threads that start later: undone
+        torch.set_num_threads(threads)
 
 
 def _tensor_bytes(t: torch.Tensor) -> int:

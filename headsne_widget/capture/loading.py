@@ -59,6 +59,11 @@ class LoadedModel:
         """Most tokens (special ones included) one forward pass takes; None when unbounded."""
         return _position_limit(self.model, self.tokenizer)
 
+    @property
+    def positions_source(self) -> str:
+        """Where :attr:`max_positions` comes from, for messages ("max_position_embeddings=512 in its config")."""
+        return _position_source(self.model, self.tokenizer)
+
     def __repr__(self) -> str:
         return f"LoadedModel(name={self.name!r}, model={type(self.model).__name__}, device={str(self.device)!r})"
 
@@ -340,6 +345,16 @@ def _position_limit(model: Any, tokenizer: Any) -> int | None:
     if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < _SANE_TOKENIZER_LIMIT:
         limits.append(tokenizer_limit)
     return min(limits) if limits else None
+
+
+def _position_source(model: Any, tokenizer: Any) -> str:
+    """Which setting :func:`_position_limit` took its limit from, in words."""
+    limit, config_limit = _position_limit(model, tokenizer), _position_limit(model, None)
+    if config_limit is None or config_limit != limit:
+        return f"model_max_length={limit} in its tokenizer"
+    positions = model.config.max_position_embeddings
+    less = f", less the {positions - config_limit} its position ids skip" if positions != config_limit else ""
+    return f"max_position_embeddings={positions} in its config{less}"
 
 
 def input_device(model: Any) -> torch.device:

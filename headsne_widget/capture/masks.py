@@ -4,12 +4,13 @@
 add, it keeps :class:`MaskRows` (causal, sliding window, bidirectional window, padding), whose rows are built
 per chunk with transformers' ``sdpa_mask``; masked logits get the dtype's minimum, as ``eager_mask`` adds it.
 A chunk computes only the key span its queries may see (:func:`key_span`): outside it every weight is exactly
-0. After a chunk's first build, rows that see one unbroken run of keys are masked from two comparisons
-(:meth:`MaskRows.spans`), with the same entries.
+0. Once a chunk's rows were built, those that see one unbroken run of keys are masked from two comparisons
+(:meth:`MaskRows.spans`), with the same entries: each row's first and last key are kept, O(n) per mask.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,25 @@ import numpy as np
 import torch
 
 __all__ = ["MaskRows", "additive_rows", "allowed_rows", "capture_mask", "key_span", "mask_spans"]
+
+_UNKNOWN, _RUN, _OTHER = 0, 1, 2  # a row's mask: not built yet; one unbroken run of keys; anything else
+
+
+class _RowSpans:
+    """Per query row of a mask: whether its allowed keys are one unbroken run, and its first and last key
+    (int8 + 2 x int64 per row, allocated at the first row learnt; rows are written by one chunk each)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.state: np.ndarray | None = None
+        self.first = self.last = np.zeros(0, dtype=np.int64)
+
+    def ensure(self, n_rows: int) -> np.ndarray:
+        with self.lock:
+            if self.state is None:
+                self.first, self.last = np.zeros(n_rows, dtype=np.int64), np.zeros(n_rows, dtype=np.int64)
+                self.state = np.full(n_rows, _UNKNOWN, dtype=np.int8)
+            return self.state
 
 
 @dataclass(frozen=True)
@@ -33,11 +53,9 @@ class MaskRows:
     padding: torch.Tensor | None
     use_vmap: bool
     dtype: torch.dtype
-    #: per query chunk (start, stop): (keys, first, last) when each of its rows may attend to one unbroken run of
-    #: keys, first[r]..last[r] (causal, sliding and bidirectional windows), else None (see :meth:`spans`)
-    _spans: dict[tuple[int, int], tuple[slice, torch.Tensor, torch.Tensor] | None] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    #: per query row: whether it may attend to one unbroken run of keys first..last (causal, sliding and
+    #: bidirectional windows), learnt from its built rows (see :meth:`spans`)
+    _rows: _RowSpans = field(default_factory=_RowSpans, compare=False, repr=False)
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -69,30 +87,59 @@ class MaskRows:
         return allowed
 
     def spans(self, rows: slice) -> tuple[slice, torch.Tensor, torch.Tensor] | None:
-        """``(keys, first, last)`` of a chunk seen before (:meth:`learn_spans`), when every row of it may attend
-        to the keys first[r]..last[r] and no other: its mask is then two comparisons, instead of transformers'
-        mask function (1.4 of a chunk's 6 ms at 8192 tokens, causal, on one core), and the same entries."""
-        return self._spans.get((rows.start, rows.stop))
+        """``(keys, first, last)`` of query rows built before (:meth:`learn_spans`), when every one of them may
+        attend to the keys first[r]..last[r] (``(r, 1)`` each) and no other: its mask is then two comparisons,
+        instead of transformers' mask function (1.4 of a chunk's 6 ms at 8192 tokens, causal, on one core), and
+        the same entries. ``keys`` is the chunk's key span, from the first row's first key to the last's last."""
+        state = self._rows.state
+        if state is None or not bool((state[rows] == _RUN).all()):
+            return None
+        first, last = self._rows.first[rows], self._rows.last[rows]
+        keys = slice(int(first.min()), int(last.max()) + 1)
+        return keys, torch.from_numpy(first[:, None]), torch.from_numpy(last[:, None])
 
-    def learn_spans(self, rows: slice, allowed: torch.Tensor, keys: slice) -> None:
-        """Remember the chunk's spans from its mask ``allowed`` (``(1, r, kv)``) if every row's allowed keys are one
-        unbroken run (not a padding hole, not a row with no key at all), else that it has none."""
-        if allowed.device.type != "cpu" or (rows.start, rows.stop) in self._spans:
+    def learn_spans(self, rows: slice, allowed: torch.Tensor) -> None:
+        """Remember, for each of the query ``rows``, its first and last allowed key and whether its allowed keys
+        are that one unbroken run (not a padding hole, not a row with no key at all), from its mask ``allowed``
+        (``(1, r, kv)``, on the CPU; elsewhere nothing is learnt)."""
+        if allowed.device.type != "cpu":
             return
         grid = allowed.numpy().reshape(-1, allowed.shape[-1])
         first = grid.argmax(axis=1)
         last = grid.shape[1] - 1 - grid[:, ::-1].argmax(axis=1)
-        unbroken = grid.any(axis=1).all() and bool((grid.sum(axis=1) == last - first + 1).all())
-        spans = (keys, torch.from_numpy(first)[:, None], torch.from_numpy(last)[:, None]) if unbroken else None
-        self._spans[(rows.start, rows.stop)] = spans
+        unbroken = grid.any(axis=1) & (grid.sum(axis=1) == last - first + 1)
+        state = self._rows.ensure(self.q_length)
+        self._rows.first[rows], self._rows.last[rows] = first, last
+        state[rows] = np.where(unbroken, _RUN, _OTHER)
+
+    def learnt(self) -> bool:
+        """Whether every query row was built once (:meth:`learn_spans`)."""
+        state = self._rows.state
+        return state is not None and bool((state != _UNKNOWN).all())
+
+    def row_spans(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every query row's first and last key (int64 ``(q,)`` each, read-only), when each row was built and may
+        attend to exactly that unbroken run of keys; else None."""
+        state = self._rows.state
+        if state is None or not bool((state == _RUN).all()):
+            return None
+        first, last = self._rows.first.view(), self._rows.last.view()
+        first.flags.writeable = last.flags.writeable = False
+        return first, last
+
+    def forget_spans(self) -> None:
+        """Forget the rows learnt: every chunk is built from transformers' mask function again."""
+        with self._rows.lock:
+            self._rows.state = None
 
 
-def capture_mask(
+def capture_mask(  # (transformers passes everything by keyword: masking_utils' three mask_interface calls)
     batch_size: int,
     q_length: int,
     kv_length: int,
     q_offset: int = 0,
     kv_offset: int = 0,
+    *,
     mask_function: Callable | None = None,
     attention_mask: torch.Tensor | None = None,
     dtype: torch.dtype = torch.float32,
@@ -164,8 +211,8 @@ def key_span(allowed: torch.Tensor | None, n: int) -> slice:
         rows = allowed.numpy().reshape(-1, allowed.shape[-1])
         if not rows.any(axis=1).all():
             return slice(0, n)
-        columns = np.flatnonzero(rows.any(axis=0))
-        return slice(int(columns[0]), int(columns[-1]) + 1)
+        columns = np.asarray(rows.any(axis=0))  # first and last by argmax: no array whose size changes by chunk
+        return slice(int(columns.argmax()), n - int(columns[::-1].argmax()))
     if not bool(allowed.any(dim=-1).all()):
         return slice(0, n)
     found = allowed.any(dim=(0, 1)).nonzero()

@@ -11,12 +11,17 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import MemoryBudgetError
 from .layers import LayerAttention
 from .maximum_attention import max_attention
+from .sparse import sparse_from_dense
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
 
 __all__ = ["DENSE_BUDGET_BYTES", "CapturedAttention", "DenseAttention", "check_budget", "fits_budget", "read_only"]
 
@@ -105,6 +110,15 @@ class CapturedAttention:
         self.layers[layer].heads(head, out=out[None])
         return out
 
+    def sparse(self, layer: int, head: int, mass: float) -> csr_array:
+        """The head's rows kept for ``mass`` (:mod:`.sparse`): from its dense array when one is cached, else
+        computed chunk by chunk (:meth:`LayerAttention.sparse`, never n x n); the values are :meth:`head`'s."""
+        with self._lock:
+            cached = self._cached(layer, head)
+        if cached is not None:
+            return sparse_from_dense(cached, mass)
+        return self.layers[layer].sparse(head, mass)
+
     def prefetch(self, check: Callable[[], None] | None = None) -> None:
         """Recompute every layer's heads into the cache when all of them fit the budget together, so that a head
         click finds its attention ready (at 512 tokens a layer takes 10-20 ms, and 70-145 ms of a click in the
@@ -151,6 +165,9 @@ class DenseAttention:
     def head_into(self, layer: int, head: int, out: np.ndarray) -> np.ndarray:
         np.copyto(out, self.attentions[layer, head])
         return out
+
+    def sparse(self, layer: int, head: int, mass: float) -> csr_array:
+        return sparse_from_dense(self.attentions[layer, head], mass)
 
     def prefetch(self, check: Callable[[], None] | None = None) -> None:
         """Nothing to do: every head is already there."""

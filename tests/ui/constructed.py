@@ -33,8 +33,8 @@ layers = [LayerAttention(query=torch.zeros(4, N, 1), key=torch.zeros(4, N, 1), m
           for _ in range(2)]
 rng = np.random.default_rng(0)
 ex = Extraction("".join(pieces), words, np.arange(N), offsets, np.zeros(N, bool),
-                rng.random((2, 4, N), dtype=np.float32), "constructed", attention_source=CapturedAttention(layers),
-                states=HiddenStates(torch.zeros(3, N, 1)))
+                max_attention=rng.random((2, 4, N), dtype=np.float32), model_name="constructed",
+                attention_source=CapturedAttention(layers), states=HiddenStates(torch.zeros(3, N, 1)))
 w = HeadSNE(ex, autostart=False)
 w.color_by = ["abcd"[i % 4] for i in range(N)]
 w

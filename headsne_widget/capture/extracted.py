@@ -1,0 +1,187 @@
+"""What one text run through a model holds (:class:`Extraction`): tokens, the maximum-attention grid, every
+head's attention on demand (dense, or sparse rows for long texts) and every layer's hidden states.
+
+:mod:`.extraction` runs the model and builds one; this module is only what it hands back, so that code that
+reads an extraction (the widget, the studies) does not need the pipeline that makes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from .scores import HeadStatistics
+from .sources import CapturedAttention, DenseAttention, check_budget, read_only
+from .sparse import check_mass
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
+
+__all__ = ["Extraction", "HiddenStates"]
+
+
+class HiddenStates:
+    """Every layer's hidden states ``(L + 1, n, d)``, kept on the CPU in the model's dtype (bf16 stays bf16).
+
+    ``layer(i)`` is float32 ``(n, d)`` of entry ``i`` (0 = embeddings); ``dense()`` is float32 ``(L + 1, n, d)``:
+    a view when the model runs in float32, else a copy made only within the dense budget. Both are read-only.
+    """
+
+    def __init__(self, states: torch.Tensor | np.ndarray) -> None:
+        self.states = torch.as_tensor(states) if isinstance(states, torch.Tensor) else torch.tensor(states)
+        if self.states.ndim != 3:
+            raise ValueError(f"hidden states must have shape (L + 1, n, d), got {tuple(self.states.shape)}")
+        self._dense: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.states.numel() * self.states.element_size()
+
+    def layer(self, index: int) -> np.ndarray:
+        return read_only(self.states[index].float().numpy().view())
+
+    def dense(self) -> np.ndarray:
+        if self._dense is None:
+            if self.states.dtype != torch.float32:
+                check_budget(tuple(self.states.shape), "every layer's hidden states", "ex.layer_output(l)")
+            self._dense = read_only(self.states.float().numpy().view())
+        return self._dense
+
+
+@dataclass(eq=False, init=False)  # arrays have no single truth value; compare fields explicitly
+class Extraction:
+    """One text run through a model: tokens, the maximum-attention grid, every head on demand, hidden states.
+
+    ``max_attention`` float32 ``(L, H, n)`` is always there. One head's float32 ``(n, n)`` comes from
+    ``attention(layer, head)`` (recomputed from the layer's captured queries and keys; the first call for a
+    layer computes all its heads when they fit ``capture.DENSE_BUDGET_BYTES``). ``attentions`` ``(L, H, n, n)``
+    and ``hidden_states`` ``(L + 1, n, d)`` are the dense float32 arrays, handed out only within that budget.
+    ``dataclasses.replace(ex, attentions=A)`` substitutes dense attentions (and ``hidden_states=X`` states).
+    Every array an extraction hands out is read-only (its own copy), so that no caller can change what later
+    calls, P or the widget see.
+    """
+
+    text: str
+    tokens: list[str]
+    token_ids: np.ndarray
+    offsets: list[tuple[int, int] | None]
+    special: np.ndarray
+    max_attention: np.ndarray
+    model_name: str
+    truncated: bool
+    kv_groups: int  # query heads per key/value head (1 without grouped-query attention)
+    attention_source: CapturedAttention | DenseAttention
+    states: HiddenStates
+    head_stats: HeadStatistics | None  # every head's scores from the capture (capture/scores.py); None: not yet
+
+    def __init__(
+        self,
+        text: str,
+        tokens: list[str],
+        token_ids: np.ndarray,
+        offsets: list[tuple[int, int] | None],
+        special: np.ndarray,
+        *,
+        max_attention: np.ndarray,
+        model_name: str,
+        truncated: bool = False,
+        kv_groups: int | None = None,
+        attention_source: CapturedAttention | DenseAttention | None = None,
+        states: HiddenStates | None = None,
+        head_stats: HeadStatistics | None = None,
+        attentions: np.ndarray | None = None,
+        hidden_states: np.ndarray | torch.Tensor | None = None,
+    ) -> None:
+        if attentions is not None:
+            attention_source = DenseAttention(attentions, 1 if kv_groups is None else kv_groups)
+            head_stats = None  # the capture's scores were of the attention replaced
+        if hidden_states is not None:
+            states = HiddenStates(hidden_states)
+        if attention_source is None or states is None:
+            raise TypeError("an Extraction needs attention_source= (or attentions=) and states= (or hidden_states=)")
+        self.text, self.tokens, self.offsets = text, list(tokens), list(offsets)
+        self.token_ids = read_only(np.array(token_ids, dtype=np.int64))
+        self.special = read_only(np.array(special, dtype=bool))
+        self.max_attention = read_only(np.array(max_attention, dtype=np.float32))
+        self.model_name, self.truncated = model_name, truncated
+        self.kv_groups = attention_source.kv_groups if kv_groups is None else kv_groups
+        self.attention_source, self.states, self.head_stats = attention_source, states, head_stats
+
+    @property
+    def attentions(self) -> np.ndarray:
+        """float32 (L, H, n, n) of every head, within the dense budget; beyond it use ``attention(layer, head)``."""
+        return self.attention_source.dense()
+
+    @property
+    def hidden_states(self) -> np.ndarray:
+        """float32 (L + 1, n, d); entry 0 is the embeddings; beyond the budget use ``layer_output(layer)``."""
+        return self.states.dense()
+
+    def attention(self, layer: int, head: int) -> np.ndarray:
+        """float32 (n, n) attention of one head, rows = queries, as the model computes it (read-only)."""
+        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
+        return self.attention_source.head(layer, head)
+
+    def attention_into(self, layer: int, head: int, out: np.ndarray) -> np.ndarray:
+        """:meth:`attention` written into ``out``, a C-contiguous float32 (n, n) array of the caller's."""
+        n = self.n_tokens
+        if out.shape != (n, n) or out.dtype != np.float32 or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous float32 array of shape ({n}, {n})")
+        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
+        return self.attention_source.head_into(layer, head, out)
+
+    def sparse_attention(self, layer: int, head: int, mass: float = 0.99) -> csr_array:
+        """One head's attention as a ``scipy.sparse.csr_array`` (n x n, float32): for each row (query), the
+        smallest set of its largest entries whose sum reaches ``mass`` of the row's total (1 for softmax rows;
+        less where attention sinks take a share), each value equal to :meth:`attention`'s bit for bit.
+
+        Computed one query chunk at a time from the captured queries and keys, never as n x n (memory O(n x k)
+        for k entries a row), so it works at lengths where :meth:`attention` does not fit. The matrix says what
+        it kept: ``S.mass`` (``mass``) and ``S.kept``, float64 ``(n,)``, each row's share of its total, at least
+        ``mass``. ``mass=1`` keeps every nonzero entry. See docs/long-texts.md.
+        """
+        share = check_mass(mass)
+        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
+        return self.attention_source.sparse(layer, head, share)
+
+    def layer_output(self, layer: int) -> np.ndarray:
+        """float32 (n, d) hidden states output by ``layer`` (0-based), i.e. ``hidden_states[layer + 1]``."""
+        return self.states.layer(self._layer_index(layer) + 1)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.max_attention.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.max_attention.shape[1])
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.max_attention.shape[2])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this extraction keeps: the grid, the captured queries/keys (or dense heads), the hidden states."""
+        return int(self.max_attention.nbytes) + self.attention_source.nbytes + self.states.nbytes
+
+    def _layer_index(self, layer: int) -> int:
+        return _index(layer, self.n_layers, "layer")
+
+    def __repr__(self) -> str:
+        return (
+            f"Extraction(model_name={self.model_name!r}, n_layers={self.n_layers}, n_heads={self.n_heads}, "
+            f"n_tokens={self.n_tokens}, kv_groups={self.kv_groups}, truncated={self.truncated})"
+        )
+
+
+def _index(value: int, size: int, name: str) -> int:
+    """``value`` as an index into ``size`` items (negative counts from the end), else a clear error."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not -size <= value < size:
+        raise IndexError(f"{name} {value} is out of range: the model has {size} {name}s (0..{size - 1})")
+    return int(value) % size

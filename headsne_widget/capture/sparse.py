@@ -1,0 +1,151 @@
+"""Sparse attention rows: for each query, the fewest of its largest weights that hold a share ``mass`` of its row.
+
+Attention rows are peaked: most of a row's weight sits on a few keys. :func:`sparse_rows` keeps, for each row, the
+smallest set of its largest entries whose sum reaches ``mass`` times the row's total (1 for a softmax row; less
+where attention sinks take a share), as a ``scipy.sparse.csr_array`` (n x n, float32, column indices sorted in
+each row) whose values are the dense head's entries bit for bit. :class:`SparseRows` collects the rows one query
+chunk at a time as :meth:`LayerAttention.each_chunk` computes them, so no n x n array is ever held: memory is
+O(n x k) for k entries kept a row, plus one chunk. The matrix carries what it kept as attributes: ``mass`` (the
+share asked for) and ``kept`` (float64 ``(n,)``, the share of each row's total it holds, at least ``mass``);
+a matrix derived from it (``S * 2``, ``S.copy()``) has no such attributes.
+
+The selection is exact: a row's entries are ranked by value, summed in float64 from the largest, and the row
+keeps entries up to the first whose running sum reaches ``mass`` x total (total: the float64 sum of the row's
+entries). ``mass=1`` keeps every nonzero entry.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
+
+__all__ = ["SparseRows", "check_mass", "sparse_from_dense", "top_mass"]
+
+FIRST_K = 16  # entries a row is first ranked by; a row that needs more is ranked again by four times as many
+_DENSE_BLOCK_BYTES = 4 * 2**20  # rows of a dense head selected at once
+
+
+def check_mass(mass: Any) -> float:
+    """``mass`` as a float in (0, 1], else a TypeError or ValueError naming it and what to pass."""
+    if isinstance(mass, bool) or not isinstance(mass, (int, float, np.integer, np.floating)):
+        raise TypeError(f"mass must be a number in (0, 1], the share of each row's attention to keep; got {mass!r}")
+    value = float(mass)
+    if not (0.0 < value <= 1.0):  # (NaN fails too)
+        raise ValueError(
+            f"mass must lie in (0, 1], the share of each row's attention to keep (e.g. mass=0.99); got {mass!r}"
+        )
+    return value
+
+
+def top_mass(rows: torch.Tensor, mass: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The entries of each row of ``rows`` (float32 ``(r, k)``, non-negative) kept for ``mass`` (module doc).
+
+    Returns ``(counts, columns, values, kept)``: entries kept per row ``(r,)``, their columns (in ``rows``) and
+    values, row after row (largest first), and the share of each row's total kept ``(r,)`` float64 (1 for a row
+    whose total is 0, which keeps nothing). The rule is :func:`~headsne_widget.affinity.sparse.block_largest`'s:
+    entries ranked by value, the lower column first among equal ones, summed in float64 from the largest until
+    the sum reaches ``mass x total x (1 - 1e-12)``; zeros are never kept. Each row is ranked by its FIRST_K
+    largest entries (``torch.topk``: no sort of the row), by four times as many while they fall short or while
+    the last entry kept ties with an entry ``topk`` left out.
+    """
+    w = rows.detach().cpu()
+    r, width = w.shape
+    kept = np.ones(r, dtype=np.float64)
+    counts = np.zeros(r, dtype=np.int64)
+    if mass >= 1.0:  # every nonzero entry
+        where = torch.nonzero(w > 0)
+        counts = torch.bincount(where[:, 0], minlength=r).numpy().astype(np.int64)
+        return counts, where[:, 1].numpy(), w[where[:, 0], where[:, 1]].numpy(), kept
+    totals = w.numpy().sum(axis=1, dtype=np.float64)
+    target = mass * totals * (1.0 - 1e-12)
+    chosen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, columns (rows, k), values (rows, k))
+    pending = np.arange(r)
+    k = min(width, FIRST_K)
+    while pending.size:
+        sub = w if pending.size == r else w[torch.from_numpy(pending)]
+        top_values, top_columns = torch.topk(sub, k, dim=-1, largest=True, sorted=False)
+        values, columns = top_values.numpy().astype(np.float64), top_columns.numpy()
+        order = np.lexsort((columns, -values), axis=1)  # the largest first, the lower column first among equals
+        values, columns = np.take_along_axis(values, order, axis=1), np.take_along_axis(columns, order, axis=1)
+        reached = np.cumsum(values, axis=1) >= target[pending, None]
+        cut = np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, k)
+        cut = np.minimum(cut, (values > 0).sum(axis=1))  # (a zero among the candidates: every positive is)
+        done = reached.any(axis=1) | (k == width)
+        if k < width:  # the last kept entry ties the smallest candidate: an equal entry may have been left out
+            last = values[np.arange(pending.size), np.maximum(cut - 1, 0)]
+            for i in np.flatnonzero(done & (cut > 0) & (last == values[:, -1])):
+                equal = int(torch.count_nonzero(sub[i] == float(last[i])))
+                done[i] = equal == int((values[i] == last[i]).sum())
+        for i in np.flatnonzero(done):
+            row, count = pending[i], int(cut[i])
+            counts[row] = count
+            if count and totals[row] > 0:
+                kept[row] = float(np.cumsum(values[i, :count])[-1]) / totals[row]
+            chosen.append((row, columns[i, :count], values[i, :count]))
+        pending = pending[~done]
+        k = min(width, 4 * k)
+    chosen.sort(key=lambda part: part[0])
+    empty = np.zeros(0)
+    columns_kept = np.concatenate([c for _, c, _ in chosen]) if chosen else empty.astype(np.int64)
+    values_kept = np.concatenate([v for _, _, v in chosen]) if chosen else empty
+    return counts, columns_kept, values_kept.astype(np.float32), kept
+
+
+class SparseRows:
+    """The rows of one n x n head, added a query chunk at a time (from any thread), built into a CSR matrix."""
+
+    def __init__(self, n_tokens: int, mass: float) -> None:
+        self.n, self.mass = n_tokens, check_mass(mass)
+        self.parts: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.lock = threading.Lock()
+
+    def add(self, rows: slice, keys: slice, weights: torch.Tensor) -> None:
+        """The weights ``(r, k)`` of the query ``rows`` over the keys ``keys`` (zero outside them)."""
+        counts, columns, values, kept = top_mass(weights.float(), self.mass)
+        columns = (columns + keys.start).astype(np.int32 if self.n < 2**31 else np.int64)
+        with self.lock:
+            self.parts[rows.start] = (rows.stop, counts, columns, values.astype(np.float32, copy=False), kept)
+
+    def build(self) -> csr_array:
+        """The CSR matrix of every row added (each row exactly once), with ``mass`` and ``kept`` attributes; the
+        rows added are moved into it (peak: the matrix and one chunk's rows)."""
+        from scipy.sparse import csr_array
+
+        starts = sorted(self.parts)
+        stops = [self.parts[s][0] for s in starts]
+        if starts[:1] != [0] or stops[-1:] != [self.n] or starts[1:] != stops[:-1]:
+            raise RuntimeError(f"rows added do not tile 0..{self.n}: {list(zip(starts, stops))[:5]}...")
+        counts = np.concatenate([self.parts[s][1] for s in starts])
+        kept = np.concatenate([self.parts[s][4] for s in starts])
+        nnz = int(counts.sum())
+        index = np.int32 if max(nnz, self.n) < 2**31 else np.int64
+        indptr = np.zeros(self.n + 1, dtype=index)
+        np.cumsum(counts, out=indptr[1:])
+        indices, data = np.empty(nnz, dtype=index), np.empty(nnz, dtype=np.float32)
+        for start in starts:
+            _, _, columns, values, _ = self.parts.pop(start)
+            at = int(indptr[start])
+            indices[at : at + columns.size], data[at : at + values.size] = columns, values
+        matrix = csr_array((data, indices, indptr), shape=(self.n, self.n), copy=False)
+        matrix.sort_indices()  # (each row's entries were by decreasing value)
+        matrix.mass = self.mass  # type: ignore[attr-defined]
+        kept.flags.writeable = False
+        matrix.kept = kept  # type: ignore[attr-defined]
+        return matrix
+
+
+def sparse_from_dense(dense: np.ndarray, mass: float) -> csr_array:
+    """:class:`SparseRows` of a dense float32 ``(n, n)`` head, a block of rows at a time."""
+    n = int(dense.shape[0])
+    rows = SparseRows(n, mass)
+    step = max(1, _DENSE_BLOCK_BYTES // (4 * max(n, 1)))
+    for start in range(0, n, step):
+        block = slice(start, min(start + step, n))
+        rows.add(block, slice(0, n), torch.from_numpy(np.array(dense[block], dtype=np.float32)))  # (own copy)
+    return rows.build()

@@ -1,0 +1,280 @@
+"""Sparse attention rows (``ex.sparse_attention``): each row's fewest largest entries holding ``mass`` of it, equal
+to the dense head bit for bit, computed chunk by chunk; and the bounds on what an extraction allocates."""
+
+from __future__ import annotations
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse
+import torch
+from conftest import build_tiny_model
+
+from headsne_widget import extract
+from headsne_widget.capture import layers, sources
+from headsne_widget.texts import TSNE_ABSTRACT
+
+N = 1024
+# causal (GQA), a causal window of 32, a bidirectional encoder, a bidirectional window of 16 each side
+ARCHITECTURES = {
+    "llama": dict(max_position_embeddings=2048),
+    "mistral": dict(max_position_embeddings=2048),
+    "bert": dict(max_position_embeddings=N),
+    "modernbert": dict(max_position_embeddings=N),
+}
+
+
+def long_text(n_words: int) -> str:
+    words = TSNE_ABSTRACT.split()
+    return " ".join(words[i % len(words)] for i in range(n_words))
+
+
+def extract_n(path, n: int, **options):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "text truncated", UserWarning)
+        return extract(long_text(n), path, device="cpu", max_tokens=n, progress=False, **options)
+
+
+@pytest.fixture(scope="module")
+def model_1k(bert_tokenizer, tmp_path_factory):
+    """``model_1k(architecture)``: a tiny random model of that architecture with at least 1024 positions."""
+    built: dict[str, str] = {}
+
+    def make(architecture: str) -> str:
+        if architecture not in built:
+            directory = tmp_path_factory.mktemp(f"sparse-{architecture}")
+            built[architecture] = build_tiny_model(
+                architecture, directory, bert_tokenizer, **ARCHITECTURES[architecture]
+            )
+        return built[architecture]
+
+    return make
+
+
+def check_rows(S, A: np.ndarray, mass: float) -> None:
+    """S holds, for each row of A, the smallest set of its largest entries reaching ``mass`` of the row, with
+    A's values bit for bit; S.kept says each row's share."""
+    assert isinstance(S, scipy.sparse.csr_array) and S.shape == A.shape and S.dtype == np.float32
+    assert S.has_sorted_indices and S.mass == mass
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(S.indptr))
+    np.testing.assert_array_equal(S.data, A[rows, S.indices])  # the dense values, bit for bit
+    assert (S.data > 0).all()
+    totals = A.astype(np.float64).sum(axis=1)
+    for i in range(A.shape[0]):
+        kept = S.data[S.indptr[i] : S.indptr[i + 1]].astype(np.float64)
+        dropped = np.delete(A[i], S.indices[S.indptr[i] : S.indptr[i + 1]])
+        share = np.sort(kept)[::-1].cumsum()[-1] / totals[i]  # summed from the largest, as the selection does
+        assert share >= mass * (1 - 1e-12), f"row {i} keeps {share} < {mass}"
+        assert S.kept[i] == pytest.approx(share, rel=1e-12)
+        assert dropped.size == 0 or kept.min() >= dropped.max(), f"row {i} dropped a larger entry than it kept"
+        if mass < 1:  # the smallest such set: without its smallest entry it falls short
+            assert (np.sort(kept)[::-1][:-1].sum()) / totals[i] < mass, f"row {i} keeps more than it needs"
+        else:
+            assert kept.size == np.count_nonzero(A[i])
+
+
+@pytest.mark.parametrize("architecture", list(ARCHITECTURES))
+def test_sparse_rows_are_the_dense_rows_largest_entries_reaching_mass(architecture, model_1k):
+    """n = 1024: every row keeps the fewest largest entries that reach mass, with the dense head's values;
+    computed before the dense head (chunk by chunk) and after it (from the cached head), the same matrix."""
+    ex = extract_n(model_1k(architecture), N)
+    assert ex.n_tokens == N
+    masses = (0.5, 0.9, 0.99, 1.0)
+    first = {mass: ex.sparse_attention(1, 3, mass) for mass in masses}  # nothing cached yet: chunk by chunk
+    A = ex.attention(1, 3)
+    for mass in masses:
+        check_rows(first[mass], A, mass)
+        again = ex.sparse_attention(1, 3, mass)  # the head is cached now: from its dense array
+        assert (first[mass] != again).nnz == 0 and first[mass].nnz == again.nnz
+    assert first[0.5].nnz < first[0.9].nnz < first[0.99].nnz <= first[1.0].nnz
+    np.testing.assert_array_equal(first[1.0].toarray(), A)
+    check_rows(ex.sparse_attention(0, 0), ex.attention(0, 0), 0.99)  # the default mass, another layer and head
+
+
+def test_sparse_rows_beyond_the_dense_budget_equal_the_single_head_recompute(model_1k, monkeypatch):
+    """When not even one head fits the budget, attention() recomputes a head chunk by chunk each time; the sparse
+    rows come from the same chunks and have its values bit for bit, in a sliding window and with GQA."""
+    monkeypatch.setattr(sources, "DENSE_BUDGET_BYTES", 4 * N * N - 1)
+    ex = extract_n(model_1k("mistral"), N)
+    S = ex.sparse_attention(1, 2, mass=0.95)
+    check_rows(S, ex.attention(1, 2), 0.95)
+
+
+def test_sparse_rows_with_attention_sinks_keep_mass_of_what_the_row_holds(bert_tokenizer, tmp_path):
+    """GPT-OSS's sinks take part of each row: mass is a share of what the row holds, not of 1."""
+    from test_capture import save_tiny
+
+    path = save_tiny(
+        "GptOssConfig", "GptOssModel", tmp_path / "gpt-oss", bert_tokenizer, hidden_size=32, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, intermediate_size=32, num_local_experts=2, num_experts_per_tok=1,
+        sliding_window=16, num_hidden_layers=2, max_position_embeddings=512,
+    )  # fmt: skip
+    ex = extract_n(path, 64)
+    A = ex.attention(0, 1)
+    assert A.sum(axis=1).min() < 0.9
+    check_rows(ex.sparse_attention(0, 1, mass=0.9), A, 0.9)
+
+
+@pytest.mark.parametrize(
+    ("mass", "error", "match"),
+    [
+        (0, ValueError, r"mass must lie in \(0, 1\].*got 0"),
+        (-0.5, ValueError, r"got -0\.5"),
+        (1.01, ValueError, r"mass=0\.99.*got 1\.01"),
+        (float("nan"), ValueError, "got nan"),
+        (True, TypeError, "got True"),
+        ("0.9", TypeError, "got '0.9'"),
+        (None, TypeError, "got None"),
+    ],
+)
+def test_bad_mass_is_a_clear_error(mass, error, match, tiny_model_dir):
+    ex = extract_n(tiny_model_dir("llama"), 32)
+    with pytest.raises(error, match=match):
+        ex.sparse_attention(0, 0, mass=mass)
+
+
+def test_bad_layer_or_head_of_sparse_attention(tiny_model_dir):
+    ex = extract_n(tiny_model_dir("llama"), 32)
+    with pytest.raises(IndexError, match="layer 2 is out of range"):
+        ex.sparse_attention(2, 0)
+    with pytest.raises(IndexError, match="head 4 is out of range"):
+        ex.sparse_attention(0, 4)
+
+
+def test_substituted_dense_attentions_give_their_sparse_rows(tiny_model_dir):
+    """An extraction whose attentions were given as an array (or read the eager way) selects from that array."""
+    import dataclasses
+
+    ex = extract_n(tiny_model_dir("bert"), 40)
+    rng = np.random.default_rng(0)
+    A = rng.random((2, 4, ex.n_tokens, ex.n_tokens)).astype(np.float32)
+    A /= A.sum(axis=-1, keepdims=True)
+    dense = dataclasses.replace(ex, attentions=A)
+    check_rows(dense.sparse_attention(1, 2, 0.8), A[1, 2], 0.8)
+
+
+# ------------------------------------------------------------------------------------- bounded allocations
+
+
+def _allocations(fn) -> tuple[list[int], int]:
+    """The bytes of every allocation torch's CPU ops make in ``fn()`` (their own, not their children's), and
+    the peak of the memory tracemalloc traces (numpy's arrays, Python objects) above its start."""
+    from torch.profiler import ProfilerActivity, profile
+
+    tracemalloc.start()
+    try:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn()
+            _, traced_peak = tracemalloc.get_traced_memory()  # (before the profiler makes its own events)
+    finally:
+        tracemalloc.stop()
+    return [e.self_cpu_memory_usage for e in prof.events() if e.self_cpu_memory_usage > 0], traced_peak
+
+
+def test_no_n_by_n_array_and_no_allocation_per_chunk_at_4096_tokens(long_llama_dir, monkeypatch):
+    """What a capture allocates, seen through torch's profiler (every CPU op's allocations) and tracemalloc
+    (numpy): (1) no single array near n x n appears (a full n x n mask of bools would be n^2 bytes, a head's
+    float32 weights 4 n^2) while extracting 4096 tokens, reading a sparse head and a layer's output; (2) the
+    query chunks reuse their buffers: fewer allocations of a quarter chunk or more than chunks computed. A
+    fresh array per chunk, each wider than the last under a causal mask, fragmented the C heap to 18 GB at
+    65536 tokens. The chunks run on this thread (the profiler sees this thread's ops), the mask's row blocks
+    are made smaller than their 2 MiB (at 4096 tokens a 2 MiB block is about n^2: its int64 temporaries)."""
+    n, chunk_bytes = 4096, 2**20
+    monkeypatch.setattr(layers, "workers", lambda: None)
+    monkeypatch.setattr(layers, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(layers, "MASK_BLOCK_BYTES", 2**18)
+    extract_n(long_llama_dir, 64)  # (the model loaded, its imports done)
+    found = {}
+
+    def run() -> None:
+        found["ex"] = ex = extract_n(long_llama_dir, n)
+        found["sparse"] = ex.sparse_attention(1, 2, mass=0.9)
+        found["output"] = ex.layer_output(1)
+
+    sizes, traced_peak = _allocations(run)
+    ex = found["ex"]
+    assert ex.n_tokens == n and found["sparse"].shape == (n, n)
+    assert max(sizes) < n * n // 2, f"an allocation of {max(sizes) / 2**20:.1f} MiB at n = {n}"
+    # numpy holds the rows kept (int32 column + float32 value each), twice while they are moved into the matrix,
+    # and O(n) besides: O(n x k), here about a third of one dense float32 head
+    kept_bytes = 8 * found["sparse"].nnz
+    assert kept_bytes < n * n, "the test's head keeps too much to tell O(n x k) from n x n"
+    bound = 2 * kept_bytes + 256 * n + 2 * 2**20  # (the extraction: ids, offsets, grids, scores, ...)
+    assert traced_peak < bound, f"tracemalloc peak {traced_peak / 2**20:.1f} MiB > {bound / 2**20:.1f} MiB at n = {n}"
+    chunks = sum(len(list(layer.chunks())) for layer in ex.attention_source.layers) * 2  # forward + sparse
+    large = sum(size >= chunk_bytes // 4 for size in sizes)
+    assert chunks > 200 and large < chunks / 2, f"{large} allocations of >= 256 KiB for {chunks} chunks"
+
+
+def test_torch_threads_and_results_are_the_same_on_one_core(tiny_model_dir, monkeypatch):
+    """The worker threads change nothing but who computes a chunk: one core (no pool, one torch thread) gives
+    the same grid, heads and sparse rows bit for bit, and torch's thread count is left as it was."""
+    monkeypatch.setattr(layers, "CHUNK_BYTES", 5 * 4 * 4 * 100)
+    before = torch.get_num_threads()
+    pooled = extract_n(tiny_model_dir("mistral"), 100)
+    assert torch.get_num_threads() == before
+    monkeypatch.setattr(layers, "workers", lambda: None)
+    torch.set_num_threads(1)
+    try:
+        alone = extract_n(tiny_model_dir("mistral"), 100)
+    finally:
+        torch.set_num_threads(before)
+    np.testing.assert_array_equal(pooled.max_attention, alone.max_attention)
+    np.testing.assert_array_equal(pooled.attentions, alone.attentions)
+    assert (pooled.sparse_attention(1, 1) != alone.sparse_attention(1, 1)).nnz == 0
+
+
+# ------------------------------------------------------------------------------ what affinity's sparse P reads
+
+
+@pytest.mark.parametrize("architecture", ["llama", "mistral", "bert"])
+def test_capture_rows_and_p_equal_the_dense_head_truncated_the_same_way(architecture, model_1k, monkeypatch):
+    """The capture's rows are affinity's ``largest_entries`` of the dense head (same entries, same values), so
+    the sparse P that ``selection_affinities`` builds from the capture above SPARSE_MIN_TOKENS equals the P of
+    the dense head's rows truncated the same way, and the dense head is never computed for it."""
+    from headsne_widget.affinity import sparse_selection
+    from headsne_widget.affinity.selection import selection_affinities
+    from headsne_widget.affinity.sparse import largest_entries, sparse_attention_affinities
+    from headsne_widget.capture.extraction import Extraction
+
+    ex = extract_n(model_1k(architecture), 256)
+    for layer, head, mass in [(0, 0, 0.5), (1, 3, 0.9), (1, 1, 0.99)]:
+        S = ex.sparse_attention(layer, head, mass)
+        D = largest_entries(ex.attention(layer, head), mass)
+        np.testing.assert_array_equal(S.indptr, D.indptr)
+        np.testing.assert_array_equal(S.indices, D.indices)
+        np.testing.assert_array_equal(S.data, D.data)  # float32 values, compared as the float64 D holds them
+    A = ex.attention(1, 2)
+    expected, expected_mass = sparse_attention_affinities(A, mass=0.9)
+    fresh = extract_n(model_1k(architecture), 256)  # nothing cached: the rows come from the captured q and k
+    monkeypatch.setattr(sparse_selection, "SPARSE_MIN_TOKENS", 128)
+    monkeypatch.setattr(Extraction, "attention", lambda *args, **kwargs: pytest.fail("the dense head was computed"))
+    sel = selection_affinities(fresh, "attention", 1, 2, mass=0.9, dtype=np.float32)
+    assert isinstance(sel.P, scipy.sparse.spmatrix | scipy.sparse.sparray)
+    assert (sel.P != expected).nnz == 0
+    assert sel.mass == pytest.approx(expected_mass, rel=1e-6)  # (a sparse A's rows count as 1, a dense A's as summed)
+
+
+@pytest.mark.parametrize("mass", [0.3, 0.5, 0.9, 0.999])
+def test_rows_with_ties_keep_the_lower_columns_as_affinity_does(mass):
+    """Rows of a few distinct values (uniform rows, ties across the first candidates topk takes): the selection
+    is affinity's ``block_largest``, equal values taken from the lower column first, and its float32 values."""
+    from headsne_widget.affinity.sparse import block_largest
+    from headsne_widget.capture.sparse import FIRST_K, top_mass
+
+    rng = np.random.default_rng(1)
+    width = 8 * FIRST_K
+    levels = rng.integers(0, 4, size=(64, width)).astype(np.float32)  # 0..3: many ties, some zeros
+    levels[0] = 1.0  # uniform: every entry ties
+    levels[1, : 3 * FIRST_K] = 3.0  # more ties at the top than topk's first candidates
+    rows = levels / levels.sum(axis=1, keepdims=True, dtype=np.float32)
+    counts, columns, values, _ = top_mass(torch.from_numpy(rows), mass)
+    expected_counts, expected_columns, expected_values = block_largest(rows, mass)
+    np.testing.assert_array_equal(counts, expected_counts)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    for i in range(rows.shape[0]):  # (top_mass gives a row's entries largest first, block_largest by column)
+        mine = np.sort(columns[starts[i] : starts[i + 1]])
+        np.testing.assert_array_equal(mine, expected_columns[starts[i] : starts[i + 1]])
+    np.testing.assert_array_equal(np.sort(values), np.sort(expected_values.astype(np.float32)))
