@@ -195,7 +195,6 @@ class LayerAttention:
         else:
             query = self.query[head : head + 1, rows]
             key = self.key[head // self.kv_groups : head // self.kv_groups + 1]
-        h, r, d = query.shape
         mask = self.mask if isinstance(self.mask, MaskRows) else None
         spans = mask.spans(rows) if mask is not None and isinstance(rows, slice) else None
         allowed = None
@@ -205,13 +204,32 @@ class LayerAttention:
                 mask.learn_spans(rows, allowed)
                 spans = mask.spans(rows)
         keys = spans[0] if spans is not None else key_span(allowed, self.n_tokens)
-        key = key[:, keys]
-        width = keys.stop - keys.start
+        logits = self._scores(query, key[:, keys], rows, keys, head, scratch)
+        if spans is not None and mask is not None:  # the entries of ~allowed below, from two comparisons
+            mask_spans(logits, keys, spans[1].to(query.device), spans[2].to(query.device), mask.dtype)
+        elif mask is not None and allowed is not None:  # x + min rounds to min: eager's sum, no float mask
+            logits = logits.masked_fill_(~allowed[..., keys], torch.finfo(mask.dtype).min)
+        elif self.mask is not None:  # a 4D mask the model prepared itself: added as eager adds it
+            additive = additive_rows(self.mask, rows, query.device)[0]
+            logits = logits + (additive[head : head + 1] if additive.shape[0] > 1 and head is not None else additive)
+        return keys, self._softmax(logits, query.dtype, head, scratch)
+
+    def _scores(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        rows: slice | list[int],
+        keys: slice,
+        head: int | None,
+        scratch: Scratch | None,
+    ) -> torch.Tensor:
+        """Scaled (and soft-capped, and biased) scores ``(h, r, k)`` of ``query`` over the span's ``key``."""
+        h, r, d = query.shape
         queries = query.reshape(key.shape[0], -1, d)
         if scratch is None:
             logits = torch.matmul(queries, key.transpose(1, 2))
         else:  # the same product, written into this thread's buffer
-            buffer = scratch.take("scores", (key.shape[0], queries.shape[1], width), query.dtype)
+            buffer = scratch.take("scores", (key.shape[0], queries.shape[1], keys.stop - keys.start), query.dtype)
             logits = torch.matmul(queries, key.transpose(1, 2), out=buffer)
         logits = logits.view(h, r, -1).mul_(self.scaling)  # in place: the scores are this chunk's own
         if self.softcap is not None and scratch is None:
@@ -221,26 +239,27 @@ class LayerAttention:
         if self.bias is not None:  # (1, H, n, n): this chunk's rows and key span, of every head or one
             heads = slice(None) if head is None else slice(head, head + 1)
             logits = logits + self.bias[0, heads][:, rows][..., keys].to(logits.dtype)
-        if spans is not None and mask is not None:  # the entries of ~allowed below, from two comparisons
-            mask_spans(logits, keys, spans[1].to(query.device), spans[2].to(query.device), mask.dtype)
-        elif mask is not None and allowed is not None:  # x + min rounds to min: eager's sum, no float mask
-            logits = logits.masked_fill_(~allowed[..., keys], torch.finfo(mask.dtype).min)
-        elif self.mask is not None:  # a 4D mask the model prepared itself: added as eager adds it
-            additive = additive_rows(self.mask, rows, query.device)[0]
-            logits = logits + (additive[head : head + 1] if additive.shape[0] > 1 and head is not None else additive)
+        return logits
+
+    def _softmax(
+        self, logits: torch.Tensor, dtype: torch.dtype, head: int | None, scratch: Scratch | None
+    ) -> torch.Tensor:
+        """The softmax of the masked scores over the span (with the sinks' extra column when the model has
+        them), in the model's ``dtype``."""
+        h, r, width = logits.shape
         if self.sinks is None and scratch is None:
-            return keys, torch.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+            return torch.softmax(logits, dim=-1, dtype=torch.float32).to(dtype)
         if self.sinks is None and scratch is not None:
             weights = scratch.take("weights", (h, r, width), torch.float32)
             torch.softmax(logits, dim=-1, dtype=torch.float32, out=weights)
-            if query.dtype == torch.float32:
-                return keys, weights
-            return keys, scratch.take("weights_in_model_dtype", (h, r, width), query.dtype).copy_(weights)
+            if dtype == torch.float32:
+                return weights
+            return scratch.take("weights_in_model_dtype", (h, r, width), dtype).copy_(weights)
         assert self.sinks is not None  # (the two returns above are the cases without)
         sinks = self.sinks.reshape(-1)[slice(None) if head is None else slice(head, head + 1)]
         combined = torch.cat([logits, sinks.reshape(h, 1, 1).expand(h, r, 1).to(logits.dtype)], dim=-1)
         combined = combined - combined.amax(dim=-1, keepdim=True)
-        return keys, torch.softmax(combined, dim=-1, dtype=combined.dtype)[..., :-1].to(query.dtype)
+        return torch.softmax(combined, dim=-1, dtype=combined.dtype)[..., :-1].to(dtype)
 
     def full_weights(self, rows: slice | list[int]) -> torch.Tensor:
         """float32 ``(H, r, n)`` weights of the query ``rows`` over all keys (zeros outside the span)."""
