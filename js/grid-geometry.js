@@ -4,13 +4,14 @@
 
 const MIN_ROW = 5; // CSS px of a head row when the rows shrink to show every layer in the box
 const LABEL_ROW = 8; // head rows this tall get a label each; smaller ones one every `labelEvery`
+const MIN_GAP = 12; // CSS px of a layer's title band when rows of MIN_ROW px alone do not fit the box
 
 /**
  * Geometry of the stacked per-layer heat maps: a layer title band of `gap` px above each block, `labelW`
  * px of head labels on the left. cellW is the width of one token (fractional when binned), cellH of one
  * head. Given the box's `height`, the rows shrink (down to MIN_ROW px) so that every layer fits in it,
- * and grow up to 14 px to fill it; without one every head row is 8 to 12 px. Rows under 8 px label
- * every `labelEvery`-th head.
+ * and grow up to 14 px to fill it; when rows of MIN_ROW px still do not fit, the title bands shrink (down to
+ * MIN_GAP px). Without a box every head row is 8 to 12 px. Rows under 8 px label every `labelEvery`-th head.
  * @param {number} L
  * @param {number} H
  * @param {number} n
@@ -23,11 +24,14 @@ export function gridGeometry(
   H,
   n,
   width,
-  { labelW = 46, rightPad = 8, gap = 18, maxCellW = 28, t0 = 0, t1 = n, height: box = 0 } = {},
+  { labelW = 46, rightPad = 8, gap: band = 18, maxCellW = 28, t0 = 0, t1 = n, height: box = 0 } = {},
 ) {
   const rows = L * H;
   const fit = (/** @type {number} */ budget) => Math.floor(budget / Math.max(rows, 1));
-  const cellH = box > 0 ? Math.max(MIN_ROW, Math.min(14, fit(box - L * gap - 4))) : Math.max(8, Math.min(12, fit(440)));
+  const cellH =
+    box > 0 ? Math.max(MIN_ROW, Math.min(14, fit(box - L * band - 4))) : Math.max(8, Math.min(12, fit(440)));
+  const fitBand = box > 0 ? Math.floor((box - 4) / Math.max(L, 1)) - H * cellH : band;
+  const gap = Math.max(Math.min(MIN_GAP, band), Math.min(band, fitBand));
   const labelEvery = cellH >= LABEL_ROW ? 1 : Math.ceil(LABEL_ROW / cellH);
   const lo = Math.max(0, Math.min(t0, n - 1));
   const hi = Math.max(lo + 1, Math.min(t1, n));

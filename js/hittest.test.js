@@ -95,3 +95,13 @@ test("the tooltip stays inside the part of the widget the user sees", async () =
   }
   assert.deepEqual(tooltipAt({ x: 500, y: 300 }, size, box), { x: 514, y: 314 }, "below right of the pointer");
 });
+
+test("the grid fits its box: rows shrink to 5 px, then the layers' title bands to 12 px", () => {
+  // MiniLM (6 x 12 heads) in the 465 px box of a 900 px window: 5 px rows with 18 px bands would take 472 px
+  const g = gridGeometry(6, 12, 271, 420, { height: 465 });
+  assert.equal(g.cellH, 5);
+  assert.ok(g.height <= 465 && g.gap >= 12 && g.gap < 18, `height ${g.height}, band ${g.gap}`);
+  const roomy = gridGeometry(6, 12, 271, 420, { height: 900 });
+  assert.equal(roomy.gap, 18, "a box with room keeps the full bands");
+  assert.ok(roomy.height <= 900 && roomy.cellH > 5);
+});

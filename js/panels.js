@@ -1,5 +1,6 @@
-// The folds of the panels below the map: the text strip and the head map (open at first) and the head
-// atlas (folded until an atlas is asked for: it opens when one starts). A fold button's aria-expanded and its panel's
+// The folds of the panels below the map: the text strip (open at first), the head map (folded at first, so that
+// the widget fits a laptop's 900 px window: issue 22) and the head atlas (folded until an atlas is asked for: it
+// opens when one starts). A fold button's aria-expanded and its panel's
 // data-open say which; a folded panel keeps its title bar (the atlas's holds its compute button).
 
 import { disposer } from "./dom.js";
@@ -38,7 +39,7 @@ export function createPanels({ dom, store }) {
     scope.listen(button, "click", () => setFold(panel, button, label, panel.dataset.open !== "true"));
   }
   setFold(dom.textPanel, dom.textFold, "text", true);
-  setFold(dom.headMapPanel, dom.headMapFold, "head map", true);
+  setFold(dom.headMapPanel, dom.headMapFold, "head map", false);
   setFold(dom.atlasPanel, dom.atlasFold, "head atlas", false);
   // an atlas that starts, or one there already (a view rendered again), opens the fold
   scope.add(
