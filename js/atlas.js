@@ -19,6 +19,7 @@ const LOW = 0.05; // the quantiles whose box a thumbnail shows (widened by WIDEN
 const HIGH = 0.95;
 const WIDEN = 0.4; // a Gaussian cloud: +-3 sigma shown, 0.3% of its tokens on the edge
 const CELL = 2; // CSS px: tokens whose positions round to one cell are one stacked mark
+const COUNTED = 3; // the largest stacks whose counts are written
 
 /**
  * @typedef {import("./state.js").State} State
@@ -98,8 +99,9 @@ export function thumbMarks(data, m, size = SIZE) {
 
 /**
  * A thumbnail: the head's small t-SNE, each token in its colour (thumbMarks places them). A token alone is a
- * 2.5 px square; a stack of k tokens a disc of area growing with k, ringed in the text colour, its count
- * written beside it when it holds a tenth of the tokens or more; an off-scale token a hollow ring on the edge.
+ * 2.5 px square; a stack of k tokens a disc of area growing with k, ringed in the text colour, the counts of
+ * the COUNTED largest stacks of at least 5% of the tokens (and 5) written beside them; an off-scale token a
+ * hollow ring on the edge.
  * Returns what it drew, for the thumbnail's title and test hooks.
  * @param {CanvasRenderingContext2D} c
  * @param {{data: ArrayLike<number>, m: number, dpr: number, kept: number[], colours: string[],
@@ -128,13 +130,21 @@ export function paintThumb(c, { data, m, dpr, kept, colours, theme }) {
     c.fill();
     c.strokeStyle = theme.fg;
     c.stroke();
-    if (k.rows.length * 10 >= total) {
-      c.fillStyle = theme.fg;
-      c.textAlign = k.x > SIZE / 2 ? "right" : "left";
-      c.textBaseline = "middle";
-      c.fillText(`×${k.rows.length}`, k.x + (k.x > SIZE / 2 ? -radius - 1 : radius + 1), k.y);
-    }
   }
+  const least = Math.max(5, 0.05 * total);
+  c.textBaseline = "middle";
+  c.lineWidth = 2.5;
+  for (const k of stacks.slice(-COUNTED).filter((k) => k.rows.length >= least)) {
+    const radius = Math.min(1.6 + 0.9 * Math.sqrt(k.rows.length - 1), 8);
+    const right = k.x > SIZE / 2;
+    c.textAlign = right ? "right" : "left";
+    const x = k.x + (right ? -radius - 1.5 : radius + 1.5);
+    c.strokeStyle = theme.panel; // a halo: the count stays readable over the marks
+    c.strokeText(`×${k.rows.length}`, x, k.y);
+    c.fillStyle = theme.fg;
+    c.fillText(`×${k.rows.length}`, x, k.y);
+  }
+  c.lineWidth = 1;
   for (const k of layout.marks.filter((k) => k.outside)) {
     c.beginPath();
     c.arc(k.x, k.y, k.rows.length > 1 ? 3 : 2, 0, 2 * Math.PI);
