@@ -1,4 +1,4 @@
-// The atlas's thumbnails (js/atlas.js) show the structure of every head: a few far tokens do not set the
+// The atlas's thumbnails (js/atlas-thumb.js, js/atlas.js) show the structure of every head: a few far tokens do not set the
 // scale (the rest spread over most of the thumbnail, the far ones drawn on the edge as rings), tokens on one
 // spot are one stacked mark, and a t-SNE that never left 1e-13 is spread as one of size 10.
 
@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { installDom } from "./fake-dom.js";
 import { encodeArray } from "./codecs.js";
 import { TOKENS, mount } from "./widget-fixture.js";
-import { paintThumb, thumbMarks } from "./atlas.js";
+import { paintThumb, thumbMarks } from "./atlas-thumb.js";
 
 let widget;
 before(async () => {
