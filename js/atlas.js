@@ -3,39 +3,27 @@
 // "atlas", cancelled by "atlas_stop"), with its progress, sortable by head or by KL; heads not done yet (or
 // never, after a stop) show as empty; a click on a thumbnail selects that layer and head. Its note says
 // with how many iterations and which seed the thumbnails ran, and whether their KLs compare with the
-// map's (a run of other length or seed ends at another KL).
+// map's (a run of other length or seed ends at another KL). The thumbnails are drawn by js/atlas-thumb.js;
+// each button carries data-outside (tokens off the scale) and data-stacked (the most tokens of one mark).
 
 import { decodeArray } from "./codecs.js";
 import { disposer, el } from "./dom.js";
 import { setText } from "./schedule.js";
-import { frameExtent, fitDomains } from "./viewport.js";
 import { headOf } from "./state.js";
-
-const SIZE = 92; // CSS px of a thumbnail
+import { SIZE, paintThumb } from "./atlas-thumb.js";
 
 /**
  * @typedef {import("./state.js").State} State
  */
 
 /**
- * A thumbnail: the head's small t-SNE, each token in its colour.
- * @param {CanvasRenderingContext2D} c
- * @param {{data: ArrayLike<number>, m: number, dpr: number, kept: number[], colours: string[],
- *   theme: import("./theme.js").Theme}} thumb
+ * What a thumbnail's hover adds about its marks. @param {{outside: number, stacked: number}} drawn
  */
-function paintThumb(c, { data, m, dpr, kept, colours, theme }) {
-  c.setTransform(dpr, 0, 0, dpr, 0, 0);
-  c.fillStyle = theme.panel;
-  c.fillRect(0, 0, SIZE, SIZE);
-  const extent = frameExtent(data, m);
-  if (!extent) return;
-  const d = fitDomains(extent, SIZE, SIZE, 0.08);
-  const sx = (/** @type {number} */ x) => ((x - d.x[0]) / (d.x[1] - d.x[0])) * SIZE;
-  const sy = (/** @type {number} */ y) => SIZE - ((y - d.y[0]) / (d.y[1] - d.y[0])) * SIZE;
-  for (let r = 0; r < m; r++) {
-    c.fillStyle = colours[kept[r]] || theme.muted;
-    c.fillRect(sx(data[2 * r]) - 1.25, sy(data[2 * r + 1]) - 1.25, 2.5, 2.5);
-  }
+function thumbTitle({ outside, stacked }) {
+  const parts = [];
+  if (outside) parts.push(`${outside} token${outside > 1 ? "s" : ""} off the scale, drawn as rings on the edge`);
+  if (stacked > 1) parts.push(`ringed discs: several tokens on one spot (up to ${stacked})`);
+  return parts.length ? `\n${parts.join("\n")}` : "";
 }
 
 /**
@@ -106,7 +94,16 @@ export function createAtlas({ dom, store, intents }) {
     const data = atlas.data.subarray(h * m * 2, (h + 1) * m * 2);
     const colours = s.colours ? s.colours.colours : [];
     const theme = /** @type {import("./theme.js").Theme} */ (s.theme);
-    if (done) paintThumb(canvas.getContext("2d"), { data, m, dpr, kept: s.rows.kept, colours, theme });
+    const drawn = done
+      ? paintThumb(/** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d")), {
+          data,
+          m,
+          dpr,
+          kept: s.rows.kept,
+          colours,
+          theme,
+        })
+      : null;
     const klText = done && kl && Number.isFinite(kl[h]) ? ` · KL ${kl[h].toFixed(2)}` : done ? "" : " · –";
     const sel = headOf(s);
     const isSel = !sel.hidden && h === sel.head && (s.atlas_layer ?? sel.layer) === sel.layer;
@@ -114,8 +111,13 @@ export function createAtlas({ dom, store, intents }) {
       "button",
       {
         className: `hs-thumb${isSel ? " hs-thumb-selected" : ""}`,
-        dataset: { head: String(h), done: String(done) },
-        title: `select head ${h}`,
+        dataset: {
+          head: String(h),
+          done: String(done),
+          outside: String(drawn ? drawn.outside : 0),
+          stacked: String(drawn ? drawn.stacked : 0),
+        },
+        title: `select head ${h}${drawn ? thumbTitle(drawn) : ""}`,
       },
       [canvas, el("span", { text: `H${h}${klText}` })],
     );

@@ -9,6 +9,7 @@ import { encodeArray } from "./codecs.js";
 import { TOKENS, mount as mountOn } from "./widget-fixture.js";
 import { isRing } from "./scatter-paint.js";
 import { pointStyles } from "./point-gl.js";
+import { edgeEnds } from "./scatter-scene.js";
 
 let widget;
 before(async () => {
@@ -63,4 +64,59 @@ test("the query / key legend shows in query-key mode only, and the mode select o
   model.emit({ mode: "attention", query_rows: 0 });
   assert.equal(key.hidden, true);
   cleanup();
+});
+
+test("the map reports 2n points and n rings in query-key mode; a hovered query joins its keys, its key the queries", async () => {
+  const n = TOKENS.length;
+  const kept = [...TOKENS.keys(), ...TOKENS.keys()];
+  const xy = Float32Array.from({ length: 4 * n }, (_, i) => (i * 7919) % 13);
+  const { model, root, cleanup, clock } = mount({
+    mode: "query-key",
+    query_rows: n,
+    kept,
+    frame: encodeArray(xy, [2 * n, 2]),
+  });
+  await Promise.resolve();
+  const canvas = root.querySelector("[data-testid=headsne-scatter]");
+  clock.advance(100);
+  assert.equal(canvas.dataset.points, String(2 * n));
+  assert.equal(canvas.dataset.rings, String(n));
+  model.emit({
+    mode: "attention",
+    query_rows: 0,
+    kept: [...TOKENS.keys()],
+    frame: encodeArray(xy.slice(0, 2 * n), [n, 2]),
+  });
+  await Promise.resolve();
+  clock.advance(100);
+  assert.equal(canvas.dataset.points, String(n));
+  assert.equal(canvas.dataset.rings, "2", "the special tokens [CLS] and [SEP]");
+  cleanup();
+});
+
+test("edge ends: in query-key mode the query attends to keys and the key is attended by queries", () => {
+  const tokenRow = Int32Array.of(3, 4, 5); // keys: rows 3..5, queries 0..2
+  const p = (token) => ({ token, weight: 1 });
+  const scene = /** @type {any} */ ({
+    hover: 1,
+    hoverRow: 4,
+    points: { tokenRow, queryRows: 3 },
+    shown: { to: [p(0), p(2)], from: [p(2)], near: [] },
+  });
+  const ends = edgeEnds(scene);
+  assert.deepEqual(ends.origin, { to: 1, from: 4, near: 1 });
+  assert.deepEqual(
+    ends.to.map((e) => e.row),
+    [3, 5],
+  );
+  assert.deepEqual(
+    ends.from.map((e) => e.row),
+    [2],
+  );
+  const plain = edgeEnds({ ...scene, hoverRow: 1, points: { tokenRow: Int32Array.of(0, 1, 2) } });
+  assert.deepEqual(plain.origin, { to: 1, from: 1, near: 1 });
+  assert.deepEqual(
+    plain.from.map((e) => e.row),
+    [2],
+  );
 });

@@ -10,6 +10,7 @@ import { createLabelAtlas } from "./label-atlas.js";
 import { createPointRaster } from "./point-raster.js";
 import { chooseBackend } from "./point-gl.js";
 import { setData } from "./schedule.js";
+import { edgeEnds } from "./scatter-scene.js";
 import { RADIUS, drawEdges, drawLasso, drawPoints, haloFont, haloText, ring } from "./scatter-paint.js";
 
 const LABEL_H = 14; // CSS px of a plain label's box
@@ -31,7 +32,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
  *   rows from `queryRows` on are keys (query-key mode), drawn as rings
  * @property {string} message
  * @property {number} hover the hovered token (-1: none)
- * @property {number} hoverRow its row (-1: not in the map)
+ * @property {number} hoverRow the row of its point drawn hovered (-1: not in the map; in query-key mode the
+ *   query or the key under the pointer, js/scatter-scene.js)
  * @property {{to: Partner[], from: Partner[], near: Partner[]}} shown the hovered token's partners to draw
  * @property {number[]} partners their tokens (with a point)
  * @property {Set<number>} selected
@@ -100,10 +102,11 @@ function drawLabels(c, scene, boxes, labels) {
   if (labels) for (const b of boxes) if (!emphasised.has(b.key)) labels.draw(c, scene.tokens[b.key] ?? "", b);
   c.globalAlpha = 1;
   if (scene.hoverRow < 0 || !scene.points) return;
-  const { sx, sy, tokenRow, colours } = scene.points;
+  const { sx, sy, colours } = scene.points;
   const { theme, hover } = scene;
-  for (const t of scene.partners) {
-    ring(c, sx[tokenRow[t]], sy[tokenRow[t]], { fill: colours[t] || theme.muted, stroke: theme.highlight });
+  const ends = edgeEnds(scene);
+  for (const { row, token } of [...ends.to, ...ends.from, ...ends.near]) {
+    ring(c, sx[row], sy[row], { fill: colours[token] || theme.muted, stroke: theme.highlight });
   }
   ring(c, sx[scene.hoverRow], sy[scene.hoverRow], {
     fill: colours[hover] || theme.muted,
@@ -117,21 +120,23 @@ function drawLabels(c, scene, boxes, labels) {
 }
 
 /**
- * The hovered token's edges to its partners.
+ * The hovered token's edges to its partners (edgeEnds); returns how many were drawn.
  * @param {CanvasRenderingContext2D} c
  * @param {Scene} scene
  */
 function drawHoverEdges(c, scene) {
-  if (scene.hoverRow < 0 || !scene.points) return;
-  const { sx, sy, tokenRow } = scene.points;
-  const { theme, shown } = scene;
-  const at = (/** @type {Partner[]} */ list) =>
-    list.map((p) => ({ x: sx[tokenRow[p.token]], y: sy[tokenRow[p.token]], weight: p.weight }));
-  const hx = sx[scene.hoverRow];
-  const hy = sy[scene.hoverRow];
-  drawEdges(c, hx, hy, at(shown.near), { colour: theme.highlight });
-  drawEdges(c, hx, hy, at(shown.from), { colour: theme.highlight, dash: [5, 4], arrow: "in" });
-  drawEdges(c, hx, hy, at(shown.to), { colour: theme.accent, arrow: "out" });
+  if (scene.hoverRow < 0 || !scene.points) return 0;
+  const { sx, sy } = scene.points;
+  const { theme } = scene;
+  const ends = edgeEnds(scene);
+  const at = (/** @type {{row: number, weight: number}[]} */ list) =>
+    list.map((p) => ({ x: sx[p.row], y: sy[p.row], weight: p.weight }));
+  /** @param {"to" | "from" | "near"} kind @param {any} style */
+  const draw = (kind, style) => drawEdges(c, sx[ends.origin[kind]], sy[ends.origin[kind]], at(ends[kind]), style);
+  draw("near", { colour: theme.highlight });
+  draw("from", { colour: theme.highlight, dash: [5, 4], arrow: "in" });
+  draw("to", { colour: theme.accent, arrow: "out" });
+  return ends.to.length + ends.from.length + ends.near.length;
 }
 
 /**

@@ -1,9 +1,12 @@
 // The map's redraw loop (js/scatter.js): at most one paint per animation frame, and one in every frame
 // while the points move (a waiting frame, a tween, the domains easing); what a paint leaves for the
 // page: the drawn label boxes as data-label-boxes / data-label-tokens (throttled), the count of points
-// outside the plot (data-outside: 0 unless the user zoomed in) and the paint counters of js/metrics.js.
+// outside the plot (data-outside: 0 unless the user zoomed in), what it drew (data-points, data-rings: the
+// points drawn hollow, data-hover-row, data-hover-edges) and the paint counters of js/metrics.js.
 
 import { setData, throttle } from "./schedule.js";
+import { edgeEnds } from "./scatter-scene.js";
+import { isRing } from "./scatter-paint.js";
 
 const BOXES_EVERY_MS = 150; // data-label-boxes is refreshed at most this often (and after the last draw)
 
@@ -41,6 +44,23 @@ function boxPublisher(canvas, clock) {
 }
 
 /**
+ * What the paint drew, on the canvas: its points, how many were rings (keys in query-key mode, special tokens
+ * otherwise), the hovered point's row and its edges.
+ * @param {HTMLCanvasElement} canvas
+ * @param {Scene} s
+ */
+function publishDrawn(canvas, s) {
+  if (!s.points) return;
+  let rings = 0;
+  for (let r = 0; r < s.points.m; r++) if (isRing(s.points, r)) rings++;
+  const ends = edgeEnds(s);
+  setData(canvas, "points", String(s.points.m));
+  setData(canvas, "rings", String(rings));
+  setData(canvas, "hoverRow", String(s.hoverRow));
+  setData(canvas, "hoverEdges", String(ends.to.length + ends.from.length + ends.near.length));
+}
+
+/**
  * @param {{clock: import("./schedule.js").Clock, backend: import("./scatter-canvas.js").ScatterBackend,
  *   points: import("./scatter-points.js").ScatterPoints, scene: () => Scene | null,
  *   step: (frameTime: number) => boolean, onFrame: (count: number, run: any, ms: number) => void}} parts
@@ -69,6 +89,7 @@ export function createRedraw({ clock, backend, points, scene, step, onFrame }) {
     points.paintMs += (ms - points.paintMs) / 4;
     lastBoxes = drawn;
     setData(canvas, "outside", String(points.outside));
+    publishDrawn(canvas, s);
     boxes.write(drawn);
     points.hasDrawnPoints = true;
     if (!points.freshFrame) return;

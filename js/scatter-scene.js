@@ -34,14 +34,62 @@ export function messageOf(s) {
 }
 
 /**
+ * Where the hovered token's edges start (`origin`: a row per kind) and end (per kind, the partners' rows).
+ * In query-key mode an edge joins a query to a key, as P does: the hovered token's query to the keys it
+ * attends to (`to`, `near`), its key to the queries of the tokens that attend to it (`from`); otherwise
+ * every edge joins the token's only point to its partners'.
+ * @param {Scene} scene
+ */
+export function edgeEnds(scene) {
+  const none = { origin: { to: -1, from: -1, near: -1 }, to: [], from: [], near: [] };
+  if (scene.hoverRow < 0 || !scene.points) return none;
+  const { tokenRow, queryRows = 0 } = scene.points;
+  const key = (/** @type {number} */ t) => tokenRow[t];
+  const query = (/** @type {number} */ t) => (queryRows > 0 ? tokenRow[t] - queryRows : tokenRow[t]);
+  const h = scene.hover;
+  /** @param {import("./partners.js").Partner[]} list @param {(t: number) => number} rowOf */
+  const rows = (list, rowOf) =>
+    list.filter((p) => tokenRow[p.token] >= 0).map((p) => ({ row: rowOf(p.token), token: p.token, weight: p.weight }));
+  if (queryRows <= 0) {
+    const o = scene.hoverRow;
+    return {
+      origin: { to: o, from: o, near: o },
+      to: rows(scene.shown.to, key),
+      from: rows(scene.shown.from, key),
+      near: rows(scene.shown.near, key),
+    };
+  }
+  return {
+    origin: { to: query(h), from: key(h), near: query(h) },
+    to: rows(scene.shown.to, key),
+    from: rows(scene.shown.from, query),
+    near: rows(scene.shown.near, key),
+  };
+}
+
+/**
+ * The row drawn hovered: the hovered token's point; in query-key mode (kept lists the tokens twice, so
+ * tokenRow gives a token's key and tokenRow - queryRows its query) the one under the pointer when it is the
+ * hovered token's, else (a hover from the grid or the text) its query.
+ * @param {State} s @param {number} queryRows @param {number} pointerRow
+ */
+function hoverRowOf(s, queryRows, pointerRow) {
+  const { kept, tokenRow } = s.rows;
+  const row = s.hover >= 0 && s.hover < tokenRow.length ? tokenRow[s.hover] : -1;
+  if (queryRows <= 0 || row < queryRows) return row;
+  return pointerRow >= 0 && kept[pointerRow] === s.hover ? pointerRow : row - queryRows;
+}
+
+/**
  * What the map shows now, or null before there is a theme and a size.
  * @param {State} s
  * @param {import("./scatter-points.js").ScatterPoints} points
  * @param {{width: number, height: number, transform: any,
- *   lasso: [number, number][] | null, plot: import("./scatter-canvas.js").Box}} view
+ *   lasso: [number, number][] | null, plot: import("./scatter-canvas.js").Box, pointerRow?: number}} view
+ *   pointerRow: the row under the pointer (-1: none), which of a token's two points query-key mode rings
  * @returns {Scene | null}
  */
-export function sceneOf(s, points, { width, height, transform, lasso, plot }) {
+export function sceneOf(s, points, { width, height, transform, lasso, plot, pointerRow = -1 }) {
   if (!s.theme || !width) return null;
   const { kept, tokenRow } = s.rows;
   const colours = s.colours ? s.colours.colours : [];
@@ -71,12 +119,12 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot }) {
   const x = transform.rescaleX(scaleLinear(points.domains.x, [plot.x0, plot.x1]));
   const y = transform.rescaleY(scaleLinear(points.domains.y, [plot.y1, plot.y0]));
   points.toScreen(x, y, plot);
-  const hoverRow = s.hover >= 0 && s.hover < tokenRow.length ? tokenRow[s.hover] : -1;
+  // query-key mode: the first query_rows rows are the queries, the rest the keys (drawn as rings)
+  const queryRows = s.mode === "query-key" ? Number(s.query_rows ?? 0) || 0 : 0;
+  const hoverRow = hoverRowOf(s, queryRows, pointerRow);
   const shown = shownPartners(hoverRow >= 0 ? partnersAt(s, s.hover) : NO_PARTNERS, directionOf(s));
   const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);
   const { sx, sy, m } = points;
-  // query-key mode: the first query_rows rows are the queries, the rest the keys (drawn as rings)
-  const queryRows = s.mode === "query-key" ? Number(s.query_rows ?? 0) || 0 : 0;
   const pts = { sx, sy, m, kept, tokenRow, colours, special: s.doc.special, queryRows };
   return { ...base, x, y, knots: points.quantile ? points.knots : null, points: pts, hoverRow, shown, partners };
 }

@@ -141,7 +141,7 @@ export function createScatter({
   /** What the map shows now (the screen positions move: the hit index is rebuilt when next asked). */
   const scene = () => {
     hits.invalidate();
-    return sceneOf(store.state, points, { ...view, plot: plotBox() });
+    return sceneOf(store.state, points, { ...view, plot: plotBox(), pointerRow });
   };
   const redraw = createRedraw({
     clock,
@@ -176,10 +176,16 @@ export function createScatter({
     request();
   }
 
+  // the row under the pointer (-1: none): in query-key mode a token has two points, and the hovered one is
+  // the one ringed (js/scatter-scene.js)
+  let pointerRow = -1;
   /** @param {MouseEvent} event */
   function pointAt(event) {
     const rect = canvas.getBoundingClientRect();
     const r = hits.nearest(points, [event.clientX - rect.left, event.clientY - rect.top], 10);
+    const moved = r !== pointerRow;
+    pointerRow = r;
+    if (moved && store.state.mode === "query-key") request(); // the same token's other point: no hover change
     return r >= 0 ? store.state.rows.kept[r] : -1;
   }
   scope.listen(canvas, "dblclick", resetView);
@@ -188,7 +194,10 @@ export function createScatter({
     const token = pointAt(event);
     intents.hover(token, token >= 0 ? { source: "scatter", x: event.clientX, y: event.clientY } : null);
   });
-  scope.listen(canvas, "mouseleave", () => intents.hover(-1, null));
+  scope.listen(canvas, "mouseleave", () => {
+    pointerRow = -1;
+    intents.hover(-1, null);
+  });
   scope.add(store.on("resetView", resetView));
 
   /** @param {State} s @param {State | null} prev */

@@ -88,8 +88,8 @@ def exported_with_atlas(tiny_bert, tmp_path_factory, monkeypatch_module) -> Any:
         w.wait(60)
         w.start_atlas()
         deadline = time.monotonic() + 120
-        while w.atlas_state != "done":
-            assert time.monotonic() < deadline, w.atlas_state
+        while w.atlas_state != "done" or w.widget.head_map is None:
+            assert time.monotonic() < deadline, (w.atlas_state, w.widget.head_map)
             time.sleep(0.2)
         return w.save_html(tmp_path_factory.mktemp("export") / "atlas.html")
     finally:
@@ -132,6 +132,28 @@ def test_a_saved_page_shows_the_heads_it_holds_and_refuses_the_others(browser, e
         # back to the exported head: its own map
         jupyter.click_grid_cell(root, 1, 2, token=1)
         page.wait_for_function("() => document.querySelector('[data-testid=headsne-iteration]').textContent === '120'")
+        assert log.page_errors == [] and log.blocked == [], log
+    finally:
+        page.close()
+
+
+def test_a_saved_page_draws_the_head_map_and_its_related_heads(browser, exported_with_atlas) -> None:
+    page, log = open_offline(browser, exported_with_atlas)
+    try:
+        root = page.locator("#headsne-root")
+        canvas = root.locator(jupyter.testid("headsne-head-map")).first
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=headsne-head-map]').dataset.state === 'drawn'", timeout=10_000
+        )
+        L, H = (
+            int(root.locator(jupyter.testid("headsne-grid")).first.get_attribute(f"data-{k}"))
+            for k in ("layers", "heads")
+        )
+        assert canvas.get_attribute("data-heads") == str(L * H)
+        assert canvas.get_attribute("data-selected") == str(1 * H + 2), "layer 1 head 2 ringed"
+        assert root.locator(f"{jupyter.testid('headsne-head-kinds')} .hs-legend-entry").count() >= 1
+        assert root.locator(f"{jupyter.testid('headsne-related')} button.hs-related").count() >= 1
+        assert (root.locator(jupyter.testid("headsne-head-map-note")).first.text_content() or "") == ""
         assert log.page_errors == [] and log.blocked == [], log
     finally:
         page.close()

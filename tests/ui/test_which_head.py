@@ -161,3 +161,61 @@ def test_sorting_reorders_the_grid_rows_and_a_row_click_means_its_head(lab: jupy
     assert "above uniform" in lab.root.locator(jupyter.testid("headsne-grid-note")).first.text_content()
     jupyter.wait_state(lab.root, ("done",), timeout=120)
     assert lab.log.widget_errors() == [], lab.log.widget_errors()
+
+
+_CANDIDATES_JS = """
+(c, [tip, step]) => {
+  // probe with synthetic mousemoves (the scatter's hit test reads only clientX/Y): places where a point answers
+  const r = c.getBoundingClientRect();
+  const found = [];
+  for (let y = r.top + 12; y < r.bottom - 24; y += step) {
+    for (let x = r.left + 50; x < r.right - 12; x += step) {
+      c.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true}));
+      if (!tip.hidden && found.every(([a, b]) => Math.hypot(a - x + r.left, b - y + r.top) > 12)) {
+        found.push([x - r.left, y - r.top]);
+      }
+    }
+  }
+  c.dispatchEvent(new MouseEvent('mouseleave', {clientX: r.left, clientY: r.top}));
+  return found;
+}
+"""
+
+
+def test_query_key_mode_draws_queries_and_keys_and_a_query_hover_shows_its_token(lab: jupyter.OpenedWidget) -> None:
+    lab.ui.execute("w.mode = 'query-key'")
+    _until(lab, "w.mode", "query-key")
+    jupyter.wait_dataset(lab.root, lambda d: d.get("state") == "done" and d.get("runId") != "", 120, "a query-key run")
+    _until(lab, "w.widget.query_rows > 0 and w.embedding is not None and w.state == 'done'", True, timeout=120)
+    m, shape, kept = lab.ui.query("[w.widget.query_rows, list(w.embedding.shape), list(w.kept)]")
+    assert shape == [2 * m, 2] and len(kept) == 2 * m and kept[:m] == kept[m:]
+    scatter = jupyter.canvas_of(lab.root, "headsne-scatter")
+    deadline = time.monotonic() + 30
+    while scatter.get_attribute("data-points") != str(2 * m):
+        assert time.monotonic() < deadline, f"the map drew {scatter.get_attribute('data-points')} points, not {2 * m}"
+        lab.page.wait_for_timeout(200)
+    assert scatter.get_attribute("data-rings") == str(m), "the keys, drawn as rings"
+    key = lab.root.locator(jupyter.testid("headsne-qk-key")).first
+    assert key.is_visible()
+    styles = key.locator(".hs-legend-entry").evaluate_all("es => es.map(e => e.dataset.style)")
+    assert styles == ["query", "key"]
+    # hover a query point (a row below query_rows): the tooltip names its token and its edges are drawn
+    tooltip = lab.root.locator(jupyter.testid("headsne-tooltip")).first
+    scatter.scroll_into_view_if_needed()
+    candidates = scatter.evaluate(_CANDIDATES_JS, [tooltip.element_handle(), 4.0])
+    assert candidates, "no point answered a hover"
+    tokens = lab.ui.query("list(w.tokens)")
+    for x, y in candidates:
+        scatter.hover(position={"x": x, "y": y})
+        lab.page.wait_for_timeout(150)
+        row = int(scatter.get_attribute("data-hover-row") or -1)
+        if 0 <= row < m:
+            break
+    else:
+        raise AssertionError(f"none of {len(candidates)} hovered points was a query")
+    tooltip.wait_for(state="visible", timeout=5000)
+    text = tooltip.text_content() or ""
+    assert text.startswith(tokens[kept[row]]) and f"#{kept[row]}" in text, (text, kept[row])
+    assert int(scatter.get_attribute("data-hover-edges") or 0) > 0, "the hovered query's edges"
+    assert lab.log.widget_errors() == [], lab.log.widget_errors()
+    lab.ui.execute("w.mode = 'attention'")
