@@ -102,6 +102,7 @@ def test_a_head_click_above_the_threshold_runs_sparse_with_no_n_by_n_array(make,
     assert w._owner.workspace.made == 0  # no n x n array was ever made
     one_head = 4 * N * N
     assert peak < one_head / 3, f"peak {peak / MIB:.1f} MiB; one n x n float32 is {one_head / MIB:.0f} MiB"
+    print(f"n = {N}: peak {peak / MIB:.1f} MiB of numpy arrays (one n x n float32: {one_head / MIB:.0f} MiB)")
 
 
 def test_a_hidden_run_above_the_threshold_takes_the_knn_p_and_neighbours(make, long_ex):
