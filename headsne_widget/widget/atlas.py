@@ -17,6 +17,7 @@ from ..affinity.selection import selection_affinities
 from ..embedding.tsne import tsne
 from .jobs import Job
 from .runs import SelectionKey, build_selection, closing_frames
+from .sparse_runs import RowsHold
 from .workspace import Workspace
 
 __all__ = ["ATLAS_EVERY", "ATLAS_N_ITER", "Atlas", "AtlasDone", "AtlasHead", "AtlasStarted", "atlas_job", "head_atlas"]
@@ -92,6 +93,8 @@ def atlas_job(
         with P_lease:
             if A_lease is not None:
                 A_lease.release()
+            if isinstance(P_lease, RowsHold):
+                P_lease.release()  # a sparse head's rows: the thumbnail needs only P
             last = None
             options = dict(n_iter=n_iter, seed=seed, every=ATLAS_EVERY, kl_every=n_iter, first_kl=False)
             with closing_frames(sel.P, check_input=False, **options) as frames:

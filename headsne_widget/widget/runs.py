@@ -27,7 +27,8 @@ from ..embedding.tsne import Frame, tsne_frames, warmup
 from .jobs import Job
 from .partners import partner_traits
 from .prefetch import Prefetch
-from .workspace import Lease, Workspace
+from .sparse_runs import RowsHold, build_sparse, is_sparse, sparse_partner_traits
+from .workspace import Lease, OwnArray, Workspace
 
 __all__ = [
     "BEST_CHECK_MAX_TOKENS",
@@ -111,28 +112,6 @@ class RealClock:
 
     def sleep(self, job: Job, seconds: float) -> None:
         job.sleep(seconds)
-
-
-class OwnArray:
-    """A float32 array of a run's own, with a lease's interface: query-key mode's P, (2m) x (2m), larger than the
-    workspace's n x n arrays (bounded by ``QUERY_KEY_MAX_TOKENS`` instead)."""
-
-    def __init__(self, size: int) -> None:
-        self._buffer: np.ndarray | None = np.empty(size, dtype=np.float32)
-
-    def array(self, shape: tuple[int, int]) -> np.ndarray:
-        if self._buffer is None:
-            raise RuntimeError("this array was released")
-        return self._buffer[: int(shape[0]) * int(shape[1])].reshape(shape)
-
-    def release(self) -> None:
-        self._buffer = None
-
-    def __enter__(self) -> OwnArray:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 @dataclass
@@ -241,20 +220,23 @@ def status_line(what: str, label: str, iteration: int, n_iter: int, kl: float | 
 
 def build_selection(
     job: Job, ex: Any, key: SelectionKey, workspace: Workspace
-) -> tuple[Selection, Lease | OwnArray, Lease | None]:
+) -> tuple[Selection, Lease | OwnArray | RowsHold, Lease | None]:
     """P of ``key`` in a leased array (query-key mode: an array of the run's own), and in the head modes the head's
-    attention A in another (for the partners; the caller releases both). A cancel point before each n x n pass."""
+    attention A in another (for the partners; the caller releases both). A cancel point before each n x n pass.
+    From ``SPARSE_MIN_TOKENS`` kept tokens on, a sparse P and the head's rows, nothing leased (:mod:`.sparse_runs`)."""
+    if is_sparse(ex, key.mode, key.exclude_special):
+        return (*build_sparse(job, ex, key), None)
+    m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if key.exclude_special else 0)
+    if key.mode == "query-key" and m > QUERY_KEY_MAX_TOKENS:
+        raise ValueError(
+            f"query-key mode embeds 2 x {m} points and holds their (2m)^2 P; it takes at most "
+            f"{QUERY_KEY_MAX_TOKENS} tokens (use attention mode, or max_tokens=)"
+        )
     P_lease: Lease | OwnArray = workspace.lease()
     A_lease = None
     try:
         job.check()
         if key.mode == "query-key":
-            m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if key.exclude_special else 0)
-            if m > QUERY_KEY_MAX_TOKENS:
-                raise ValueError(
-                    f"query-key mode embeds 2 x {m} points and holds their (2m)^2 P; it takes at most "
-                    f"{QUERY_KEY_MAX_TOKENS} tokens (use attention mode, or max_tokens=)"
-                )
             P_lease.release()
             P_lease = OwnArray(4 * m * m)
             A_lease = workspace.lease()
@@ -270,7 +252,6 @@ def build_selection(
             n = ex.n_tokens
             A = ex.attention_into(key.layer, key.head, A_lease.array((n, n)))
             job.check()
-            m = n - (int(np.count_nonzero(ex.special)) if key.exclude_special else 0)
             sel = selection_affinities(
                 ex, "attention", key.layer, key.head, exclude_special=key.exclude_special, dtype=np.float32,
                 out=P_lease.array((m, m)), attention=A,
@@ -317,7 +298,7 @@ def run_job(
     key = request.key
     with contextlib.ExitStack() as held:
         taken = prefetch.take(key, job) if prefetch is not None and key.mode == "attention" else None
-        P_lease: Lease | OwnArray
+        P_lease: Lease | OwnArray | RowsHold
         if taken is not None:
             sel, P_lease = taken
             A_lease = None
@@ -326,7 +307,8 @@ def run_job(
         held.callback(P_lease.release)
         if A_lease is not None:
             held.callback(A_lease.release)  # (released below once the partners are out; a cancel may come first)
-        at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX
+        rows = P_lease if isinstance(P_lease, RowsHold) else None  # a sparse run's head, until its partners are out
+        at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX and not is_sparse(ex, key.mode, key.exclude_special)
         job.emit(RunStarted(request.run_id, sel.kept, sel.note, partners_later=not at_once))
         if at_once:
             A = None if A_lease is None else A_lease.array((ex.n_tokens, ex.n_tokens))
@@ -343,12 +325,12 @@ def run_job(
                                   len(record.kl_history), done=False))  # fmt: skip
                 if not at_once:  # a long text: the partners once the first frame is out
                     at_once = True
-                    _partners_now(job, ex, request, sel.kept, workspace)
+                    _partners_now(job, ex, request, sel.kept, workspace, rows)
         if last is None:
             raise RuntimeError("the optimisation reported no frame")
         job.emit(RunFrame(request.run_id, last.iteration, last.kl, last.embedding, len(record.kl_history), done=True))
         if not at_once:
-            _partners_now(job, ex, request, sel.kept, workspace)
+            _partners_now(job, ex, request, sel.kept, workspace, rows)
         if len(sel.kept) <= BEST_CHECK_MAX_TOKENS and last.kl is not None:
             _best_of(job, sel.P, request, last.kl)
 
@@ -368,9 +350,18 @@ def _best_of(job: Job, P: np.ndarray, request: RunRequest, kl: float) -> None:
         job.emit(BestKL(request.run_id, best))
 
 
-def _partners_now(job: Job, ex: Any, request: RunRequest, kept: np.ndarray, workspace: Workspace) -> None:
-    """The partners of a long text's run, after its first frame (the head recomputed into a lease)."""
+def _partners_now(
+    job: Job, ex: Any, request: RunRequest, kept: np.ndarray, workspace: Workspace, rows: RowsHold | None = None
+) -> None:
+    """The partners of a long text's run, after its first frame (the head recomputed into a lease; a sparse run's
+    from the head's ``rows``, computed again when None)."""
     key = request.key
+    if is_sparse(ex, key.mode, key.exclude_special):
+        traits = sparse_partner_traits(ex, key, None if rows is None else rows.rows, request.edge_k, kept)
+        if rows is not None:
+            rows.release()  # P stays; the rows are not needed any more
+        job.emit(Partners(request.run_id, traits))
+        return
     if key.mode == "hidden":
         job.emit(Partners(request.run_id, selection_partners(ex, key, None, request.edge_k, kept)))
         return

@@ -11,7 +11,9 @@ array is faulted in page by page on its first write, which a click would otherwi
 
 Who holds what (``SLOTS`` = 7): a run holds its P and, while it builds P and its partners, A; new partners
 (another ``edge_k``) hold A; the P built ahead for the hovered head holds its P and, while building, A; the
-atlas holds one head's A and P.
+atlas holds one head's A and P. From ``SPARSE_MIN_TOKENS`` kept tokens on, the attention and hidden runs, the
+partners, the P built ahead and the atlas take a sparse P and lease nothing (:mod:`.sparse_runs`): the workspace
+makes no n x n array at those lengths, and the ceiling is O(n k) for k keys kept a row.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from types import TracebackType
 
 import numpy as np
 
-__all__ = ["SLOTS", "Lease", "Workspace", "WorkspaceFullError"]
+__all__ = ["SLOTS", "Lease", "OwnArray", "Workspace", "WorkspaceFullError"]
 
 #: arrays a widget may hold at once: run (A, P), partners (A), hover prefetch (A, P), atlas (A, P)
 SLOTS = 7
@@ -74,6 +76,7 @@ class Workspace:
         self._lock = threading.Lock()
         self._idle: list[np.ndarray] = []
         self._leased = 0
+        self._made = 0
         self._closed = False
 
     @property
@@ -87,6 +90,12 @@ class Workspace:
         with self._lock:
             return self._leased
 
+    @property
+    def made(self) -> int:
+        """Arrays allocated so far (none while every run is sparse: long texts, :mod:`.sparse_runs`)."""
+        with self._lock:
+            return self._made
+
     def lease(self) -> Lease:
         """An array of n * n float32 (old values in it); WorkspaceFullError when ``slots`` are leased."""
         with self._lock:
@@ -96,6 +105,7 @@ class Workspace:
                 )
             self._leased += 1
             buffer = self._idle.pop() if self._idle else None
+            self._made += buffer is None
         if buffer is None:
             buffer = np.empty(self.n * self.n, dtype=np.float32)
         return Lease(self, buffer)
@@ -111,3 +121,25 @@ class Workspace:
             self._leased -= 1
             if not self._closed:
                 self._idle.append(buffer)
+
+
+class OwnArray:
+    """A float32 array of a run's own, with a lease's interface: query-key mode's P, (2m) x (2m), larger than the
+    workspace's n x n arrays (bounded by ``QUERY_KEY_MAX_TOKENS`` instead)."""
+
+    def __init__(self, size: int) -> None:
+        self._buffer: np.ndarray | None = np.empty(size, dtype=np.float32)
+
+    def array(self, shape: tuple[int, int]) -> np.ndarray:
+        if self._buffer is None:
+            raise RuntimeError("this array was released")
+        return self._buffer[: int(shape[0]) * int(shape[1])].reshape(shape)
+
+    def release(self) -> None:
+        self._buffer = None
+
+    def __enter__(self) -> OwnArray:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

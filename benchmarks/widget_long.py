@@ -1,0 +1,124 @@
+"""The widget on a long text (issue 21), in-process: capture time, head change -> first frame message, frames
+sent a second during a run, peak RSS.
+
+The model is benchmarks/long_capture.py's tiny random sliding-window Mistral (2 layers x 4 heads, 2 key/value
+heads, hidden 64, window ``--window``), on seeded random token ids. The widget is made inside a running
+asyncio loop with a comm that timestamps the messages it publishes (as benchmarks/widget_latency.py), so
+the numbers are the Python side's. Each head change is one browser message setting ``layer`` and ``head``;
+its latency is to the first message carrying a frame of the new run; frames a second are counted over the
+rest of the run (``--n-iter`` iterations, ``speed`` 0: as fast as it goes). A fresh process per size.
+
+    python benchmarks/widget_long.py --sizes 16384 65536 [--window 1024] [--heads 2] [--n-iter 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from long_capture import build
+from widget_latency import TimingComm
+
+
+def rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def frames_of(c: TimingComm, start: float, run_id: int, done: Any, timeout: float) -> list[float]:
+    """Times of the frame messages of run ``run_id`` published after ``start``, until ``done()``."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline and not done():
+        await asyncio.sleep(0.005)
+    current, times = None, []
+    for t, state, _, _ in c.since(start):
+        current = state.get("run_id", current)
+        if current == run_id and state.get("frame") is not None:
+            times.append(t)
+    return times
+
+
+async def measure(ex: Any, args: argparse.Namespace) -> list[dict]:
+    import comm
+
+    from headsne_widget.widget.headsne import HeadSNE
+
+    comm.create_comm = TimingComm
+    w = HeadSNE(ex, autostart=False, n_iter=args.n_iter, speed=0.0)
+    c: TimingComm = w.widget.comm
+    rows = []
+    for i in range(args.heads):
+        layer, head = 1 - i % 2, (2 + i) % ex.n_heads
+        msg = {
+            "content": {"data": {"method": "update", "state": {"layer": layer, "head": head}, "buffer_paths": []}},
+            "buffers": [],
+        }
+        start = time.perf_counter()
+        c.handle_msg(msg)
+        await asyncio.sleep(0)
+        run_id = w.widget.run_id
+        times = await frames_of(c, start, run_id, lambda: w.widget.state in ("done", "error"), 1200)
+        end = time.perf_counter()
+        partners = w.widget.edges is not None
+        first = times[0] - start if times else float("nan")
+        span = times[-1] - times[0] if len(times) > 1 else float("nan")
+        rows.append(dict(
+            layer=layer, head=head, first_frame_s=round(first, 2), frames=len(times),
+            frames_per_s=round((len(times) - 1) / span, 1) if span == span and span > 0 else None,
+            run_s=round(end - start, 1), kl=w.widget.kl, partners=partners, state=w.widget.state,
+            made=w._owner.workspace.made, rss_mib=round(rss_mib()),
+        ))  # fmt: skip
+        print(json.dumps(rows[-1]), flush=True)
+    w.close()
+    return rows
+
+
+def child(path: str, n: int, args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from headsne_widget.capture.extraction import extract_token_ids, load_model
+    from headsne_widget.widget.runs import start_warmup
+
+    start_warmup().join()
+    loaded = load_model(path, device="cpu")
+    ids = np.random.default_rng(0).integers(1000, loaded.tokenizer.vocab_size, size=n)
+    load = os.getloadavg()[0]
+    t = time.perf_counter()
+    ex = extract_token_ids(ids, loaded)
+    print(json.dumps(dict(n=n, capture_s=round(time.perf_counter() - t, 1), rss_mib=round(rss_mib()),
+                          load_before=round(load, 1))), flush=True)  # fmt: skip
+    asyncio.run(measure(ex, args))
+    print(json.dumps(dict(n=n, peak_rss_mib=round(rss_mib()), load_after=round(os.getloadavg()[0], 1))), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[16384, 65536])
+    parser.add_argument("--window", type=int, default=1024)
+    parser.add_argument("--heads", type=int, default=2, help="head changes per size")
+    parser.add_argument("--n-iter", type=int, default=200)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]), args)
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        path = build(directory, args.window)
+        for n in args.sizes:
+            command = [sys.executable, __file__, "--child", path, str(n), "--heads", str(args.heads),
+                       "--n-iter", str(args.n_iter)]  # fmt: skip
+            subprocess.run(command, check=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""The widget's own click above the sparse threshold (issue 21): a sparse P from the head's kept rows, the
+partners from those rows, and no n x n array anywhere (docs/long-texts.md).
+
+A tiny random Mistral with a sliding window of 64 at ``SPARSE_MIN_TOKENS`` + 104 tokens: its rows keep at most
+64 keys, so the whole run's arrays stay far below one n x n float32 (measured with tracemalloc, as
+tests/test_memory.py)."""
+
+from __future__ import annotations
+
+import gc
+import math
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import build_tiny_model
+from recording_comm import wait_until
+
+from headsne_widget.affinity.sparse import SPARSE_MIN_TOKENS
+from headsne_widget.capture.extraction import extract
+from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.widget.partners import hidden_neighbours
+from headsne_widget.widget.runs import start_warmup
+from headsne_widget.widget.sparse_runs import SPARSE_MASS
+
+N = SPARSE_MIN_TOKENS + 104
+WINDOW = 64
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def long_ex(bert_tokenizer, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tiny-mistral-window")
+    path = build_tiny_model(
+        "mistral", directory, bert_tokenizer, hidden_size=64, max_position_embeddings=8192, sliding_window=WINDOW
+    )
+    words = TSNE_ABSTRACT.split()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ex = extract(" ".join(words[i % len(words)] for i in range(N + 400)), path, max_tokens=N)
+    assert ex.n_tokens == N
+    return ex
+
+
+def top_k(entries: dict[int, float], k: int, own: int, kept: set[int]) -> list[tuple[int, float]]:
+    """The k largest of ``{token: weight}``, self and tokens not kept left out, equal weights the lower first."""
+    ranked = sorted(((-w, j) for j, w in entries.items() if j != own and j in kept and w > 0))
+    return [(j, -w) for w, j in ranked[:k]]
+
+
+def expected_partners(S: sp.csr_array, k: int, kept: np.ndarray, tokens: np.ndarray) -> dict[str, list]:
+    """Per token of ``tokens``, plain Python: the top-k of its row, of its column and of max(row, column)."""
+    rows, cols, keep = sp.csr_array(S), sp.csc_array(S), set(kept.tolist())
+    out: dict[str, list] = {"attends_to": [], "attended_by": [], "edges": []}
+    for i in tokens.tolist():
+        row = dict(zip(rows.indices[rows.indptr[i] : rows.indptr[i + 1]].tolist(),
+                       rows.data[rows.indptr[i] : rows.indptr[i + 1]].tolist()))  # fmt: skip
+        col = dict(zip(cols.indices[cols.indptr[i] : cols.indptr[i + 1]].tolist(),
+                       cols.data[cols.indptr[i] : cols.indptr[i + 1]].tolist()))  # fmt: skip
+        both = {j: max(row.get(j, 0.0), col.get(j, 0.0)) for j in row.keys() | col.keys()}
+        for name, entries in (("attends_to", row), ("attended_by", col), ("edges", both)):
+            out[name].append(top_k(entries, k, i, keep))
+    return out
+
+
+def listed(trait: dict, tokens: np.ndarray) -> list[list[tuple[int, float]]]:
+    """A partner trait's lists for ``tokens``, the padding (index -1, weight 0) left out."""
+    return [[(int(j), float(w)) for j, w in zip(trait["indices"][i], trait["weights"][i]) if j >= 0]
+            for i in tokens.tolist()]  # fmt: skip
+
+
+def test_a_head_click_above_the_threshold_runs_sparse_with_no_n_by_n_array(make, long_ex):
+    ex, k = long_ex, 4
+    start_warmup().join()
+    w, c = make(ex, autostart=False, n_iter=40, speed=0.0, edge_k=k, exclude_special=True)
+    wait_until(lambda: w.head_map is not None, 60, "the head map")  # its own O(n) arrays, before the click
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        c.from_browser(layer=1, head=2)
+        kl = w.wait(120)
+        wait_until(lambda: w.attended_by is not None, 60, "the partners")
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    kept = np.flatnonzero(~np.asarray(ex.special))
+    assert w.state == "done" and kl is not None and math.isfinite(kl)
+    assert w.embedding.shape == (len(kept), 2) and np.isfinite(w.embedding).all()
+    assert len(c.frames()) >= 2  # frames streamed, not only the last
+    S = ex.sparse_attention(1, 2, mass=SPARSE_MASS)
+    assert S.nnz <= N * WINDOW
+    tokens = np.random.default_rng(0).choice(N, 200, replace=False)
+    expected = expected_partners(S, k, kept, tokens)
+    for name in ("attends_to", "attended_by", "edges"):
+        trait = getattr(w, name)
+        assert trait["indices"].shape == (N, k)
+        assert listed(trait, tokens) == expected[name], name
+    assert w._owner.workspace.made == 0  # no n x n array was ever made
+    one_head = 4 * N * N
+    assert peak < one_head / 3, f"peak {peak / MIB:.1f} MiB; one n x n float32 is {one_head / MIB:.0f} MiB"
+    print(f"n = {N}: peak {peak / MIB:.1f} MiB of numpy arrays (one n x n float32: {one_head / MIB:.0f} MiB)")
+
+
+def test_a_hidden_run_above_the_threshold_takes_the_knn_p_and_neighbours(make, long_ex):
+    ex, k = long_ex, 3
+    w, _ = make(ex, n_iter=30, speed=0.0, edge_k=k, layer=0, mode="hidden")
+    kl = w.wait(120)
+    wait_until(lambda: w.edges is not None, 60, "the neighbours")
+    assert w.state == "done" and kl is not None and math.isfinite(kl)
+    assert w.embedding.shape == (N, 2)
+    assert w.attends_to is None and w.attended_by is None
+    assert w._owner.workspace.made == 0
+    indices, weights = hidden_neighbours(ex.layer_output(0), k, np.arange(N))
+    np.testing.assert_array_equal(w.edges["indices"], indices)
+    np.testing.assert_array_equal(w.edges["weights"], weights)
+
+
+def test_a_hovered_head_then_a_new_edge_k_give_that_heads_sparse_partners(make, long_ex):
+    ex = long_ex
+    w, c = make(ex, autostart=False, n_iter=20, speed=0.0, edge_k=3)
+    c.from_browser(hovered_head=[0, 1])  # its sparse P and rows built ahead
+    wait_until(lambda: w._owner.prefetch is not None and w._owner.prefetch._ready is not None, 60, "the prefetch")
+    c.from_browser(layer=0, head=1)  # the click takes them
+    w.wait(120)
+    wait_until(lambda: w.edges is not None, 60, "the partners")
+    w.edge_k = 5  # the partners again, the rows computed again
+    wait_until(lambda: w.edges is not None and w.edges["indices"].shape == (N, 5), 60, "the partners for 5")
+    S, kept, tokens = ex.sparse_attention(0, 1, mass=SPARSE_MASS), np.arange(N), np.arange(0, N, 37)
+    expected = expected_partners(S, 5, kept, tokens)
+    for name in ("attends_to", "attended_by", "edges"):
+        assert listed(getattr(w, name), tokens) == expected[name], name
+    assert w._owner.workspace.made == 0
