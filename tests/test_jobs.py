@@ -5,14 +5,20 @@ and ending on the optimiser's result; a pause uses no CPU)."""
 
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from recording_comm import wait_until
 
+import headsne_widget
 from headsne_widget.embedding.tsne import tsne
 from headsne_widget.widget.inbox import Inbox, OwnerThreadError
 from headsne_widget.widget.jobs import Cancelled, Failed, Job, Slot
@@ -126,6 +132,46 @@ def test_a_failing_job_hands_over_its_error_once_and_a_cancelled_one_none():
     slot.start(fails_after_cancel)
     assert slot.join(5)
     assert len(collect.results(Failed)) == 1
+
+
+def test_what_a_job_held_is_freed_before_its_slot_is_idle_and_join_waits_for_it():
+    """The slot's thread lets go of a job (its work and the work's arguments) before the slot says it is idle, so
+    that what the job held is never freed by a thread nobody waits for (see the exit test below)."""
+    freed = threading.Event()
+
+    class Held:
+        def __del__(self) -> None:
+            time.sleep(0.2)  # a slow release, as a torch tensor's, which lets the GIL go to free its memory
+            freed.set()
+
+    slot = Slot("test", Collect())
+    slot.start(functools.partial(lambda job, held: None, held=Held()))
+    wait_until(lambda: not slot.busy, 5, "the slot to be idle")
+    assert freed.is_set(), "the job's arguments were still held after the slot went idle"
+    assert slot.join(5)
+
+
+#: a job that holds torch tensors (many: each is freed with the GIL let go) and ends by itself; the interpreter
+#: exits as soon as the slot is idle. Before the fix the slot's daemon thread freed them after that, while the
+#: interpreter finalised, and taking the GIL back inside torch's deallocator aborted the process.
+EXIT_CHILD = """
+import functools, time, torch
+from headsne_widget.widget.jobs import Slot
+slot = Slot("test", lambda job, result: None)
+slot.start(functools.partial(lambda job, held: None, held=[torch.ones(4) for _ in range(50_000)]))
+while slot.busy:
+    time.sleep(0.0005)
+"""
+
+
+def test_the_interpreter_exits_cleanly_right_after_a_job_that_held_torch_tensors():
+    """Exit status 0, no "terminate called without an active exception" (SIGABRT; before the fix, 20 of 20
+    runs of this child aborted, and 1 in 6 runs of benchmarks/widget_latency.py)."""
+    package_root = str(Path(headsne_widget.__file__).resolve().parents[1])  # the code under test
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", EXIT_CHILD], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "terminate called" not in done.stderr, (done.returncode, done.stderr[-2000:])
 
 
 def test_a_paused_job_uses_no_cpu_and_resumes():

