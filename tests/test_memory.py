@@ -1,10 +1,14 @@
 """The widget's n x n memory at long texts stays under the ceiling it states (issue 23).
 
-Every n x n array a widget makes is leased from its workspace (headsne_widget/widget/workspace.py: ``SLOTS``
-arrays of 4 n^2 bytes at most: 1.75 GiB at 8192 tokens, 7 GiB at 16384). A scripted session of hovers (the P
-of the row the pointer rests on, built ahead), clicks that take it or build their own, the atlas started and
-stopped, and close, must never hold more; measured with tracemalloc (numpy's allocations are traced), and
-after close nothing is left."""
+Below ``SPARSE_MIN_TOKENS`` (4096) kept tokens every n x n array a widget makes is leased from its workspace
+(headsne_widget/widget/workspace.py: ``SLOTS`` arrays of 4 n^2 bytes at most: 427 MiB at 4000 tokens), beside
+the extraction's cache of whole heads (capture/sources.py: ``DENSE_BUDGET_BYTES``, 512 MiB, evicted beyond); from
+there on the runs take a sparse P and lease none (widget/sparse_runs.py), so the same bound holds with room to
+spare. A scripted session of hovers (the P of the row the pointer rests on, built ahead), clicks that take it
+or build their own, the atlas started and stopped, and close, must never hold more; measured with tracemalloc
+(numpy's allocations are traced), and after close nothing is left. (16384 tokens, sparse on this causal
+model's broad rows, took over 10 minutes with another process on both cores: the sparse path's own memory
+is held by tests/test_widget_long.py.)"""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import pytest
 from recording_comm import wait_until
 
 from headsne_widget.capture.extraction import extract
+from headsne_widget.capture.sources import DENSE_BUDGET_BYTES
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.runs import start_warmup
 from headsne_widget.widget.workspace import SLOTS
@@ -34,7 +39,7 @@ def idle(name: str) -> bool:
     return not [t for t in threading.enumerate() if t.name == f"headsne-{name}"]
 
 
-@pytest.mark.parametrize("n", [8192, pytest.param(16384, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [4000, 8192])
 def test_hovers_clicks_atlas_and_close_stay_under_the_ceiling(make, long_llama_dir, n):
     start_warmup().join()
     words = TSNE_ABSTRACT.split()
@@ -62,11 +67,14 @@ def test_hovers_clicks_atlas_and_close_stay_under_the_ceiling(make, long_llama_d
         w.close()
         wait_until(lambda: all(idle(s) for s in ("run", "prefetch", "atlas", "partners", "load")), 60, "the jobs")
         peak = tracemalloc.get_traced_memory()[1] - before
+        max_attention = ex.max_attention.nbytes
+        del ex  # the extraction's cache of whole heads goes with it (and the widget's references to it)
+        w = c = None
         gc.collect()
         left = numpy_bytes()
     finally:
         tracemalloc.stop()
-    ceiling = SLOTS * 4 * n * n
+    ceiling = SLOTS * 4 * n * n + DENSE_BUDGET_BYTES
     assert peak <= ceiling + 64 * MIB, f"peak {peak / MIB:.0f} MiB above the {ceiling / MIB:.0f} MiB ceiling"
-    assert left < 16 * MIB + ex.max_attention.nbytes, f"{left / MIB:.0f} MiB of arrays left after close"
+    assert left < 16 * MIB + max_attention, f"{left / MIB:.0f} MiB of arrays left after close"
     print(f"n = {n}: peak {peak / MIB:.0f} MiB (ceiling {ceiling / MIB:.0f} MiB)")
