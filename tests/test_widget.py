@@ -261,7 +261,9 @@ def test_speed_is_a_display_setting_the_running_run_follows(make, ex):
     assert w.wait(30) is not None and w.iteration == 400
     times = [m["time"] for m in c.snapshot() if m["data"] and "frame" in (m["data"].get("state") or {})]
     span = times[-1] - times[0]
-    assert len(times) <= 60 * span + 3, f"{len(times)} frames in {span:.3f} s exceeds 60 per second"
+    # beyond the cap: each of the two runs may send its first frame and its last one at once (a 400-iteration
+    # run at speed 0 can end within 15 ms: 4 frames in 0.014 s was a correct run)
+    assert len(times) <= 60 * span + 4, f"{len(times)} frames in {span:.3f} s exceeds 60 per second"
 
 
 def test_close_stops_the_thread_and_the_comm(make, ex):
