@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit
 
 from .._parallel import in_shares
+from .engines import MAX_STEP_NORM
 from .kernel_common import FASTMATH as _FASTMATH
 from .kernel_common import SHARES, flush_denormals, restore_fp_state
 
@@ -232,14 +233,16 @@ def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, mi
     """One gradient-descent step with momentum and per-parameter gains, in place, then zero mean.
 
     gradient = 4 (attraction - repulsion / Z); gains grow by 0.2 where the gradient changes sign
-    against the last step and shrink by 0.8 elsewhere (the reference implementation's rule).
+    against the last step and shrink by 0.8 elsewhere (the reference implementation's rule); a point's
+    step is cut to :data:`MAX_STEP_NORM` (openTSNE's ``max_step_norm``).
     """
     runs, dims, n = Y.shape
     fp_state = flush_denormals()
     for r in range(runs):
         inv_z = 1.0 / Z[r]
-        for c in range(dims):
-            for i in range(n):
+        for i in range(n):
+            norm2 = 0.0
+            for c in range(dims):
                 g = 4.0 * (attraction[r, c, i] - repulsion[r, c, i] * inv_z)
                 s = step[r, c, i]
                 gain = gains[r, c, i]
@@ -252,7 +255,14 @@ def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, mi
                 gains[r, c, i] = gain
                 s = momentum * s - learning_rate * gain * g
                 step[r, c, i] = s
-                Y[r, c, i] += s
+                norm2 += np.float64(s) * np.float64(s)  # (float32's square overflows from 1.8e19)
+            if norm2 > MAX_STEP_NORM * MAX_STEP_NORM:
+                cut = MAX_STEP_NORM / np.sqrt(norm2)
+                for c in range(dims):
+                    step[r, c, i] *= cut
+            for c in range(dims):
+                Y[r, c, i] += step[r, c, i]
+        for c in range(dims):
             # zero mean, as the reference implementation does after each step: t-SNE is
             # translation invariant, and a drifting centroid costs float32 its resolution when
             # early exaggeration contracts a near-uniform P to spreads of 1e-10 (points merged

@@ -106,6 +106,9 @@ class SparseEngine:
     def gradient(self) -> np.ndarray:
         return 4.0 * (self.attraction - self.repulsion / self.Z[:, None, None].astype(self.Y.dtype))
 
+    def last_steps(self) -> np.ndarray:
+        return self.step
+
     def restart_optimizer(self) -> None:
         self.gains.fill(1.0)
         self.step.fill(0.0)
