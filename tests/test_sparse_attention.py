@@ -102,6 +102,31 @@ def test_sparse_rows_beyond_the_dense_budget_equal_the_single_head_recompute(mod
     check_rows(S, ex.attention(1, 2), 0.95)
 
 
+def test_sparse_rows_report_progress_and_stop_when_it_raises(model_1k, monkeypatch):
+    """``progress`` sees the share of rows done, up to 1; raising in it stops the rows (the widget's cancel point
+    while a long text's head is selected), and the next call gives the whole head again."""
+    from headsne_widget.capture import layers
+
+    monkeypatch.setattr(layers, "CHUNK_BYTES", 2**16)  # many chunks
+    monkeypatch.setattr(layers, "PROGRESS_INTERVAL_S", 0.0)
+    ex = extract_n(model_1k("mistral"), N)
+    seen: list[float] = []
+    S = ex.sparse_attention(1, 2, mass=0.95, progress=seen.append)
+    assert len(seen) > 3 and seen == sorted(seen) and seen[-1] == 1.0
+
+    class Stop(Exception):
+        pass
+
+    def stop(fraction: float) -> None:
+        if fraction > 0.2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        ex.sparse_attention(1, 2, mass=0.95, progress=stop)
+    again = ex.sparse_attention(1, 2, mass=0.95)
+    assert (again != S).nnz == 0
+
+
 def test_sparse_rows_with_attention_sinks_keep_mass_of_what_the_row_holds(bert_tokenizer, tmp_path):
     """GPT-OSS's sinks take part of each row: mass is a share of what the row holds, not of 1."""
     from test_capture import save_tiny

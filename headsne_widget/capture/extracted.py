@@ -7,6 +7,7 @@ reads an extraction (the widget, the studies) does not need the pipeline that ma
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -133,7 +134,9 @@ class Extraction:
         layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
         return self.attention_source.head_into(layer, head, out)
 
-    def sparse_attention(self, layer: int, head: int, mass: float = 0.99) -> csr_array:
+    def sparse_attention(
+        self, layer: int, head: int, mass: float = 0.99, progress: Callable[[float], None] | None = None
+    ) -> csr_array:
         """One head's attention as a ``scipy.sparse.csr_array`` (n x n, float32): for each row (query), the
         smallest set of its largest entries whose sum reaches ``mass`` of the row's total (1 for softmax rows;
         less where attention sinks take a share), each value equal to :meth:`attention`'s bit for bit.
@@ -141,11 +144,12 @@ class Extraction:
         Computed one query chunk at a time from the captured queries and keys, never as n x n (memory O(n x k)
         for k entries a row), so it works at lengths where :meth:`attention` does not fit. The matrix says what
         it kept: ``S.mass`` (``mass``) and ``S.kept``, float64 ``(n,)``, each row's share of its total, at least
-        ``mass``. ``mass=1`` keeps every nonzero entry. See docs/long-texts.md.
+        ``mass``. ``mass=1`` keeps every nonzero entry. ``progress(fraction)`` is called now and then with the
+        share of rows done, and may raise to stop the work (the widget's cancel point). See docs/long-texts.md.
         """
         share = check_mass(mass)
         layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
-        return self.attention_source.sparse(layer, head, share)
+        return self.attention_source.sparse(layer, head, share, progress)
 
     def layer_output(self, layer: int) -> np.ndarray:
         """float32 (n, d) hidden states output by ``layer`` (0-based), i.e. ``hidden_states[layer + 1]``."""

@@ -289,7 +289,7 @@ class LayerAttention:
         return out
 
     @torch.inference_mode()
-    def sparse(self, head: int, mass: float) -> csr_array:
+    def sparse(self, head: int, mass: float, progress: Callable[[float], None] | None = None) -> csr_array:
         """Head ``head``'s rows kept for ``mass`` (:mod:`.sparse`), from the chunks :meth:`heads` computes them in
         and the same way, so that every value is ``heads(head)``'s bit for bit; one chunk held at a time."""
         rows = SparseRows(self.n_tokens, mass)
@@ -298,7 +298,7 @@ class LayerAttention:
             keys, w = self.weights(chunk, head, scratch)
             rows.add(chunk, keys, w[0])
 
-        self.each_chunk(add, head)
+        self.each_chunk(add, head, progress)
         return rows.build()
 
 

@@ -110,14 +110,14 @@ class CapturedAttention:
         self.layers[layer].heads(head, out=out[None])
         return out
 
-    def sparse(self, layer: int, head: int, mass: float) -> csr_array:
+    def sparse(self, layer: int, head: int, mass: float, progress: Callable[[float], None] | None = None) -> csr_array:
         """The head's rows kept for ``mass`` (:mod:`.sparse`): from its dense array when one is cached, else
         computed chunk by chunk (:meth:`LayerAttention.sparse`, never n x n); the values are :meth:`head`'s."""
         with self._lock:
             cached = self._cached(layer, head)
         if cached is not None:
             return sparse_from_dense(cached, mass)
-        return self.layers[layer].sparse(head, mass)
+        return self.layers[layer].sparse(head, mass, progress)
 
     def prefetch(self, check: Callable[[], None] | None = None) -> None:
         """Recompute every layer's heads into the cache when all of them fit the budget together, so that a head
@@ -166,7 +166,7 @@ class DenseAttention:
         np.copyto(out, self.attentions[layer, head])
         return out
 
-    def sparse(self, layer: int, head: int, mass: float) -> csr_array:
+    def sparse(self, layer: int, head: int, mass: float, progress: Callable[[float], None] | None = None) -> csr_array:
         return sparse_from_dense(self.attentions[layer, head], mass)
 
     def prefetch(self, check: Callable[[], None] | None = None) -> None:

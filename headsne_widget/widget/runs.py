@@ -421,6 +421,9 @@ _warmup_thread: threading.Thread | None = None
 def _warm() -> None:
     try:
         warmup()
+        from ..affinity.sparse_kernels import symmetric_sum  # a long text's P (numba)
+
+        symmetric_sum(np.zeros(2, np.int64), np.zeros(0, np.int32), np.zeros(0), 1)
     except Exception as err:  # only an optimisation: the run itself reports real failures
         warnings.warn(f"t-SNE warm-up failed ({err}); the first run compiles instead", RuntimeWarning, stacklevel=2)
 

@@ -77,8 +77,7 @@ def _build(job: Job, ex: Any, key: Any) -> tuple[Selection, RowsHold]:
             dtype=np.float32,
         )  # fmt: skip
         return sel, RowsHold()
-    rows = ex.sparse_attention(key.layer, key.head, mass=SPARSE_MASS)
-    job.check()
+    rows = ex.sparse_attention(key.layer, key.head, mass=SPARSE_MASS, progress=lambda _: job.check())
     exclude = np.asarray(ex.special, dtype=bool) if key.exclude_special else np.zeros(ex.n_tokens, dtype=bool)
     P, mass, kept = sparse_attention_affinities(rows, exclude=exclude, dtype=np.float32)  # type: ignore[misc]
     label = selection_label("attention", key.layer, key.head)
