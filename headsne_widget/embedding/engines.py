@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["KL_BIG_RATIO", "MAX_STEP_NORM", "MIN_GAIN", "NumbaEngine", "TorchEngine", "make_engine"]
+__all__ = ["KL_BIG_RATIO", "MAX_STEP_NORM", "MIN_GAIN", "ArrayBuffers", "NumbaEngine", "TorchEngine", "make_engine"]
 
 #: smallest per-parameter gain (the reference implementation's and scikit-learn's)
 MIN_GAIN = 0.01
@@ -25,46 +25,21 @@ MAX_STEP_NORM = 5.0
 KL_BIG_RATIO = 1e30
 
 
-class NumbaEngine:
-    """Fused CPU kernels; buffers allocated once per run."""
+class ArrayBuffers:
+    """The numpy buffers of a CPU engine (:class:`NumbaEngine`, :class:`.sparse_engine.SparseEngine`), allocated
+    once per run: embeddings Y (runs, 2, n), forces, steps and gains, Z per run; and the engine methods that
+    only read or reset them."""
 
-    def __init__(self, P: np.ndarray, Y0: np.ndarray, one: float = 1.0):
-        from . import kernels, kl_kernels
+    def __init__(self, Y0: np.ndarray):
+        from . import kernels
 
-        runs, _, n = Y0.shape
-        pooled = runs * n * n >= kernels.POOL_MIN_PAIRS
-        # pooled: each pass a kernel of its own, the forces in shares; serial: every pass is one compiled
-        # loop, steps_serial, reported steps included (the same machine code whether a step reports or not)
-        self._forces = kernels.forces
         self._update = kernels.update
-        self._sum_rows = kernels._sum_rows
-        self._steps = None if pooled else kernels.steps_serial  # no pooled twin: see steps_serial
-        self._kl_rows = kl_kernels.kl_rows if pooled else kl_kernels.kl_rows_serial
-        dtype = Y0.dtype
-        self.P = np.ascontiguousarray(P, dtype=dtype)
         self.Y = Y0.copy()
-        self.one = dtype.type(one)  # the 1 of 1 / (1 + d^2); see _one_embedding
         self.attraction = np.empty_like(self.Y)
         self.repulsion = np.empty_like(self.Y)
         self.step = np.zeros_like(self.Y)
         self.gains = np.ones_like(self.Y)
-        self.z = np.empty(self.Y.shape[::2], dtype=dtype)
-        self.kl_rows = np.empty_like(self.z)
         self.Z = np.empty(self.Y.shape[0], dtype=np.float64)
-
-    def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
-        """Compute attraction/repulsion/Z at the current Y; return the exact KL(P || Q) per run if asked."""
-        dt = self.Y.dtype.type
-        if self._steps is None:
-            self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
-            self._sum_rows(self.z, self.Z)
-        else:
-            self._serial(0, 1, dt(exaggeration), 0.0, 0.0)  # half-step 0: forces and Z
-        if not want_kl:
-            return None
-        inv_z = (1.0 / self.Z).astype(self.Y.dtype)
-        self._kl_rows(self.P, self.Y, self.one, inv_z, dt(KL_BIG_RATIO), self.kl_rows)
-        return self.kl_rows.sum(axis=1, dtype=np.float64)
 
     def normalisers(self) -> np.ndarray:
         """Z per run from the last force pass (float64)."""
@@ -83,12 +58,56 @@ class NumbaEngine:
         self.step.fill(0.0)
 
     def update(self, momentum: float, learning_rate: float) -> None:
-        if self._steps is not None:
-            self._serial(1, 2, self.one, momentum, learning_rate)  # half-step 1: the update
-            return
+        """One step of the optimiser (:func:`.kernels.update`) from the forces of the last pass."""
         self._update(
             self.Y, self.attraction, self.repulsion, self.Z, self.gains, self.step, momentum, learning_rate, MIN_GAIN
         )
+
+    def embeddings(self) -> np.ndarray:
+        """(runs, 2, n) view of the current embeddings (copy before handing out)."""
+        return self.Y
+
+
+class NumbaEngine(ArrayBuffers):
+    """Fused CPU kernels; buffers allocated once per run."""
+
+    def __init__(self, P: np.ndarray, Y0: np.ndarray, one: float = 1.0):
+        from . import kernels, kl_kernels
+
+        runs, _, n = Y0.shape
+        pooled = runs * n * n >= kernels.POOL_MIN_PAIRS
+        # pooled: each pass a kernel of its own, the forces in shares; serial: every pass is one compiled
+        # loop, steps_serial, reported steps included (the same machine code whether a step reports or not)
+        self._forces = kernels.forces
+        self._sum_rows = kernels._sum_rows
+        self._steps = None if pooled else kernels.steps_serial  # no pooled twin: see steps_serial
+        self._kl_rows = kl_kernels.kl_rows if pooled else kl_kernels.kl_rows_serial
+        dtype = Y0.dtype
+        super().__init__(Y0)
+        self.P = np.ascontiguousarray(P, dtype=dtype)
+        self.one = dtype.type(one)  # the 1 of 1 / (1 + d^2); see _one_embedding
+        self.z = np.empty(self.Y.shape[::2], dtype=dtype)
+        self.kl_rows = np.empty_like(self.z)
+
+    def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
+        """Compute attraction/repulsion/Z at the current Y; return the exact KL(P || Q) per run if asked."""
+        dt = self.Y.dtype.type
+        if self._steps is None:
+            self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
+            self._sum_rows(self.z, self.Z)
+        else:
+            self._serial(0, 1, dt(exaggeration), 0.0, 0.0)  # half-step 0: forces and Z
+        if not want_kl:
+            return None
+        inv_z = (1.0 / self.Z).astype(self.Y.dtype)
+        self._kl_rows(self.P, self.Y, self.one, inv_z, dt(KL_BIG_RATIO), self.kl_rows)
+        return self.kl_rows.sum(axis=1, dtype=np.float64)
+
+    def update(self, momentum: float, learning_rate: float) -> None:
+        if self._steps is not None:
+            self._serial(1, 2, self.one, momentum, learning_rate)  # half-step 1: the update
+            return
+        super().update(momentum, learning_rate)
 
     def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
         """``count`` iterations of forces + update (no KL): one compiled call below ``kernels.POOL_MIN_PAIRS``,
@@ -120,10 +139,6 @@ class NumbaEngine:
             start,
             stop,
         )
-
-    def embeddings(self) -> np.ndarray:
-        """(runs, 2, n) view of the current embeddings (copy before handing out)."""
-        return self.Y
 
 
 class TorchEngine:

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from .._parallel import each
 from ..affinity.sparse import SparseAffinities, check_sparse_affinities
 from . import interpolation_kernels as ik
-from .engines import MIN_GAIN
+from .engines import ArrayBuffers
 from .interpolation import Repulsion
 from .options import check_embedding, check_restarts, initial_embeddings, resolve_learning_rate
 from .schedule import Report, check_schedule, run
@@ -58,26 +58,17 @@ def _in_ranges(edges: np.ndarray, part: Callable[[int, int], object]) -> None:
     each(len(edges) - 1, lambda k: part(int(edges[k]), int(edges[k + 1])))
 
 
-class SparseEngine:
+class SparseEngine(ArrayBuffers):
     """The operations of :class:`.engines.NumbaEngine` for a sparse P: forces (with the KL if asked), update,
     plain steps; one run's buffers allocated once."""
 
     def __init__(self, S: SparseAffinities, Y0: np.ndarray, **grid: Any):
-        from . import kernels
-
-        self._update = kernels.update  # the exact engine's update: the same optimiser, bit for bit
         runs, _, n = Y0.shape
-        dtype = Y0.dtype
+        super().__init__(Y0)  # with the exact engine's update: the same optimiser, bit for bit
         self.S = S
-        self.data = S.data.astype(dtype, copy=False)
-        self.Y = Y0.copy()
-        self.attraction = np.empty_like(self.Y)
-        self.repulsion = np.empty_like(self.Y)
-        self.step = np.zeros_like(self.Y)
-        self.gains = np.ones_like(self.Y)
+        self.data = S.data.astype(Y0.dtype, copy=False)
         self.z = np.empty((runs, n))
         self.kl_rows = np.empty((runs, n))
-        self.Z = np.empty(runs, dtype=np.float64)
         self.grids = [Repulsion(n, **grid) for _ in range(runs)]
         # ranges of rows with equal non-zeros (a row of a token every query attends to can hold n of them)
         self._rows = _edges(S.indptr + np.arange(n + 1), SHARES)
@@ -100,31 +91,10 @@ class SparseEngine:
         )
         return self.kl_rows.sum(axis=1)
 
-    def normalisers(self) -> np.ndarray:
-        return self.Z
-
-    def gradient(self) -> np.ndarray:
-        return 4.0 * (self.attraction - self.repulsion / self.Z[:, None, None].astype(self.Y.dtype))
-
-    def last_steps(self) -> np.ndarray:
-        return self.step
-
-    def restart_optimizer(self) -> None:
-        self.gains.fill(1.0)
-        self.step.fill(0.0)
-
-    def update(self, momentum: float, learning_rate: float) -> None:
-        self._update(
-            self.Y, self.attraction, self.repulsion, self.Z, self.gains, self.step, momentum, learning_rate, MIN_GAIN
-        )
-
     def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
         for _ in range(count):
             self.forces(exaggeration, False)
             self.update(momentum, learning_rate)
-
-    def embeddings(self) -> np.ndarray:
-        return self.Y
 
 
 def _check_device(device: Any) -> None:
