@@ -89,6 +89,8 @@ def selection_affinities(
     dtype: Any = np.float64,
     out: np.ndarray | None = None,
     attention: np.ndarray | None = None,
+    sparse: bool | None = None,
+    mass: float = 0.99,
 ) -> Selection:
     """P for one selection of an :class:`~headsne_widget.extraction.Extraction`.
 
@@ -106,11 +108,23 @@ def selection_affinities(
         n x n copy and half the memory; at n = 8192 P is 256 MiB in float32).
     out : attention mode: an array of P's shape (m, m) and ``dtype`` to write P into (see
         :func:`~headsne_widget.affinities.attention_affinities`); ignored in hidden mode.
+    attention : attention mode: the head's (n, n) attention to use instead of ``ex.attention(layer, head)``.
+    sparse : None: a sparse P (``scipy.sparse``) from ``SPARSE_MIN_TOKENS`` kept tokens on, unless ``out`` is
+        given; True / False: always / never (see :mod:`.sparse_selection`).
+    mass : a sparse attention P: the share of each query row's attention kept (the result's ``mass`` says how
+        much of the head's attention P carries).
 
     Raises
     ------
     TypeError, ValueError : a bad mode, index or perplexity, or fewer than ``MIN_TOKENS`` kept tokens.
     """
+    from .sparse_selection import sparse_selection, wants_sparse  # (it imports this module's helpers)
+
+    if wants_sparse(ex, sparse, out, exclude_special, mass):
+        return sparse_selection(
+            ex, mode, layer, head, perplexity=perplexity, exclude_special=exclude_special, dtype=dtype,
+            attention=attention, mass=mass,
+        )  # fmt: skip
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
     layer = check_index(layer, ex.n_layers, "layer", "layers")
@@ -136,10 +150,3 @@ def selection_affinities(
     X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]
     P = gaussian_affinities(X, perplexity=used).astype(dtype, copy=False)
     return Selection(P, kept, label, used, note)
-
-
-# ----------------------------------------------------------------------------------------------
-# sparse P (issue 21): from SPARSE_MIN_TOKENS kept tokens on, or with sparse=True (see .sparse_selection)
-from .sparse_selection import sparse_selection  # noqa: E402  (it reuses the helpers above)
-
-selection_affinities = sparse_selection(selection_affinities)

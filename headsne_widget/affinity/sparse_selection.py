@@ -1,5 +1,5 @@
-"""``selection_affinities`` with sparse P for long texts (issue 21): wraps the dense one (the last lines of
-:mod:`.selection` apply it), so that every caller gets the same P for a selection.
+"""The sparse P of ``selection_affinities`` for long texts (issue 21): the function calls :func:`sparse_selection`
+when :func:`wants_sparse` says so, so that every caller gets the same P for a selection.
 
 A P is sparse (a ``scipy.sparse.csr_matrix``, see :mod:`.sparse`) from :data:`.sparse.SPARSE_MIN_TOKENS` kept
 tokens on, or whenever ``sparse=True``; ``sparse=False`` keeps it dense at any length, and so does a call with
@@ -11,8 +11,6 @@ Hidden mode gives the k-nearest-neighbour Gaussian P (k = 3 x perplexity, as ope
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +25,7 @@ from .sparse import (
     sparse_attention_affinities,
 )
 
-__all__ = ["SparseSelection", "sparse_selection"]
+__all__ = ["SparseSelection", "sparse_selection", "wants_sparse"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,56 +36,50 @@ class SparseSelection(Selection):
     mass: float | None = None
 
 
-def sparse_selection(dense: Callable[..., Selection]) -> Callable[..., Selection]:
-    """``selection_affinities`` that gives a sparse P from :data:`SPARSE_MIN_TOKENS` kept tokens on (see the
-    module doc) and calls ``dense`` otherwise."""
+def wants_sparse(ex: Any, sparse: bool | None, out: np.ndarray | None, exclude_special: bool, mass: Any) -> bool:
+    """Whether ``selection_affinities`` gives a sparse P (see the module doc); the sparse options checked."""
+    check_mass(mass)
+    if sparse not in (None, True, False):
+        raise TypeError(f"sparse must be None (by length), True or False, got {sparse!r}")
+    if sparse and out is not None:
+        raise ValueError("out= receives a dense P; it cannot be combined with sparse=True")
+    if sparse is not None or out is not None:
+        return bool(sparse)
+    m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if exclude_special else 0)
+    return m >= SPARSE_MIN_TOKENS
 
-    @functools.wraps(dense)
-    def selection_affinities(
-        ex: Any,
-        mode: str = "attention",
-        layer: int = 0,
-        head: int = 0,
-        *,
-        perplexity: float = 20.0,
-        exclude_special: bool = False,
-        dtype: Any = np.float64,
-        out: np.ndarray | None = None,
-        attention: np.ndarray | None = None,
-        sparse: bool | None = None,
-        mass: float = 0.99,
-    ) -> Selection:
-        mass = check_mass(mass)
-        if sparse not in (None, True, False):
-            raise TypeError(f"sparse must be None (by length), True or False, got {sparse!r}")
-        if sparse and out is not None:
-            raise ValueError("out= receives a dense P; it cannot be combined with sparse=True")
-        exclude = np.asarray(ex.special, dtype=bool) if exclude_special else np.zeros(ex.n_tokens, dtype=bool)
-        m = int((~exclude).sum())
-        if not (sparse or (sparse is None and out is None and m >= SPARSE_MIN_TOKENS)):
-            return dense(
-                ex, mode, layer, head, perplexity=perplexity, exclude_special=exclude_special, dtype=dtype,
-                out=out, attention=attention,
-            )  # fmt: skip
-        if mode not in ("attention", "hidden"):
-            raise ValueError(f"mode must be 'attention' or 'hidden', got {mode!r}")
-        layer = check_index(layer, ex.n_layers, "layer", "layers")
-        if mode == "attention":
-            head = check_index(head, ex.n_heads, "head", "heads per layer")
-        kept = np.flatnonzero(~exclude).astype(np.int64)
-        if len(kept) < MIN_TOKENS:
-            raise ValueError(f"only {len(kept)} tokens are kept; t-SNE needs at least {MIN_TOKENS}")
-        label = selection_label(mode, layer, head)
-        if mode == "attention":
-            if attention is None and hasattr(ex, "sparse_attention"):
-                rows = ex.sparse_attention(layer, head, mass=mass)
-            else:
-                rows = largest_entries(ex.attention(layer, head) if attention is None else attention, mass)
-            P, kept_mass, kept = sparse_attention_affinities(rows, exclude=exclude, dtype=dtype)  # type: ignore[misc]
-            return SparseSelection(P, kept, label, mass=kept_mass)
-        used, note = effective_perplexity(perplexity, len(kept))
-        X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]
-        P = knn_gaussian_affinities(X, used, dtype=dtype)
-        return SparseSelection(P, kept, label, used, note, mass=None)
 
-    return selection_affinities
+def sparse_selection(
+    ex: Any,
+    mode: str,
+    layer: int,
+    head: int,
+    *,
+    perplexity: float,
+    exclude_special: bool,
+    dtype: Any,
+    attention: np.ndarray | None,
+    mass: float,
+) -> SparseSelection:
+    """The sparse P of one selection (``selection_affinities``'s arguments, checked the same way)."""
+    if mode not in ("attention", "hidden"):
+        raise ValueError(f"mode must be 'attention' or 'hidden', got {mode!r}")
+    layer = check_index(layer, ex.n_layers, "layer", "layers")
+    if mode == "attention":
+        head = check_index(head, ex.n_heads, "head", "heads per layer")
+    exclude = np.asarray(ex.special, dtype=bool) if exclude_special else np.zeros(ex.n_tokens, dtype=bool)
+    kept = np.flatnonzero(~exclude).astype(np.int64)
+    if len(kept) < MIN_TOKENS:
+        raise ValueError(f"only {len(kept)} tokens are kept; t-SNE needs at least {MIN_TOKENS}")
+    label = selection_label(mode, layer, head)
+    if mode == "attention":
+        if attention is None and hasattr(ex, "sparse_attention"):
+            rows = ex.sparse_attention(layer, head, mass=mass)
+        else:
+            rows = largest_entries(ex.attention(layer, head) if attention is None else attention, mass)
+        P, kept_mass, kept = sparse_attention_affinities(rows, exclude=exclude, dtype=dtype)  # type: ignore[misc]
+        return SparseSelection(P, kept, label, mass=kept_mass)
+    used, note = effective_perplexity(perplexity, len(kept))
+    X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]
+    P = knn_gaussian_affinities(X, used, dtype=dtype)
+    return SparseSelection(P, kept, label, used, note, mass=None)
