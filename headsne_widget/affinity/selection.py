@@ -78,6 +78,23 @@ def selection_label(mode: str, layer: int, head: int) -> str:
     return f"hidden states of layer {layer}" if mode == "hidden" else f"layer {layer} head {head}"
 
 
+def checked_selection(
+    ex: Any, mode: str, layer: int, head: int, exclude_special: bool, modes: tuple[str, ...]
+) -> tuple[int, int, np.ndarray, np.ndarray, str]:
+    """A selection's checked layer and head, the mask of excluded tokens, the kept tokens' indices and its label;
+    a ValueError for a mode not in ``modes``, a bad index or fewer than MIN_TOKENS kept tokens."""
+    if mode not in modes:
+        raise ValueError(f"mode must be one of {', '.join(map(repr, modes))}, got {mode!r}")
+    layer = check_index(layer, ex.n_layers, "layer", "layers")
+    if mode != "hidden":
+        head = check_index(head, ex.n_heads, "head", "heads per layer")
+    exclude = np.asarray(ex.special, dtype=bool) if exclude_special else np.zeros(ex.n_tokens, dtype=bool)
+    kept = np.flatnonzero(~exclude).astype(np.int64)
+    if len(kept) < MIN_TOKENS:
+        raise ValueError(f"only {len(kept)} tokens are kept; t-SNE needs at least {MIN_TOKENS}")
+    return layer, head, exclude, kept, selection_label(mode, layer, head)
+
+
 def selection_affinities(
     ex: Any,
     mode: str = "attention",
@@ -125,16 +142,7 @@ def selection_affinities(
             ex, mode, layer, head, perplexity=perplexity, exclude_special=exclude_special, dtype=dtype,
             attention=attention, mass=mass,
         )  # fmt: skip
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
-    layer = check_index(layer, ex.n_layers, "layer", "layers")
-    if mode != "hidden":
-        head = check_index(head, ex.n_heads, "head", "heads per layer")
-    exclude = np.asarray(ex.special, dtype=bool) if exclude_special else np.zeros(ex.n_tokens, dtype=bool)
-    kept = np.flatnonzero(~exclude).astype(np.int64)
-    if len(kept) < MIN_TOKENS:
-        raise ValueError(f"only {len(kept)} tokens are kept; t-SNE needs at least {MIN_TOKENS}")
-    label = selection_label(mode, layer, head)
+    layer, head, exclude, kept, label = checked_selection(ex, mode, layer, head, exclude_special, MODES)
     if mode == "attention":
         A = ex.attention(layer, head) if attention is None else attention
         if exclude.any():

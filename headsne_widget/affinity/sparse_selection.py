@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .selection import MIN_TOKENS, Selection, check_index, effective_perplexity, selection_label
+from .selection import Selection, checked_selection, effective_perplexity
 from .sparse import (
     SPARSE_MIN_TOKENS,
     check_mass,
@@ -25,7 +25,10 @@ from .sparse import (
     sparse_attention_affinities,
 )
 
-__all__ = ["SparseSelection", "sparse_selection", "wants_sparse"]
+__all__ = ["SPARSE_MODES", "SparseSelection", "sparse_selection", "wants_sparse"]
+
+#: the modes that have a sparse P (query-key stays dense: it refuses long texts)
+SPARSE_MODES = ("attention", "hidden")
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,16 +65,7 @@ def sparse_selection(
     mass: float,
 ) -> SparseSelection:
     """The sparse P of one selection (``selection_affinities``'s arguments, checked the same way)."""
-    if mode not in ("attention", "hidden"):
-        raise ValueError(f"mode must be 'attention' or 'hidden', got {mode!r}")
-    layer = check_index(layer, ex.n_layers, "layer", "layers")
-    if mode == "attention":
-        head = check_index(head, ex.n_heads, "head", "heads per layer")
-    exclude = np.asarray(ex.special, dtype=bool) if exclude_special else np.zeros(ex.n_tokens, dtype=bool)
-    kept = np.flatnonzero(~exclude).astype(np.int64)
-    if len(kept) < MIN_TOKENS:
-        raise ValueError(f"only {len(kept)} tokens are kept; t-SNE needs at least {MIN_TOKENS}")
-    label = selection_label(mode, layer, head)
+    layer, head, exclude, kept, label = checked_selection(ex, mode, layer, head, exclude_special, SPARSE_MODES)
     if mode == "attention":
         if attention is None and hasattr(ex, "sparse_attention"):
             rows = ex.sparse_attention(layer, head, mass=mass)
