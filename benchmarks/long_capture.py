@@ -2,10 +2,11 @@
 read dense (``ex.attention``: n x n float32, then its rows truncated, ``largest_entries``) against sparse
 (``ex.sparse_attention``: each row's fewest largest keys reaching ``mass``, chunk by chunk, never n x n).
 
-The model is a tiny random decoder built from a config (no download): 2 layers, 4 heads, 2 key/value heads,
-hidden 64, 65536 positions (or the longest length asked for), MiniLM's vocabulary; ``--window W`` makes it a Mistral with a sliding window of W.
-Each (length, way) runs in a fresh process, so that its peak RSS (``ru_maxrss``) is its own: the capture, then
-the head (sparse or dense) in the same process, RSS read after each. Token ids are drawn at random (seeded).
+The model is a tiny random decoder built from a config (no download): 2 layers, 4 heads, 2 key/value heads, hidden
+64, 65536 positions (or the longest length asked for), MiniLM's vocabulary; ``--window W`` makes it a Mistral with
+a sliding window of W. Each (length, way) runs in a fresh process, so that its peak RSS (``ru_maxrss``) is its own:
+the capture, then the head (sparse or dense) in the same process, RSS read after each. Token ids are drawn at
+random (seeded).
 
     python benchmarks/long_capture.py                           # 8192 16384 32768 65536, causal llama
     python benchmarks/long_capture.py --sizes 8192 --window 1024
