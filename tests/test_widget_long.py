@@ -91,6 +91,10 @@ def test_a_head_click_above_the_threshold_runs_sparse_with_no_n_by_n_array(make,
     assert w.state == "done" and kl is not None and math.isfinite(kl)
     assert w.embedding.shape == (len(kept), 2) and np.isfinite(w.embedding).all()
     assert len(c.frames()) >= 2  # frames streamed, not only the last
+    sent = c.states()
+    progress = [state["progress"] for state in sent if "progress" in state]
+    assert 1.0 in progress and progress[-1] is None  # the rows' progress, withdrawn when the run starts
+    assert any("selecting each token's keys (100%)" in state.get("status", "") for state in sent)
     S = ex.sparse_attention(1, 2, mass=SPARSE_MASS)
     assert S.nnz <= N * WINDOW
     tokens = np.random.default_rng(0).choice(N, 200, replace=False)

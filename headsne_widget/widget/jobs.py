@@ -27,11 +27,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Cancelled", "Failed", "Job", "Slot"]
+__all__ = ["Cancelled", "Failed", "Job", "Progress", "Slot"]
 
 
 class Cancelled(Exception):
     """Raised at a job's cancel point once the job is cancelled: unwinds it and releases what it holds."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a job is computing, for the status line, and the fraction done."""
+
+    what: str
+    fraction: float | None
+    replaces: str = "progress"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ..affinity.heads import default_grid_norm
 from ..affinity.selection import MIN_TOKENS
 from ..capture.extraction import Extraction, extract
 from ..capture.scores import SCORES, head_scores, statistics
-from .jobs import Job
+from .jobs import Job, Progress
 from .prefetch import PREFETCH_MIN_N, Prefetch
 from .runs import build_selection, start_warmup
 from .workspace import Workspace
@@ -37,15 +37,6 @@ class Loaded:
     """The text is captured."""
 
     ex: Extraction
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What a job is computing, for the status line, and the fraction done."""
-
-    what: str
-    fraction: float | None
-    replaces: str = "progress"
 
 
 def load_job(
@@ -130,7 +121,11 @@ def check_tokens(ex: Extraction) -> None:
         )
 
 
-def apply_progress(owner: Owner, progress: Progress) -> None:
-    """Owner side: a load's progress in the status line."""
+def apply_progress(owner: Owner, job: Job, progress: Progress) -> None:
+    """Owner side: a load's progress in the status line, or that of the current run's P before its first frame
+    (a long text's rows); a replaced run's or another job's is dropped."""
     if owner.ex is None:
         owner.widget.status, owner.widget.progress = progress.what, progress.fraction
+    elif owner.run is not None and owner.run.job is job and owner.run.kept is None and not owner.run.ended:
+        owner.widget.status = f"{owner.status('building')}: {progress.what}"
+        owner.widget.progress = progress.fraction

@@ -138,6 +138,7 @@ class Owner:
         with self.widget.hold_sync():
             self.widget.run_id += 1
             self.widget.state, self.widget.status, self.widget.best_kl = "running", self.status("building"), None
+            self.widget.progress = None
         if self.inbox.loop is not None:
             self.inbox.loop.call_soon(self.flush)
 

@@ -43,7 +43,7 @@ class RunState:
 def apply_result(owner: Owner, job: Job, result: Any) -> None:
     """Apply one job result on the owner thread."""
     if isinstance(result, Progress):
-        apply_progress(owner, result)
+        apply_progress(owner, job, result)
     elif isinstance(result, Failed):
         _failed(owner, job, result.error)
     elif isinstance(result, AtlasStarted | AtlasHead | AtlasDone):
@@ -98,7 +98,7 @@ def _started(owner: Owner, run: RunState, started: RunStarted) -> None:
             owner.widget.frame, owner.reference, owner.embedding = None, None, None
         owner.widget.kept = started.kept.tolist()
         owner.widget.query_rows = len(started.kept) // 2 if run.request.key.mode == "query-key" else 0
-        owner.widget.iteration, owner.widget.kl = 0, None
+        owner.widget.iteration, owner.widget.kl, owner.widget.progress = 0, None, None
         owner.widget.status = owner.status("starting")
         if started.partners_later:  # the new partners come after the first frame: the old ones go now
             owner.widget.edges = owner.widget.attends_to = owner.widget.attended_by = None

@@ -21,7 +21,7 @@ import numpy as np
 from ..affinity.selection import Selection, selection_affinities, selection_label
 from ..affinity.sparse import SPARSE_MIN_TOKENS, sparse_attention_affinities
 from ..affinity.sparse_selection import SparseSelection
-from .jobs import Job
+from .jobs import Job, Progress
 from .partners import partner_traits
 
 __all__ = ["SPARSE_MASS", "RowsHold", "build_sparse", "is_sparse", "sparse_partner_traits"]
@@ -77,11 +77,16 @@ def _build(job: Job, ex: Any, key: Any) -> tuple[Selection, RowsHold]:
             dtype=np.float32,
         )  # fmt: skip
         return sel, RowsHold()
-    rows = ex.sparse_attention(key.layer, key.head, mass=SPARSE_MASS, progress=lambda _: job.check())
+    rows = ex.sparse_attention(key.layer, key.head, mass=SPARSE_MASS, progress=lambda share: _rows_done(job, share))
     exclude = np.asarray(ex.special, dtype=bool) if key.exclude_special else np.zeros(ex.n_tokens, dtype=bool)
     P, mass, kept = sparse_attention_affinities(rows, exclude=exclude, dtype=np.float32)  # type: ignore[misc]
     label = selection_label("attention", key.layer, key.head)
     return SparseSelection(P, kept, label, mass=mass), RowsHold(rows)
+
+
+def _rows_done(job: Job, share: float) -> None:
+    """The rows' progress to the status line (a run's; another job's is dropped), and a cancel point."""
+    job.emit(Progress(f"selecting each token's keys ({share:.0%})", share))
 
 
 def sparse_partner_traits(ex: Any, key: Any, rows: Any, k: int, kept: np.ndarray) -> dict[str, Any]:
