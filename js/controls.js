@@ -129,7 +129,11 @@ export function createControls({ dom, store, intents, clock, recorder }) {
     const value = String(Math.max(0, index));
     if (e.timeline.max !== max) e.timeline.max = max;
     if (e.timeline.value !== value) e.timeline.value = value;
-    if (e.timeline.disabled !== count < 2) e.timeline.disabled = count < 2;
+    // aria-disabled, not disabled: a disabled element drops the keyboard focus, and the keys a user was
+    // pressing on the timeline (arrows, a, b) went to JupyterLab, moving or inserting cells, whenever a new run
+    // started; with one frame the range (max 0) cannot move anyway
+    const inert = String(count < 2);
+    if (e.timeline.getAttribute("aria-disabled") !== inert) e.timeline.setAttribute("aria-disabled", inert);
     // a running replay stays stoppable
     const off = !canReplay(count) && e.replay.getAttribute("aria-pressed") !== "true";
     if (e.replay.disabled !== off) e.replay.disabled = off;

@@ -105,6 +105,23 @@ test("while running the panel is written at most ~15 times a second, and the las
   cleanup();
 });
 
+test("the timeline is never disabled, so a new run does not drop its keyboard focus: aria-disabled below two frames", async () => {
+  const { model, cleanup, root, elapse } = mount();
+  const timeline = /** @type {HTMLInputElement} */ (root.querySelector("[data-testid=headsne-timeline]"));
+  await elapse(150);
+  assert.equal(timeline.disabled, false);
+  assert.equal(timeline.getAttribute("aria-disabled"), "true");
+  for (let i = 1; i <= 3; i++) {
+    model.emit({ frame: frame(i), iteration: i, kl: 2 - i / 10, status: `running ${i}` });
+    await elapse(16);
+  }
+  await elapse(100);
+  assert.equal(timeline.max, "2");
+  assert.equal(timeline.getAttribute("aria-disabled"), "false");
+  assert.equal(timeline.disabled, false);
+  cleanup();
+});
+
 test("pausing shows the newest status and frame at once", async () => {
   const { model, cleanup, text, elapse } = mount();
   await elapse(150); // past the window of the panel writes at mount (the mount's, then its first frame's)
