@@ -38,8 +38,9 @@ def _transpose(indptr, indices, data, n):  # pragma: no cover - compiled
 
 @njit(inline="always")
 def _merge_row(i, indptr, indices, data, t_ptr, t_idx, t_val, n, out_idx, out_val, at):  # pragma: no cover
-    """Row i of M + M^T off the diagonal, non-zero sums only, written from ``at`` (``out_idx`` None: counted
-    only); returns the position after the row."""
+    """Row i of M + M^T off the diagonal, non-zero sums only, written from ``at`` (``out_val`` empty: counted
+    only, the first of :func:`symmetric_sum`'s two passes, so that its output is allocated at its exact size);
+    returns the position after the row."""
     a, a_end, b, b_end = indptr[i], indptr[i + 1], t_ptr[i], t_ptr[i + 1]
     while a < a_end or b < b_end:
         ja = indices[a] if a < a_end else n

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..affinity.selection import Selection, selection_affinities, selection_label
-from ..affinity.sparse import SPARSE_MIN_TOKENS, sparse_attention_affinities
-from ..affinity.sparse_selection import SparseSelection
+from ..affinity.sparse import sparse_attention_affinities
+from ..affinity.sparse_selection import SPARSE_MODES, SparseSelection, wants_sparse
 from .jobs import Job, Progress
 from .partners import partner_traits
 
@@ -53,9 +53,8 @@ class RowsHold:
 
 
 def is_sparse(ex: Any, mode: str, exclude_special: bool) -> bool:
-    """Whether a run of ``mode`` takes a sparse P: attention or hidden mode on ``SPARSE_MIN_TOKENS`` kept tokens."""
-    m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if exclude_special else 0)
-    return mode in ("attention", "hidden") and m >= SPARSE_MIN_TOKENS
+    """Whether a run of ``mode`` takes a sparse P: ``selection_affinities``'s rule, for the modes that have one."""
+    return mode in SPARSE_MODES and wants_sparse(ex, None, None, exclude_special, SPARSE_MASS)
 
 
 def build_sparse(job: Job, ex: Any, key: Any) -> tuple[Selection, RowsHold]:
