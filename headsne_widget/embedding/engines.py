@@ -12,17 +12,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["KL_BIG_RATIO", "MAX_STEP_NORM", "MIN_GAIN", "ArrayBuffers", "NumbaEngine", "TorchEngine", "make_engine"]
+from .kernel_common import KL_BIG_RATIO, MAX_STEP_NORM, MIN_GAIN
 
-#: smallest per-parameter gain (the reference implementation's and scikit-learn's)
-MIN_GAIN = 0.01
-#: longest step a point takes in one iteration (openTSNE's ``max_step_norm``, default 5). With the learning rate
-#: n / early_exaggeration, points far out take steps of tens of units after the optimiser's restart at the end of
-#: exaggeration and the layout never recovers: a top-64 sparse head P at 8192 points ended at exact KL 4.641 /
-#: 4.657 (seeds 0 / 1) without the cut, 4.344 / 4.322 with it; openTSNE (which keeps its gains) 4.548.
-MAX_STEP_NORM = 5.0
-#: q / p beyond which p h(q / p) is q to float32 precision (see ``kl_kernels.kl_rows_serial``)
-KL_BIG_RATIO = 1e30
+__all__ = ["KL_BIG_RATIO", "MAX_STEP_NORM", "MIN_GAIN", "ArrayBuffers", "NumbaEngine", "TorchEngine", "make_engine"]
 
 
 class ArrayBuffers:

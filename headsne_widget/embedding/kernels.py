@@ -29,9 +29,8 @@ import numpy as np
 from numba import njit
 
 from .._parallel import in_shares
-from .engines import MAX_STEP_NORM
 from .kernel_common import FASTMATH as _FASTMATH
-from .kernel_common import SHARES, flush_denormals, restore_fp_state
+from .kernel_common import MAX_STEP_NORM, SHARES, flush_denormals, restore_fp_state
 
 #: pairs summed in the working precision before a block's sums are added up in float64
 BLOCK = 1024

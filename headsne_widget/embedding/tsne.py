@@ -199,7 +199,7 @@ def tsne(
     ----------
     P : the joint probabilities, e.g. from ``attention_affinities`` or ``gaussian_affinities``.
     n_iter : gradient steps (thesis: 1000).
-    learning_rate : a positive number, or ``"auto"`` = max(n / early_exaggeration, 5), chosen by
+    learning_rate : a positive number, or ``"auto"`` = max(n / early_exaggeration, min(5, n / 12)), chosen by
         measurement on real attention P (median KL over seeds, n = 100 to 2048; the table is in
         :func:`auto_learning_rate`): scikit-learn's max(n / 48, 50) is clearly worse at n <= 200
         and the thesis's 5 stalls from n = 800 on. ``tsne(P, **THESIS)`` gives the thesis preset
