@@ -62,11 +62,13 @@ from comm.base_comm import BaseComm
 
 from headsne_widget.affinity.affinities import attention_affinities
 from headsne_widget.capture.extraction import extract
+from headsne_widget.embedding.background import start_warmup
 from headsne_widget.embedding.tsne import check_affinities, tsne_frames
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.headsne import HeadSNE
+from headsne_widget.widget.pacing import report_every
 from headsne_widget.widget.partners import partner_traits
-from headsne_widget.widget.runs import KL_EVERY, report_every, start_warmup
+from headsne_widget.widget.runs import KL_EVERY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

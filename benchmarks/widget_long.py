@@ -87,7 +87,7 @@ def child(path: str, n: int, args: argparse.Namespace) -> None:
     import numpy as np
 
     from headsne_widget.capture.extraction import extract_token_ids, load_model
-    from headsne_widget.widget.runs import start_warmup
+    from headsne_widget.embedding.background import start_warmup
 
     start_warmup().join()
     loaded = load_model(path, device="cpu")

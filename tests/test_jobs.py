@@ -19,24 +19,14 @@ import pytest
 from recording_comm import wait_until
 
 import headsne_widget
+from headsne_widget.embedding.background import start_warmup
 from headsne_widget.embedding.tsne import tsne
 from headsne_widget.widget.inbox import Inbox, OwnerThreadError
 from headsne_widget.widget.jobs import Cancelled, Failed, Job, Slot
-from headsne_widget.widget.runs import (
-    FRAME_MARGIN,
-    MAX_FPS,
-    Pace,
-    RunFrame,
-    RunRecord,
-    RunRequest,
-    RunStarted,
-    SelectionKey,
-    frame_due,
-    report_every,
-    run_job,
-    run_options,
-    start_warmup,
-)
+from headsne_widget.widget.pacing import FRAME_MARGIN, MAX_FPS, Pace, RunRecord, frame_due, report_every
+from headsne_widget.widget.run_messages import RunFrame, RunRequest, RunStarted
+from headsne_widget.widget.runs import run_job, run_options
+from headsne_widget.widget.selections import SelectionKey
 from headsne_widget.widget.workspace import Workspace, WorkspaceFullError
 
 

@@ -3,7 +3,7 @@
 Below ``SPARSE_MIN_TOKENS`` (4096) kept tokens every n x n array a widget makes is leased from its workspace
 (headsne_widget/widget/workspace.py: ``SLOTS`` arrays of 4 n^2 bytes at most: 427 MiB at 4000 tokens), beside
 the extraction's cache of whole heads (capture/sources.py: ``DENSE_BUDGET_BYTES``, 512 MiB, evicted beyond); from
-there on the runs take a sparse P and lease none (widget/sparse_runs.py), so the same bound holds with room to
+there on the runs take a sparse P and lease none (widget/selections.py), so the same bound holds with room to
 spare. A scripted session of hovers (the P of the row the pointer rests on, built ahead), clicks that take it
 or build their own, the atlas started and stopped, and close, must never hold more; measured with tracemalloc
 (numpy's allocations are traced), and after close nothing is left. (16384 tokens, sparse on this causal
@@ -23,8 +23,8 @@ from recording_comm import wait_until
 
 from headsne_widget.capture.extraction import extract
 from headsne_widget.capture.sources import DENSE_BUDGET_BYTES
+from headsne_widget.embedding.background import start_warmup
 from headsne_widget.texts import TSNE_ABSTRACT
-from headsne_widget.widget.runs import start_warmup
 from headsne_widget.widget.workspace import SLOTS
 
 MIB = 2**20

@@ -13,12 +13,12 @@ from recording_comm import wait_until
 
 from headsne_widget.affinity.selection import selection_affinities
 from headsne_widget.capture.extraction import extract
+from headsne_widget.embedding.background import start_warmup
 from headsne_widget.embedding.tsne import kl_divergence
 from headsne_widget.texts import TSNE_ABSTRACT
-from headsne_widget.widget import runs
+from headsne_widget.widget import selections
 from headsne_widget.widget.jobs import Slot
 from headsne_widget.widget.prefetch import PREFETCH_MIN_N, Prefetch
-from headsne_widget.widget.runs import start_warmup
 from headsne_widget.widget.workspace import Workspace
 
 
@@ -114,13 +114,13 @@ def long_ex(long_llama_dir):
 def count_builds(monkeypatch) -> list[tuple]:
     """(mode, layer, head) of every P built from here on."""
     built: list[tuple] = []
-    real = runs.selection_affinities
+    real = selections.build_p
 
-    def counted(ex, mode="attention", layer=0, head=0, **kwargs):
-        built.append((mode, layer, head))
-        return real(ex, mode, layer, head, **kwargs)
+    def counted(ex, spec, **kwargs):
+        built.append((spec.source.name, spec.layer, spec.head))
+        return real(ex, spec, **kwargs)
 
-    monkeypatch.setattr(runs, "selection_affinities", counted)
+    monkeypatch.setattr(selections, "build_p", counted)
     return built
 
 

@@ -10,9 +10,9 @@ from recording_comm import wait_until
 from headsne_widget.affinity.affinities import query_key_affinities
 from headsne_widget.affinity.selection import selection_affinities
 from headsne_widget.capture.extraction import Extraction, extract
+from headsne_widget.embedding.background import start_warmup
 from headsne_widget.embedding.tsne import kl_divergence
 from headsne_widget.texts import TSNE_ABSTRACT
-from headsne_widget.widget.runs import start_warmup
 from headsne_widget.widget.serialization import array_from_wire
 
 SHORT_TEXT = TSNE_ABSTRACT[:260]

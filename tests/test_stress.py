@@ -21,10 +21,10 @@ from recording_comm import wait_until
 
 from headsne_widget.affinity.selection import selection_affinities
 from headsne_widget.capture.extraction import Extraction, extract
+from headsne_widget.embedding.background import start_warmup
 from headsne_widget.embedding.tsne import kl_divergence
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget import atlas as atlas_module
-from headsne_widget.widget.runs import start_warmup
 
 SLOT_THREADS = {f"headsne-{name}" for name in ("load", "run", "prefetch", "partners", "atlas")}
 

@@ -12,10 +12,10 @@ from headsne_widget import head_scores
 from headsne_widget.affinity.heads import FEATURE_BLOCKS, head_features, head_similarity, related_heads
 from headsne_widget.capture.extraction import Extraction, extract
 from headsne_widget.capture.scores import SCORES, statistics
+from headsne_widget.embedding.background import start_warmup
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.head_map import head_map
 from headsne_widget.widget.owner import RELATED_K
-from headsne_widget.widget.runs import start_warmup
 from headsne_widget.widget.serialization import array_from_wire
 
 SHORT_TEXT = TSNE_ABSTRACT[:260]

@@ -28,12 +28,13 @@ from headsne_widget.affinity.affinities import attention_affinities, gaussian_af
 from headsne_widget.capture.extraction import Extraction, extract
 from headsne_widget.capture.maximum_attention import max_attention
 from headsne_widget.embedding.alignment import align, align_rows
+from headsne_widget.embedding.background import start_warmup
 from headsne_widget.embedding.tsne import kl_divergence
 from headsne_widget.errors import DegenerateAffinitiesError
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.headsne import HeadSNE
 from headsne_widget.widget.partners import head_partners, top_edges
-from headsne_widget.widget.runs import KL_EVERY, start_warmup
+from headsne_widget.widget.runs import KL_EVERY
 from headsne_widget.widget.serialization import array_from_wire
 
 SHORT_TEXT = TSNE_ABSTRACT[:260]  # about 50 word pieces: fast runs, long enough for t-SNE
@@ -399,18 +400,18 @@ def test_long_texts_publish_partners_after_the_first_frame(make, ex, monkeypatch
 def test_wait_waits_for_the_run_of_the_current_settings(make, ex, monkeypatch):
     """``wait()`` after a change waits for the run of the new settings (its P slow to build), never returns
     the previous run's KL."""
-    from headsne_widget.widget import runs
+    from headsne_widget.widget import selections
 
     w, c = make(ex, n_iter=30, speed=0.0)
     w.wait(10)
     before = w.embedding
-    original = runs.selection_affinities
+    original = selections.build_p
 
     def slow(*args, **kwargs):
         time.sleep(0.3)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(runs, "selection_affinities", slow)
+    monkeypatch.setattr(selections, "build_p", slow)
     w.seed = 7  # restarts the finished run
     kl = w.wait(10)
     assert w.state == "done" and w.iteration == 30

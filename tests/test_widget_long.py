@@ -20,10 +20,10 @@ from recording_comm import wait_until
 
 from headsne_widget.affinity.sparse import SPARSE_MIN_TOKENS
 from headsne_widget.capture.extraction import extract
+from headsne_widget.embedding.background import start_warmup
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.partners import hidden_neighbours
-from headsne_widget.widget.runs import start_warmup
-from headsne_widget.widget.sparse_runs import SPARSE_MASS
+from headsne_widget.widget.selections import SPARSE_MASS
 
 N = SPARSE_MIN_TOKENS + 104
 WINDOW = 64

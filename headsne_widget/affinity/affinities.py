@@ -9,13 +9,22 @@ them, the binary search over the precisions ``beta_i = 1 / (2 sigma_i^2)`` run f
 
 from __future__ import annotations
 
+from typing import Any, cast, overload
+
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike, DTypeLike
 
 from .._checks import real_array
 from ..errors import DegenerateAffinitiesError
 
-__all__ = ["attention_affinities", "binary_search_perplexity", "gaussian_affinities", "query_key_affinities"]
+__all__ = [
+    "attention_P",
+    "attention_affinities",
+    "binary_search_perplexity",
+    "gaussian_affinities",
+    "query_key_affinities",
+]
 
 MACHINE_EPSILON = np.finfo(np.double).eps
 # Same stopping rule and step budget as scikit-learn's _utils._binary_search_perplexity.
@@ -24,9 +33,17 @@ N_STEPS = 100
 EPSILON_DBL = 1e-8
 
 
+@overload
 def attention_affinities(
-    A: ArrayLike, *, exclude: ArrayLike | None = None, dtype: DTypeLike = np.float64, out: np.ndarray | None = None
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    A: Any, *, exclude: None = None, dtype: DTypeLike = np.float64, out: np.ndarray | None = None
+) -> Any: ...
+@overload
+def attention_affinities(
+    A: Any, *, exclude: ArrayLike, dtype: DTypeLike = np.float64, out: np.ndarray | None = None
+) -> tuple[Any, np.ndarray]: ...
+def attention_affinities(
+    A: Any, *, exclude: ArrayLike | None = None, dtype: DTypeLike = np.float64, out: np.ndarray | None = None
+) -> Any:
     """P of one attention head: ``p_ij = (A_ij + A_ji) / sum_{m != n} (A_mn + A_nm)``, ``p_ii = 0``.
 
     ``A`` is an (n, n) attention matrix (``A[i, j]``: how much query i attends to key j). With ``exclude``,
@@ -42,15 +59,36 @@ def attention_affinities(
 
     ``out``, a C-contiguous array of P's shape and dtype, receives P instead of a new array (the widget
     reuses the P of a finished run: a fresh 256 MiB array costs 30 ms to 1 s of page faults).
+
+    A ``scipy.sparse`` A (a head's kept entries: ``Extraction.sparse_attention``) gives a sparse P
+    (:func:`~.sparse.sparse_attention_affinities`, its entries as they are); ``out`` is then refused.
     """
+    if sp.issparse(A):
+        if out is not None:
+            raise ValueError("out= receives a dense P; a sparse A gives a sparse P")
+        from .sparse import sparse_attention_affinities
+
+        mask = np.zeros(A.shape[0], dtype=bool) if exclude is None else exclude
+        built = cast("tuple[Any, float, np.ndarray]", sparse_attention_affinities(A, exclude=mask, dtype=dtype))
+        P_sparse, kept_sparse = built[0], built[2]
+        return P_sparse if exclude is None else (P_sparse, kept_sparse)
+    P, kept = attention_P(A, exclude=exclude, dtype=dtype, out=out)
+    return P if exclude is None else (P, kept)
+
+
+def attention_P(
+    A: ArrayLike, *, exclude: ArrayLike | None = None, dtype: DTypeLike = np.float64, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`attention_affinities` of a dense A, always as ``(P, kept)`` (the P sources' call); an ``exclude``
+    that drops nothing costs no copy of A."""
     out_dtype = np.dtype(dtype)
     if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"dtype must be float32 or float64, got {out_dtype}")
-    captured = _captured_head(A) if exclude is None else None
+    captured = _captured_head(A) if exclude is None or not np.any(exclude) else None
     M, total = captured if captured is not None else (_check_attention(A), None)
     kept = np.arange(M.shape[0], dtype=np.int64)
-    if exclude is not None:
-        kept = np.flatnonzero(~_check_mask(exclude, M.shape[0])).astype(np.int64)
+    if exclude is not None and (mask := _check_mask(exclude, M.shape[0])).any():
+        kept = np.flatnonzero(~mask).astype(np.int64)
         M = M[np.ix_(kept, kept)]
     if M.shape[0] < 2:
         raise DegenerateAffinitiesError(
@@ -79,9 +117,17 @@ def attention_affinities(
     else:
         P = out
     symmetrise(M, total, P)  # one pass in mirrored tiles, exactly symmetric
-    return (P, kept) if exclude is not None else P
+    return P, kept
 
 
+@overload
+def query_key_affinities(
+    A: ArrayLike, *, exclude: None = None, dtype: DTypeLike = np.float64, out: np.ndarray | None = None
+) -> np.ndarray: ...
+@overload
+def query_key_affinities(
+    A: ArrayLike, *, exclude: ArrayLike, dtype: DTypeLike = np.float64, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]: ...
 def query_key_affinities(
     A: ArrayLike, *, exclude: ArrayLike | None = None, dtype: DTypeLike = np.float64, out: np.ndarray | None = None
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -128,7 +174,7 @@ def query_key_affinities(
     P[m:, m:] = 0.0
     np.multiply(M, scale, out=P[:m, m:], casting="unsafe")
     P[m:, :m] = P[:m, m:].T  # the same rounded entries: exactly symmetric
-    return (P, kept) if exclude is not None else P
+    return (P, kept) if exclude is not None else P  # (the overloads give each call its one return type)
 
 
 def _captured_head(A: object) -> tuple[np.ndarray, float] | None:
@@ -287,10 +333,3 @@ def _check_perplexity(perplexity: float, n: int) -> float:
     if perplexity >= n:
         raise ValueError(f"perplexity ({perplexity:g}) must be less than the number of points ({n})")
     return perplexity
-
-
-# ----------------------------------------------------------------------------------------------
-# sparse A (issue 21): a scipy.sparse head (its kept entries) gives a sparse P (see .sparse)
-from .sparse import sparse_attention_dispatch  # noqa: E402
-
-attention_affinities = sparse_attention_dispatch(attention_affinities)

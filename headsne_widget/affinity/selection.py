@@ -1,32 +1,31 @@
-"""From a selection to affinities: the one place where (extraction, mode, layer, head, perplexity,
-exclude_special) becomes P, the tokens it covers and a label.
+"""From a selection to affinities: the public boundary where (extraction, mode, layer, head, perplexity,
+exclude_special, mass) is checked once and becomes P, the tokens it covers and a label.
 
-The widget, the analyses, the corpus study and the export all call :func:`selection_affinities`, so a
-head means the same P everywhere.
+The widget, the analyses, the corpus study and the export build every P with the same builder
+(:func:`~.builder.build_p`), so a head means the same P everywhere; :func:`selection_affinities` is its
+function API. The modes are the sources of :mod:`.sources` (``"attention"``, ``"hidden"``, ``"query-key"``, ...).
 
-Perplexity policy (hidden mode), one for every caller: a perplexity above ``(m - 1) / 3`` for ``m`` kept
-tokens cannot be calibrated (each Gaussian would need more effective neighbours than a third of the
-points), so it is lowered to ``(m - 1) / 3``, as openTSNE does. The value used is returned as
-``Selection.perplexity`` and explained in ``Selection.note``; callers show the note (widget status) or
+Perplexity policy (the sources of points, e.g. hidden mode), one for every caller: a perplexity above
+``(m - 1) / 3`` for ``m`` kept tokens cannot be calibrated (each Gaussian would need more effective neighbours
+than a third of the points), so it is lowered to ``(m - 1) / 3``, as openTSNE does. The value used is returned
+as ``Selection.perplexity`` and explained in ``Selection.note``; callers show the note (widget status) or
 record the value (analyses rows) and warn. A perplexity that is not a finite number > 0 is an error.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .affinities import attention_affinities, gaussian_affinities, query_key_affinities
+from .._checks import check_index
+from .spec import DEFAULT_MASS, MIN_TOKENS
 
-__all__ = ["MIN_TOKENS", "MODES", "Selection", "check_index", "effective_perplexity", "selection_affinities"]
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
-#: the least number of tokens t-SNE can place
-MIN_TOKENS = 4
-#: where P comes from: one attention head, a head's queries and keys together, or a layer's output hidden states
-MODES = ("attention", "hidden", "query-key")
+__all__ = ["MIN_TOKENS", "Selection", "check_index", "selection_affinities", "selection_label"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,64 +34,60 @@ class Selection:
 
     Attributes
     ----------
-    P : float64 or float32 (m, m) (the ``dtype`` asked for), symmetric, zero diagonal, sums to 1.
-    kept : int64 (m,), the token index of each row of P.
+    P : float64 or float32 (m, m) array (the ``dtype`` asked for), or a ``scipy.sparse.csr_matrix`` (long texts);
+        symmetric, zero diagonal, sums to 1.
+    kept : int64 (m,), the token index of each row of P (query-key mode: the kept tokens twice).
     label : "layer 2 head 5" or "hidden states of layer 2".
-    perplexity : the perplexity used (hidden mode), else None.
+    perplexity : the perplexity used (the modes of points, e.g. hidden), else None.
     note : "" or why the perplexity was lowered.
+    mass : a sparse head P: the share of the head's weights its entries carry; else None.
+    rows : a sparse head P: the head's kept rows it was built from (the widget's hover lines); else None.
     """
 
-    P: np.ndarray
+    P: np.ndarray | csr_matrix
     kept: np.ndarray
     label: str
     perplexity: float | None = None
     note: str = ""
-
-
-def check_index(value: Any, count: int, name: str, unit: str) -> int:
-    """A 0-based index in ``[0, count)``; a bool or a non-integer is refused (``True`` is not layer 1)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if not 0 <= value < count:
-        raise ValueError(f"{name} {value} is out of range: the model has {count} {unit} (0 to {count - 1})")
-    return int(value)
-
-
-def effective_perplexity(perplexity: Any, m: int) -> tuple[float, str]:
-    """The perplexity used for ``m`` points, and a note when it had to be lowered (see the module doc)."""
-    if isinstance(perplexity, bool) or not isinstance(perplexity, (int, float, np.integer, np.floating)):
-        raise TypeError(f"perplexity must be a number, got {type(perplexity).__name__}")
-    value = float(perplexity)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"perplexity must be a finite number > 0, got {perplexity!r}")
-    limit = (m - 1) / 3
-    if value > limit:
-        return limit, f"perplexity {value:g} is too large for {m} tokens: using {limit:.3g}"
-    return value, ""
+    mass: float | None = None
+    rows: Any = None
 
 
 def selection_label(mode: str, layer: int, head: int) -> str:
     """How a selection is named in status lines, titles and tables."""
-    if mode == "query-key":
-        return f"queries and keys of layer {layer} head {head}"
-    return f"hidden states of layer {layer}" if mode == "hidden" else f"layer {layer} head {head}"
+    from .sources import source
+
+    return source(mode).label(layer, head)
 
 
-def checked_selection(
-    ex: Any, mode: str, layer: int, head: int, exclude_special: bool, modes: tuple[str, ...]
-) -> tuple[int, int, np.ndarray, np.ndarray, str]:
-    """A selection's checked layer and head, the mask of excluded tokens, the kept tokens' indices and its label;
-    a ValueError for a mode not in ``modes``, a bad index or fewer than MIN_TOKENS kept tokens."""
-    if mode not in modes:
-        raise ValueError(f"mode must be one of {', '.join(map(repr, modes))}, got {mode!r}")
-    layer = check_index(layer, ex.n_layers, "layer", "layers")
-    if mode != "hidden":
-        head = check_index(head, ex.n_heads, "head", "heads per layer")
-    exclude = np.asarray(ex.special, dtype=bool) if exclude_special else np.zeros(ex.n_tokens, dtype=bool)
-    kept = np.flatnonzero(~exclude).astype(np.int64)
-    if len(kept) < MIN_TOKENS:
-        raise ValueError(f"only {len(kept)} tokens are kept; t-SNE needs at least {MIN_TOKENS}")
-    return layer, head, exclude, kept, selection_label(mode, layer, head)
+def _check_dtype(dtype: Any) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be float32 or float64, got {dt}")
+    return dt
+
+
+def _check_sparse(sparse: Any, out: np.ndarray | None) -> bool | None:
+    if sparse is not None and not isinstance(sparse, (bool, np.bool_)):
+        raise TypeError(f"sparse must be None (by length), True or False, got {sparse!r}")
+    if sparse and out is not None:
+        raise ValueError("out= receives a dense P; it cannot be combined with sparse=True")
+    return False if out is not None else (None if sparse is None else bool(sparse))
+
+
+def _check_matrix(ex: Any, mode: str, attention: Any) -> np.ndarray | None:
+    """``attention=``: the head's (n, n) matrix in place of the extraction's, for the modes built from one."""
+    from .sources import HeadMatrixSource, source
+
+    if attention is None:
+        return None
+    if not isinstance(source(mode), HeadMatrixSource):
+        raise ValueError(f"attention= is a head's (n, n) matrix; {mode} mode is not built from one")
+    A = np.asarray(attention)
+    n = ex.n_tokens
+    if A.shape != (n, n):
+        raise ValueError(f"attention must be the head's ({n}, {n}) matrix for this {n}-token text, got {A.shape}")
+    return A
 
 
 def selection_affinities(
@@ -107,54 +102,40 @@ def selection_affinities(
     out: np.ndarray | None = None,
     attention: np.ndarray | None = None,
     sparse: bool | None = None,
-    mass: float = 0.99,
+    mass: float = DEFAULT_MASS,
 ) -> Selection:
     """P for one selection of an :class:`~headsne_widget.extraction.Extraction`.
 
     Parameters
     ----------
     ex : the extraction (tokens, per-head attention, layer outputs).
-    mode : ``"attention"``: P = (A + A^T) of head ``head`` of layer ``layer``, zero diagonal, normalised
-        (thesis Def. 3.1); ``"hidden"``: perplexity-calibrated Gaussians on layer ``layer``'s output
-        hidden states (``ex.layer_output(layer)``); ``head`` is ignored; ``"query-key"``: the bipartite P of the
-        head's queries and keys (:func:`~headsne_widget.affinity.affinities.query_key_affinities`), (2m, 2m),
+    mode : a source of :mod:`.sources`: ``"attention"``: P = (A + A^T) of head ``head`` of layer ``layer``, zero
+        diagonal, normalised (thesis Def. 3.1); ``"hidden"``: perplexity-calibrated Gaussians on layer
+        ``layer``'s output hidden states (``ex.layer_output(layer)``); ``head`` is ignored; ``"query-key"``: the
+        bipartite P of the head's queries and keys (:func:`~.affinities.query_key_affinities`), (2m, 2m),
         ``kept`` listing the kept tokens twice (queries, then keys).
-    perplexity : hidden mode only; lowered to ``(m - 1) / 3`` when too large (see the module doc).
+    perplexity : the modes of points (hidden); lowered to ``(m - 1) / 3`` when too large (see the module doc).
     exclude_special : drop special tokens ([CLS], [SEP], ...) from P.
     dtype : P's dtype, float64 or float32 (what t-SNE runs on: the widget asks for it, which saves an
         n x n copy and half the memory; at n = 8192 P is 256 MiB in float32).
-    out : attention mode: an array of P's shape (m, m) and ``dtype`` to write P into (see
-        :func:`~headsne_widget.affinities.attention_affinities`); ignored in hidden mode.
-    attention : attention mode: the head's (n, n) attention to use instead of ``ex.attention(layer, head)``.
+    out : an array of P's shape (m, m) and ``dtype`` to write P into (a dense P).
+    attention : the head modes: the head's (n, n) matrix to use instead of ``ex.attention(layer, head)``.
     sparse : None: a sparse P (``scipy.sparse``) from ``SPARSE_MIN_TOKENS`` kept tokens on, unless ``out`` is
-        given; True / False: always / never (see :mod:`.sparse_selection`).
-    mass : a sparse attention P: the share of each query row's attention kept (the result's ``mass`` says how
-        much of the head's attention P carries).
+        given; True / False: always / never.
+    mass : a sparse head P: the share of each query row's weights kept (the result's ``mass`` says how much of
+        the head's weights P carries).
 
     Raises
     ------
-    TypeError, ValueError : a bad mode, index or perplexity, or fewer than ``MIN_TOKENS`` kept tokens.
+    TypeError, ValueError : a bad mode, index, perplexity or mass, or fewer than ``MIN_TOKENS`` kept tokens.
     """
-    from .sparse_selection import sparse_selection, wants_sparse  # (it imports this module's helpers)
+    from .builder import build_p, wants_sparse
+    from .spec import checked_spec
 
-    if wants_sparse(ex, sparse, out, exclude_special, mass):
-        return sparse_selection(
-            ex, mode, layer, head, perplexity=perplexity, exclude_special=exclude_special, dtype=dtype,
-            attention=attention, mass=mass,
-        )  # fmt: skip
-    layer, head, exclude, kept, label = checked_selection(ex, mode, layer, head, exclude_special, MODES)
-    if mode == "attention":
-        A = ex.attention(layer, head) if attention is None else attention
-        if exclude.any():
-            P = attention_affinities(A, exclude=exclude, dtype=dtype, out=out)[0]
-        else:
-            P = attention_affinities(A, dtype=dtype, out=out)
-        return Selection(cast(np.ndarray, P), kept, label)
-    if mode == "query-key":
-        A = ex.attention(layer, head) if attention is None else attention
-        P = query_key_affinities(A, exclude=exclude, dtype=dtype, out=out)[0]
-        return Selection(cast(np.ndarray, P), np.concatenate([kept, kept]), label)
-    used, note = effective_perplexity(perplexity, len(kept))
-    X = np.asarray(ex.layer_output(layer), dtype=np.float64)[kept]
-    P = gaussian_affinities(X, perplexity=used).astype(dtype, copy=False)
-    return Selection(P, kept, label, used, note)
+    spec = checked_spec(
+        ex, mode, layer, head, exclude_special=exclude_special, perplexity=perplexity, mass=mass
+    )  # fmt: skip
+    dt, asked = _check_dtype(dtype), _check_sparse(sparse, out)
+    matrix = _check_matrix(ex, spec.source.name, attention)
+    sparse = wants_sparse(spec.source, len(spec.kept), asked)
+    return build_p(ex, spec, sparse=sparse, dtype=dt, out=out, matrix=matrix)

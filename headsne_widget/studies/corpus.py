@@ -106,11 +106,11 @@ def _indices(value: Any, count: int, name: str, unit: str) -> list[int]:
 
 
 def _check_perplexity(perplexity: Any) -> float:
-    from ..affinity.selection import effective_perplexity
+    from ..affinity.spec import check_perplexity
 
     if perplexity is None:
         return THESIS_PERPLEXITY
-    return effective_perplexity(perplexity, 10**9)[0]  # the type and range checks; lowering is per text
+    return check_perplexity(perplexity)  # the type and range checks; lowering is per text
 
 
 def _check_max_tokens(max_tokens: Any) -> int | None:

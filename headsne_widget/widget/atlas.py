@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..affinity.selection import selection_affinities
+from ..embedding.background import closing_frames
 from ..embedding.tsne import tsne
 from .jobs import Job
-from .runs import SelectionKey, build_selection, closing_frames
-from .sparse_runs import RowsHold
+from .selections import RowsHold, SelectionKey, build_selection
 from .workspace import Workspace
 
 __all__ = ["ATLAS_EVERY", "ATLAS_N_ITER", "Atlas", "AtlasDone", "AtlasHead", "AtlasStarted", "atlas_job", "head_atlas"]
@@ -89,12 +89,12 @@ def atlas_job(
     job.emit(AtlasStarted(layer, ex.n_heads, m, n_iter, seed))
     for head in range(ex.n_heads):
         key = SelectionKey("attention", layer, head, exclude_special, 0.0)
-        sel, P_lease, A_lease = build_selection(job, ex, key, workspace)
-        with P_lease:
-            if A_lease is not None:
-                A_lease.release()
-            if isinstance(P_lease, RowsHold):
-                P_lease.release()  # a sparse head's rows: the thumbnail needs only P
+        sel, hold, M_lease = build_selection(job, ex, key, workspace)
+        with hold:
+            if M_lease is not None:
+                M_lease.release()
+            if isinstance(hold, RowsHold):
+                hold.release()  # a sparse head's rows: the thumbnail needs only P
             last = None
             options = dict(n_iter=n_iter, seed=seed, every=ATLAS_EVERY, kl_every=n_iter, first_kl=False)
             with closing_frames(sel.P, check_input=False, **options) as frames:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_CATEGORIES", "color_traits", "color_values", "max_attention_colors"]
+__all__ = ["MAX_CATEGORIES", "color_traits", "color_values"]
 
 #: most distinct labels drawn as categories (a categorical palette beyond this is unreadable)
 MAX_CATEGORIES = 20
@@ -52,9 +52,3 @@ def color_traits(value: Any, n: int) -> dict[str, Any]:
         return {"color_mode": value}
     values, categories = color_values(value, n)
     return {"color_values": values, "color_categories": categories, "color_mode": "user"}
-
-
-def max_attention_colors(ex: Any, mode: str, layer: int, head: int) -> dict[str, Any]:
-    """Colour by the selected head's max attention per token (thesis Def. 4.2); none in hidden mode."""
-    values = ex.max_attention[layer, head] if mode == "attention" else None
-    return {"color_values": values, "color_categories": []}

@@ -24,6 +24,7 @@ from bokeh.layouts import column, row
 from bokeh.models import Div, LayoutDOM
 from bokeh.resources import INLINE
 
+from ..affinity.sources import source
 from . import plots
 
 __all__ = ["VIEWS", "offline_info", "save_html", "widget_html", "widget_layout", "widget_title"]
@@ -34,8 +35,9 @@ VIEWS = ("widget", "bokeh")
 def widget_title(widget: Any) -> str:
     """ "<model> - layer L, head H, <mode> mode": what the page and its <title> are called."""
     model = getattr(widget, "model_name", "") or getattr(widget.extraction, "model_name", "model")
-    what = "attention-head t-SNE" if widget.mode == "attention" else "hidden-state t-SNE"
-    return f"{model} - layer {widget.layer}, head {widget.head}, {widget.mode} mode ({what})"
+    src = source(widget.mode)
+    where = f"layer {widget.layer}, head {widget.head}" if src.per_head else f"layer {widget.layer}"
+    return f"{model} - {where}, {src.name} mode ({src.title})"
 
 
 def _kl_history(widget: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +58,7 @@ def _status_line(widget: Any) -> str:
     kl = getattr(widget, "kl", None)
     if kl is not None and np.isfinite(kl):
         parts.append(f"KL(P || Q) = {kl:.4f}")
-    if widget.mode == "hidden":
+    if source(widget.mode).uses_perplexity:
         parts.append(f"perplexity {getattr(widget, 'perplexity', 20.0):g}")
     return " | ".join(parts)
 
@@ -71,7 +73,7 @@ def widget_layout(widget: Any) -> LayoutDOM:
         Div(text=_status_line(widget), render_as_text=True),
     )
     grid = plots.max_attention(ex)
-    if widget.mode == "attention":  # outline the selected head's row
+    if source(widget.mode).per_head:  # outline the selected head's row
         n = len(ex.tokens)
         grid.children[widget.layer].rect(
             x=(n - 1) / 2, y=widget.head, width=n, height=1, fill_alpha=0.0, line_color="red", line_width=2
@@ -147,8 +149,9 @@ document.body.dataset.rendered = "true";
 def offline_info(model: Any) -> dict[str, Any]:
     """What a saved page holds besides the state: its label, the heads it has a map of (the exported one, and in
     attention mode every finished head of the atlas's layer) and the token of each row of the atlas's maps."""
-    if model.mode == "hidden":
-        return {"label": f"static export of the hidden states of layer {model.layer}", "heads": [], "atlas_kept": None}
+    if not source(model.mode).per_head:
+        return {"label": f"static export of the {source(model.mode).label(model.layer, 0)}", "heads": [],
+                "atlas_kept": None}  # fmt: skip
     heads = [[model.layer, model.head]]
     atlas_kept = None
     if model.atlas is not None and model.atlas_layer is not None:

@@ -30,11 +30,11 @@ def _until(opened: jupyter.OpenedWidget, expression: str, expected: Any, timeout
 def test_the_row_the_pointer_rests_on_is_built_before_the_click(browser: Any, long_llama_dir: str) -> None:
     # every P the widget builds, by (mode, layer, head): the click must not build the hovered head's again
     count = (
-        "from headsne_widget.widget import runs\n"
+        "from headsne_widget.widget import selections\n"
         "built = []\n"
-        "_real = runs.selection_affinities\n"
-        "runs.selection_affinities = lambda ex, mode, layer, head=0, **kw: built.append([mode, layer, head]) or "
-        "_real(ex, mode, layer, head, **kw)\n"
+        "_real = selections.build_p\n"
+        "selections.build_p = lambda ex, spec, **kw: built.append([spec.source.name, spec.layer, spec.head]) or "
+        "_real(ex, spec, **kw)\n"
     )
     cell = (
         "import warnings\nwarnings.simplefilter('ignore')\n"

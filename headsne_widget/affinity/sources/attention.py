@@ -1,0 +1,31 @@
+"""Attention mode: P = (A + A^T) of one head, zero diagonal, normalised (thesis Def. 3.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .base import HeadMatrixSource, Progress
+
+__all__ = ["Attention"]
+
+
+class Attention(HeadMatrixSource):
+    """One attention head's weights A, exactly as the model computes them."""
+
+    name = "attention"
+    describes = "attention-head t-SNE: P = A + A^T of the selected head"
+    title = "attention-head t-SNE"
+
+    def matrix(self, ex: Any, layer: int, head: int) -> np.ndarray:
+        return np.asarray(ex.attention(layer, head))
+
+    def matrix_into(self, ex: Any, layer: int, head: int, out: np.ndarray) -> np.ndarray:
+        return np.asarray(ex.attention_into(layer, head, out))
+
+    def rows(self, ex: Any, layer: int, head: int, mass: float, progress: Progress | None) -> Any:
+        """The capture's own rows (never the n x n head) where the extraction has them."""
+        if hasattr(ex, "sparse_attention"):
+            return ex.sparse_attention(layer, head, mass=mass, progress=progress)
+        return super().rows(ex, layer, head, mass, progress)

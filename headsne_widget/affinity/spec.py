@@ -1,0 +1,102 @@
+"""A checked selection: what P is built from, validated once at the public boundary.
+
+:func:`checked_spec` is the one place that checks a selection's mode, layer, head, perplexity and mass, with one
+meaning each (an index is 0-based and never negative, a number is never a bool). Everything it returns is
+trusted by the P builder (:mod:`.builder`) and the sources (:mod:`.sources`), as scikit-learn's inner calls
+trust ``_validate_params``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._checks import check_index
+
+if TYPE_CHECKING:
+    from .sources.base import PSource
+
+__all__ = ["DEFAULT_MASS", "MIN_TOKENS", "Spec", "check_mass", "check_perplexity", "checked_spec", "kept_count"]
+
+#: the least number of tokens t-SNE can place
+MIN_TOKENS = 4
+#: the share of each query row's attention a sparse P keeps unless told otherwise
+DEFAULT_MASS = 0.99
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    """One checked selection: the source of P, its layer and head (0 where the source has no heads), the mask of
+    excluded tokens and the kept tokens' indices, the perplexity asked for and the mass a sparse P keeps."""
+
+    source: PSource
+    layer: int
+    head: int
+    exclude: np.ndarray
+    kept: np.ndarray
+    perplexity: float
+    mass: float
+
+    @property
+    def label(self) -> str:
+        return self.source.label(self.layer, self.head)
+
+    @property
+    def n_points(self) -> int:
+        """The points t-SNE places: the kept tokens times the source's points per token."""
+        return len(self.kept) * self.source.points_per_token
+
+
+def _number(value: Any, name: str, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number ({what}), got {type(value).__name__} {value!r}")
+    return float(value)
+
+
+def check_perplexity(perplexity: Any) -> float:
+    """``perplexity`` as a finite float > 0."""
+    value = _number(perplexity, "perplexity", "the effective number of neighbours")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"perplexity must be a finite number > 0, got {perplexity!r}")
+    return value
+
+
+def check_mass(mass: Any) -> float:
+    """``mass`` as a float in (0, 1]: the share of each row's attention a sparse P keeps."""
+    value = _number(mass, "mass", "the share of each row's attention to keep")
+    if not (0.0 < value <= 1.0):  # (NaN fails too)
+        raise ValueError(f"mass must lie in (0, 1], the share of each row's attention to keep; got {mass!r}")
+    return value
+
+
+def kept_count(ex: Any, exclude_special: bool) -> int:
+    """How many tokens a selection keeps: all, or all but the special ones."""
+    return int(ex.n_tokens - (np.count_nonzero(ex.special) if exclude_special else 0))
+
+
+def checked_spec(
+    ex: Any, mode: Any, layer: Any, head: Any = 0, *, exclude_special: Any = False, perplexity: Any = 20.0,
+    mass: Any = DEFAULT_MASS,
+) -> Spec:  # fmt: skip
+    """The checked :class:`Spec` of a selection of ``ex``, else a TypeError or ValueError naming what to pass."""
+    from .sources import source
+
+    src = source(mode)
+    layer = check_index(layer, ex.n_layers, "layer", "layers")
+    head = check_index(head, ex.n_heads, "head", "heads per layer") if src.per_head else 0
+    if not isinstance(exclude_special, (bool, np.bool_)):
+        raise TypeError(f"exclude_special must be True or False, got {exclude_special!r}")
+    exclude = np.asarray(ex.special, dtype=bool) if exclude_special else np.zeros(ex.n_tokens, dtype=bool)
+    kept = np.flatnonzero(~exclude).astype(np.int64)
+    if len(kept) < MIN_TOKENS:
+        excluded = f" ({ex.n_tokens - len(kept)} special tokens excluded)" if exclude_special else ""
+        raise ValueError(f"only {len(kept)} tokens are kept{excluded}; t-SNE needs at least {MIN_TOKENS}")
+    if src.max_tokens is not None and len(kept) > src.max_tokens:
+        raise ValueError(
+            f"{src.name} mode takes at most {src.max_tokens} tokens, this selection keeps {len(kept)} "
+            f"({src.too_many}); use attention mode, or max_tokens= when extracting"
+        )
+    return Spec(src, layer, head, exclude, kept, check_perplexity(perplexity), check_mass(mass))

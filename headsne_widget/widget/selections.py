@@ -1,0 +1,149 @@
+"""The widget's P: a run's, the hovered head's (prefetch) and the atlas's, all through the one P builder
+(:func:`~headsne_widget.affinity.builder.build_p`), with the widget's memory handed to it as hooks.
+
+A dense P (up to ``SPARSE_MIN_TOKENS`` kept tokens) is written into a leased array of the workspace and a head
+source's matrix is computed into another lease, which the caller keeps for the hover lines (query-key mode's
+(2m)^2 P is an array of the run's own: :class:`~.workspace.OwnArray`). A long text's P is sparse, built from the
+head's kept rows (O(n k), nothing leased), one build at a time in the process; the rows travel with P in a
+:class:`RowsHold` (the lease a dense run would hold), so the hover lines come from them without computing the
+head again (:mod:`.sparse_partners`). Sources of points (hidden states) give nearest neighbours instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..affinity.builder import build_p, wants_sparse
+from ..affinity.selection import Selection
+from ..affinity.sources import HeadMatrixSource, PointSource, source
+from ..affinity.spec import DEFAULT_MASS, Spec, checked_spec, kept_count
+from .jobs import Job, Progress
+from .partners import partner_traits
+from .workspace import Lease, OwnArray, Workspace
+
+__all__ = ["SPARSE_MASS", "Hold", "RowsHold", "SelectionKey", "build_selection", "is_sparse", "selection_partners"]
+
+#: the share of each query row's weights a long text's P keeps (``selection_affinities``'s default)
+SPARSE_MASS = DEFAULT_MASS
+#: one sparse P built at a time in the process (a run's, the hovered head's, the atlas's): each build's
+#: temporaries are several times its P (float64 copies, the transpose, the sum)
+_BUILDING = threading.Lock()
+
+
+@dataclass(frozen=True)
+class SelectionKey:
+    """What P depends on: the selection and, for the sources of points, the perplexity (0 for the others, and
+    head 0 for the sources without heads, so that equal P's have equal keys)."""
+
+    mode: str
+    layer: int
+    head: int
+    exclude_special: bool
+    perplexity: float
+
+    def __post_init__(self) -> None:
+        src = source(self.mode)
+        if not src.per_head:
+            object.__setattr__(self, "head", 0)
+        if not src.uses_perplexity:
+            object.__setattr__(self, "perplexity", 0.0)
+
+    def spec(self, ex: Any) -> Spec:
+        """The checked selection (the widget's traits are checked by the protocol; this checks the text)."""
+        perplexity = self.perplexity if source(self.mode).uses_perplexity else 20.0
+        return checked_spec(ex, self.mode, self.layer, self.head, exclude_special=self.exclude_special,
+                            perplexity=perplexity, mass=SPARSE_MASS)  # fmt: skip
+
+
+class RowsHold:
+    """What a sparse run holds in place of a lease: the head's kept rows (None for sources of points)."""
+
+    def __init__(self, rows: Any = None) -> None:
+        self.rows = rows
+
+    def array(self, shape: tuple[int, int]) -> np.ndarray:
+        raise RuntimeError("a sparse run holds no n x n array")
+
+    def release(self) -> None:
+        self.rows = None
+
+    def __enter__(self) -> RowsHold:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+#: what holds a run's P: a lease, an array of its own, or a sparse P's rows
+Hold = Lease | OwnArray | RowsHold
+
+
+def is_sparse(ex: Any, key: SelectionKey) -> bool:
+    """Whether ``key``'s P is sparse: the builder's rule."""
+    return wants_sparse(source(key.mode), kept_count(ex, key.exclude_special))
+
+
+def build_selection(job: Job, ex: Any, key: SelectionKey, workspace: Workspace) -> tuple[Selection, Hold, Lease | None]:
+    """P of ``key`` and what holds it, and for a dense head source the head's matrix in another lease (for the
+    hover lines; the caller releases both). A cancel point before each n x n pass."""
+    spec = key.spec(ex)
+    if wants_sparse(spec.source, len(spec.kept)):
+        return (*_build_sparse(job, ex, spec), None)
+    P_hold: Lease | OwnArray = OwnArray(spec.n_points**2) if spec.source.points_per_token > 1 else workspace.lease()
+    M_lease = None
+    try:
+        job.check()
+        matrix = None
+        if isinstance(spec.source, HeadMatrixSource):
+            M_lease = workspace.lease()
+            n = ex.n_tokens
+            matrix = spec.source.matrix_into(ex, spec.layer, spec.head, M_lease.array((n, n)))
+            job.check()
+        out = P_hold.array((spec.n_points, spec.n_points))
+        sel = build_p(ex, spec, sparse=False, dtype=np.float32, out=out, matrix=matrix)
+        return sel, P_hold, M_lease
+    except BaseException:
+        P_hold.release()
+        if M_lease is not None:
+            M_lease.release()
+        raise
+
+
+def _build_sparse(job: Job, ex: Any, spec: Spec) -> tuple[Selection, RowsHold]:
+    """The sparse P of ``spec`` and the rows it came from, one build at a time in the process; cancel points
+    while it waits, and while the rows are selected (their progress goes to the status line)."""
+    while not _BUILDING.acquire(timeout=0.05):
+        job.check()
+    try:
+        job.check()
+        progress = lambda share: job.emit(Progress(f"selecting each token's keys ({share:.0%})", share))  # noqa: E731
+        sel = build_p(ex, spec, sparse=True, dtype=np.float32, progress=progress)
+        return sel, RowsHold(sel.rows)
+    finally:
+        _BUILDING.release()
+
+
+def selection_partners(
+    ex: Any, key: SelectionKey, k: int, kept: np.ndarray, *, matrix: np.ndarray | None = None, rows: Any = None
+) -> dict[str, Any]:
+    """The partner traits of a selection, per token (``kept`` lists a query-key selection's tokens twice): a head
+    source's from its dense ``matrix`` or sparse ``rows`` (computed when neither is given), a source of points'
+    nearest neighbours in its space."""
+    src = source(key.mode)
+    tokens = kept[: len(kept) // src.points_per_token]
+    if isinstance(src, PointSource):
+        return partner_traits(None, src.space(ex, key.layer, key.head), k, tokens)
+    assert isinstance(src, HeadMatrixSource)
+    if matrix is None and (rows is not None or is_sparse(ex, key)):
+        from .sparse_partners import sparse_head_partners  # numba: imported on first use
+
+        if rows is None:
+            rows = src.rows(ex, key.layer, key.head, SPARSE_MASS, None)
+        to, by, edges = sparse_head_partners(rows, k, tokens)
+        pack = lambda pair: {"indices": pair[0], "weights": pair[1]}  # noqa: E731
+        return {"edges": pack(edges), "attends_to": pack(to), "attended_by": pack(by)}
+    return partner_traits(src.matrix(ex, key.layer, key.head) if matrix is None else matrix, None, k, tokens)
