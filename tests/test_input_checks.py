@@ -4,13 +4,19 @@ input, each a regression test that failed before its fix."""
 from __future__ import annotations
 
 import ast
+import dataclasses
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from headsne_widget import attention_affinities, embedding, extract, tsne
-from headsne_widget.capture.extraction import LoadedModel
+from headsne_widget.capture.extraction import Extraction, LoadedModel
+from headsne_widget.errors import TextTooLongError
+from headsne_widget.texts import TSNE_ABSTRACT
 
 
 def test_default_tsne_converges_on_every_minilm_head_of_a_tiny_text(minilm: LoadedModel):
@@ -53,3 +59,99 @@ def test_the_embedding_modules_import_each_other_without_a_circle():
     from headsne_widget.embedding import engines, kernel_common
 
     assert engines.MAX_STEP_NORM is kernel_common.MAX_STEP_NORM == 5.0  # still importable where it was
+
+
+def _numpy_kl(P: np.ndarray, Y: np.ndarray) -> float:
+    """KL(P || Q(Y)) from its definition, in float64 with n x n arrays (an independent reference)."""
+    Y = Y.astype(np.float64)
+    W = 1.0 / (1.0 + ((Y[:, None, :] - Y[None, :, :]) ** 2).sum(axis=-1))
+    np.fill_diagonal(W, 0.0)
+    Q = W / W.sum()
+    kept = P > 0
+    return float((P[kept] * np.log(P[kept] / Q[kept])).sum())
+
+
+@pytest.mark.parametrize("n", [4, 8, 200])
+@pytest.mark.parametrize("exact_up_to", [None, 2])
+def test_a_sparse_p_reports_the_exact_kl_and_picks_the_best_restart_by_it(n, exact_up_to, monkeypatch):
+    """Finding 9: the sparse engine's KL used the interpolated Z (18 % too high at n = 4, 2.6 % at 8, 0.09 % at
+    200) for the result's KL and its best restart. ``exact_up_to=2``: above EXACT_KL_MAX_N only the last KL is
+    exact, and that is the one the result reports and chooses by."""
+    from headsne_widget.embedding import sparse_engine
+
+    if exact_up_to is not None:
+        monkeypatch.setattr(sparse_engine, "EXACT_KL_MAX_N", exact_up_to)
+    rng = np.random.default_rng(n)
+    A = rng.random((n, n)) ** 4
+    P = A + A.T
+    np.fill_diagonal(P, 0.0)
+    P /= P.sum()
+    res = tsne(sp.csr_matrix(P), seed=0, restarts=3, n_iter=300)
+    reference = np.array([_numpy_kl(P, Y) for Y in res.embeddings])
+    np.testing.assert_allclose(res.kls, reference, rtol=2e-5)
+    assert res.best == int(np.argmin(reference)) and res.kl == pytest.approx(reference.min(), rel=2e-5)
+
+
+class _RecordingTokenizer:
+    """A tokenizer that records the length of every text it is called on (everything else is the wrapped one)."""
+
+    def __init__(self, inner: Any):
+        self.inner, self.lengths = inner, []
+
+    def __call__(self, text: str, **options: Any) -> Any:
+        self.lengths.append(len(text))
+        return self.inner(text, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _recording(minilm: LoadedModel) -> tuple[LoadedModel, _RecordingTokenizer]:
+    tokenizer = _RecordingTokenizer(minilm.tokenizer)
+    return dataclasses.replace(minilm, tokenizer=tokenizer), tokenizer
+
+
+def _same_tokens(a: Extraction, b: Extraction) -> None:
+    assert a.tokens == b.tokens and a.token_ids.tolist() == b.token_ids.tolist()
+    assert a.offsets == b.offsets and a.special.tolist() == b.special.tolist()
+
+
+def test_a_huge_text_is_cut_from_a_prefix_not_tokenised_whole(minilm: LoadedModel):
+    """Finding 8: a 10 MB text was tokenised whole, twice, for 64 tokens (14 s, 2.6 GiB), and whole before its
+    TextTooLongError (10 s, 2 GiB). Now only prefixes of a few thousand characters are."""
+    huge = TSNE_ABSTRACT + "\n" + TSNE_ABSTRACT * (4_000_000 // len(TSNE_ABSTRACT))
+    loaded, tokenizer = _recording(minilm)
+    with pytest.warns(UserWarning, match="truncated from more than 64 to 64 tokens"):
+        cut = extract(huge, loaded, max_tokens=64)
+    with pytest.warns(UserWarning, match="truncated from 271 to 64 tokens"):
+        _same_tokens(cut, extract(TSNE_ABSTRACT, minilm, max_tokens=64))
+    assert cut.truncated and cut.n_tokens == 64 and cut.text is huge
+    with pytest.raises(TextTooLongError, match=r"has more than 512 tokens but .* at most 512"):
+        extract(huge, loaded)
+    assert max(tokenizer.lengths) < 100_000 < len(huge)
+
+
+def test_a_prefix_cut_inside_a_word_does_not_change_the_tokens(minilm: LoadedModel):
+    """A prefix that ends inside a word tokenises it differently (here 98 characters of a 200-character word:
+    word pieces, where the whole word is one [UNK]); the tokens are taken only once a longer prefix agrees."""
+    words = "hello " * 5 + "ab" * 100
+    loaded, tokenizer = _recording(minilm)
+    with pytest.warns(UserWarning, match="truncated"):
+        long = extract(words + " hello" * 2000, loaded, max_tokens=14)
+    expected = minilm.tokenizer(words + " hello" * 20, truncation=True, max_length=14)["input_ids"]
+    assert long.token_ids.tolist() == expected and long.tokens[6] == "[UNK]"
+    assert max(tokenizer.lengths) < len(words) + 6 * 2000
+
+
+def test_a_text_that_fits_is_tokenised_as_before(minilm: LoadedModel):
+    """Short texts (whole, cut by max_tokens, or at the positions' limit) keep the tokenizer's own tokens."""
+    for text, max_tokens in [(TSNE_ABSTRACT, None), (TSNE_ABSTRACT, 100), ("a [SEP] b", None), ("x " * 510, None)]:
+        options: dict[str, Any] = {"return_special_tokens_mask": True}
+        if max_tokens is not None:
+            options.update(truncation=True, max_length=max_tokens)
+        expected = minilm.tokenizer(text, **options)["input_ids"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            assert extract(text, minilm, max_tokens=max_tokens).token_ids.tolist() == expected
+    with pytest.raises(TextTooLongError, match="has 513 tokens"):
+        extract("x " * 511, minilm)

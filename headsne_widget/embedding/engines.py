@@ -81,8 +81,9 @@ class NumbaEngine(ArrayBuffers):
         self.z = np.empty(self.Y.shape[::2], dtype=dtype)
         self.kl_rows = np.empty_like(self.z)
 
-    def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
-        """Compute attraction/repulsion/Z at the current Y; return the exact KL(P || Q) per run if asked."""
+    def forces(self, exaggeration: float, want_kl: bool, final: bool = False) -> np.ndarray | None:
+        """Compute attraction/repulsion/Z at the current Y; return the exact KL(P || Q) per run if asked (always
+        exact: ``final`` matters to the sparse engine only)."""
         dt = self.Y.dtype.type
         if self._steps is None:
             self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
@@ -187,7 +188,8 @@ class TorchEngine:
             kl = torch.where(use_p, D, M).sum(dim=(1, 2), dtype=torch.float64)
         return Z, kl
 
-    def forces(self, exaggeration: float, want_kl: bool) -> np.ndarray | None:
+    def forces(self, exaggeration: float, want_kl: bool, final: bool = False) -> np.ndarray | None:
+        """As :meth:`NumbaEngine.forces`, chunked over runs."""
         kls: list[torch.Tensor] = []
         for start in range(0, self.Y.shape[0], self.chunk):
             sl = slice(start, start + self.chunk)
