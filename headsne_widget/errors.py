@@ -29,8 +29,19 @@ class UnsupportedAttentionError(HeadSNEError, ValueError):
 
 
 class MemoryBudgetError(HeadSNEError, MemoryError):
-    """A dense array (every head's n x n, or every layer's hidden states) was asked for beyond the memory budget;
-    the message names the per-head or per-layer accessor that stays within it."""
+    """An array was asked for beyond the memory budget: a dense one (every head's n x n, every layer's hidden
+    states; the message names the per-head or per-layer accessor that stays within it) or a head's sparse rows
+    (the message names the head, what it would need and what to set). ``needed_entries`` / ``needed_bytes``: the
+    (estimated) kept entries and bytes it would have taken, where known (None otherwise), so a caller can decide."""
+
+    def __init__(self, message: str, *, needed_entries: int | None = None, needed_bytes: int | None = None) -> None:
+        super().__init__(message)
+        self.needed_entries, self.needed_bytes = needed_entries, needed_bytes
+
+
+class IndexOutOfRangeError(HeadSNEError, IndexError, ValueError):
+    """A layer or head index outside ``[0, count)`` (negative ones included): an IndexError for an accessor, a
+    ValueError for an argument, as numpy's AxisError is both."""
 
 
 class TSNEDivergedError(HeadSNEError, ArithmeticError):

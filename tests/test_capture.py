@@ -189,7 +189,7 @@ def test_bf16_hidden_states_beyond_the_budget_name_layer_output(tiny_model_dir, 
     monkeypatch.setattr(sources, "DENSE_BUDGET_BYTES", 4 * 3 * 64 * 32 - 1)
     with pytest.raises(errors.MemoryBudgetError, match=r"ex\.layer_output\(l\)"):
         _ = ex.hidden_states
-    assert ex.layer_output(0).shape == (64, 32) and ex.layer_output(-1).dtype == np.float32
+    assert ex.layer_output(0).shape == (64, 32) and ex.layer_output(ex.n_layers - 1).dtype == np.float32
 
 
 @pytest.mark.parametrize(
@@ -202,10 +202,26 @@ def test_bad_layer_or_head(tiny_model_dir, layer, head, error):
         ex.attention(layer, head)
 
 
-def test_negative_indices_count_from_the_end(tiny_model_dir):
+def test_negative_indices_are_refused_as_selection_affinities_refuses_them(tiny_model_dir):
+    """Issue 32 finding 11: ``ex.attention(-1, h)`` took -1 as the last layer where ``selection_affinities`` and
+    the widget refuse it; every accessor now refuses it with check_index's message (an IndexError and a
+    ValueError)."""
     ex = extract_n(tiny_model_dir("bert"), n=32)
-    np.testing.assert_array_equal(ex.attention(-1, -1), ex.attention(1, 3))
-    np.testing.assert_array_equal(ex.layer_output(-1), ex.hidden_states[-1])
+    out = np.empty((32, 32), np.float32)
+    calls = [
+        lambda: ex.attention(-1, 0),
+        lambda: ex.attention(0, -1),
+        lambda: ex.attention_into(-1, 0, out),
+        lambda: ex.sparse_attention(0, -4),
+        lambda: ex.layer_output(-1),
+    ]
+    for call in calls:
+        with pytest.raises(
+            IndexError, match=r"^(layer|head) -\d is out of range: the model has \d (layers|heads per layer)"
+        ):
+            call()
+        with pytest.raises(ValueError, match="out of range"):
+            call()
 
 
 # -------------------------------------------------------------------------- sinks and refused architectures

@@ -59,43 +59,43 @@ def check_mass(mass: Any) -> float:
 
 def block_largest(B: np.ndarray, mass: float, first: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each row of the block B (rows, n) of non-negative entries, the smallest set of its largest entries
-    whose sum reaches ``mass`` of the row's sum (ties broken by the lower index): (counts (rows,), column
-    indices, values), the indices of each row in increasing order, rows one after the other.
-
-    The ``first`` largest entries of each row are found by a partial sort (argpartition) and widened 4 times
-    over for the rows they do not cover: peaked rows (attention) cost O(n) each rather than a full sort."""
-    rows, n = B.shape
-    target = mass * B.sum(axis=1, dtype=np.float64) * (1.0 - 1e-12)
-    counts = np.zeros(rows, np.int64)
-    chosen: list[np.ndarray | None] = [None] * rows
-    todo = np.arange(rows)
-    k = min(first, n)
-    while todo.size:
-        sub = B[todo]
-        top = np.argpartition(-sub, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (todo.size, 1))
-        values = np.take_along_axis(sub, top, axis=1).astype(np.float64)
-        order = np.lexsort((top, -values), axis=1)  # largest first, the lower index first among equals
-        top, values = np.take_along_axis(top, order, axis=1), np.take_along_axis(values, order, axis=1)
-        reached = np.cumsum(values, axis=1) >= target[todo, None]
-        done = reached.any(axis=1) | (k >= n)
-        for r in np.flatnonzero(done):
-            count = int(np.argmax(reached[r])) + 1 if reached[r].any() else int((values[r] > 0).sum())
-            count = min(count, int((values[r] > 0).sum())) if count > 0 else 0
-            chosen[todo[r]] = np.sort(top[r, :count])
-            counts[todo[r]] = count
-        todo = todo[~done]
-        k = min(4 * k, n)
-    cols = np.concatenate([c for c in chosen if c is not None]) if rows else np.empty(0, np.int64)
-    flat_rows = np.repeat(np.arange(rows), counts)
-    return counts, cols.astype(np.int64), B[flat_rows, cols].astype(np.float64)
+    whose sum reaches ``mass`` of the row's sum: (counts (rows,), column indices, values), the indices of each
+    row increasing, rows one after the other (:func:`_block_rows` without the shares kept)."""
+    counts, cols, values, _ = _block_rows(B, mass, first)
+    return counts, cols, values
 
 
-def largest_entries(A: ArrayLike, mass: float = 0.99) -> sp.csr_matrix:
+def _block_rows(
+    B: np.ndarray, mass: float, first: int = 64, max_keys: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`block_largest` with at most ``max_keys`` entries a row, and each row's share kept ``(rows,)``.
+
+    The selection is the capture's (:func:`~headsne_widget.capture.sparse.top_mass`, one rule for the package:
+    ties go to the lower column), ranked in float64; the values are B's, as float64."""
+    import torch
+
+    from ..capture.sparse import top_mass
+
+    block = np.ascontiguousarray(B, dtype=np.float64)
+    counts, cols, _, kept = top_mass(torch.from_numpy(block), mass, first, max_keys)
+    rows = np.repeat(np.arange(B.shape[0]), counts)
+    cols = cols.astype(np.int64)[np.lexsort((cols, rows))]
+    return counts, cols, block[rows, cols], kept
+
+
+def largest_entries(
+    A: ArrayLike, mass: float = 0.99, *, max_keys: int | None = None, max_entries: int | None = None
+) -> sp.csr_matrix:
     """Each row's smallest set of largest entries reaching ``mass`` of the row's sum, as a CSR matrix (float64
     values of A, the rest not stored): what ``Extraction.sparse_attention(layer, head, mass)`` gives from the
     capture, here from a dense (n, n) attention matrix (tests, benchmarks, and heads captured dense), in blocks
-    of rows (:func:`block_largest`)."""
+    of rows (:func:`_block_rows`). The bounds are the capture's: ``max_keys`` entries a row at most,
+    ``max_entries`` refused (``MemoryBudgetError``) as soon as the blocks so far, extrapolated, exceed it. The
+    matrix's ``kept`` attribute is each row's share kept (below ``mass`` where ``max_keys`` capped it)."""
+    from ..capture.sparse import check_entries, check_limits
+
     mass = check_mass(mass)
+    max_keys, max_entries = check_limits(max_keys, max_entries)
     A = np.asarray(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square (n, n) attention matrix, got shape {A.shape}")
@@ -103,19 +103,26 @@ def largest_entries(A: ArrayLike, mass: float = 0.99) -> sp.csr_matrix:
     if A.size and A.min() < 0:
         raise ValueError("A has negative entries; attention weights are non-negative")
     n = A.shape[0]
-    counts, cols, vals = [], [], []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    entries = 0
     for lo in range(0, n, _ROWS):
-        c, j, v = block_largest(A[lo : lo + _ROWS], mass)
-        counts.append(c)
-        cols.append(j)
-        vals.append(v)
-    indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))]) if n else np.zeros(1, np.int64)
-    return sp.csr_matrix((np.concatenate(vals), np.concatenate(cols), indptr), shape=(n, n))
+        parts.append(_block_rows(A[lo : lo + _ROWS], mass, max_keys=max_keys))
+        entries += int(parts[-1][0].sum())
+        if max_entries is not None:
+            check_entries(entries, min(lo + _ROWS, n), n, max_entries, label="the head", mass=mass, max_keys=max_keys)
+    counts, cols, vals, kept = ([part[i] for part in parts] for i in range(4))
+    empty = np.zeros(0, np.int64)
+    indptr = np.concatenate([[0], np.cumsum(np.concatenate([empty, *counts]))])
+    data, indices = np.concatenate([empty.astype(np.float64), *vals]), np.concatenate([empty, *cols])
+    matrix = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    matrix.mass, matrix.kept = mass, np.concatenate([empty.astype(np.float64), *kept])  # type: ignore[attr-defined]
+    return matrix
 
 
 def _symmetric_P(M: sp.spmatrix, dtype: DTypeLike) -> sp.csr_matrix:
-    """The package's sparse P of M + M^T (M non-negative): diagonal and zeros dropped, divided by its sum, in
-    ``dtype``, sorted int32 indices; one compiled pass (:func:`.sparse_kernels.symmetric_sum`)."""
+    """The package's sparse P of M + M^T (M non-negative): diagonal and zeros dropped (also those that underflow
+    in ``dtype``), divided by its sum, in ``dtype``, sorted int32 indices; one compiled pass
+    (:func:`.sparse_kernels.symmetric_sum`)."""
     from .sparse_kernels import symmetric_sum  # numba: imported on first use
 
     M = sp.csr_matrix(M, dtype=np.float64)
@@ -129,7 +136,10 @@ def _symmetric_P(M: sp.spmatrix, dtype: DTypeLike) -> sp.csr_matrix:
             "so P is undefined; pick another head or keep more mass"
         )
     data /= total
-    return sp.csr_matrix((data.astype(dtype), indices, indptr), shape=(n, n))
+    P = sp.csr_matrix((data.astype(dtype), indices, indptr), shape=(n, n))
+    if P.nnz and not P.data.all():  # an entry below float32's least (a far kNN neighbour): not stored
+        P.eliminate_zeros()
+    return P
 
 
 def sparse_attention_affinities(
@@ -223,12 +233,22 @@ def nearest_neighbours(X: np.ndarray, k: int, block: int = 1024) -> tuple[np.nda
 
 
 def knn_gaussian_affinities(
-    X: ArrayLike, perplexity: float = 20.0, *, k: int | None = None, dtype: DTypeLike = np.float32
+    X: ArrayLike,
+    perplexity: float = 20.0,
+    *,
+    k: int | None = None,
+    dtype: DTypeLike = np.float32,
+    max_entries: int | None = None,
 ) -> sp.csr_matrix:
     """Sparse P of standard t-SNE for points X (n, d) from each point's k nearest neighbours (openTSNE's
     construction): ``p_{j|i}`` a Gaussian on the squared distances to the ``k = min(n - 1, 3 x perplexity)``
     nearest neighbours, its precision bisected so that the row's perplexity is ``perplexity`` (the same search
-    as :func:`~headsne_widget.affinity.affinities.binary_search_perplexity`), then ``p_ij = (p_{j|i} + p_{i|j}) / 2n``.
+    as :func:`~headsne_widget.affinity.affinities.binary_search_perplexity`), then ``p_ij = (p_{j|i} + p_{i|j}) / 2n``;
+    an entry that underflows to 0 (in ``dtype``) is not stored.
+
+    ``max_entries`` (e.g. ``budget.entries_within()``) bounds the n x k neighbour entries: k is lowered to
+    ``max_entries // n`` where it is more, and the perplexity to k / 3 with it (``MemoryBudgetError`` when not
+    even one neighbour a point fits). The returned matrix says what was used: ``P.perplexity`` and ``P.k``.
     """
     from .affinities import EPSILON_DBL, N_STEPS, PERPLEXITY_TOLERANCE
 
@@ -245,6 +265,8 @@ def knn_gaussian_affinities(
     k = min(n - 1, int(3 * perplexity)) if k is None else int(k)
     if not 1 <= k <= n - 1:
         raise ValueError(f"k must be in [1, {n - 1}], got {k}")
+    if max_entries is not None:
+        k, perplexity = _knn_within(n, k, float(perplexity), max_entries)
     scale = float(np.abs(X - X.mean(axis=0)).max())
     X = X / scale if scale > 0 else X  # P is scale-free: the search adapts the widths
     indices, D = nearest_neighbours(X, k)
@@ -274,9 +296,31 @@ def knn_gaussian_affinities(
             flat, np.where(np.isinf(hi), b * 2.0, (b + hi) / 2.0), np.where(np.isinf(lo), b / 2.0, (b + lo) / 2.0)
         )
         lo_b[active], hi_b[active] = lo, hi
-    rows = np.repeat(np.arange(n), k)
-    conditional = sp.csr_matrix((C.ravel(), (rows, indices.ravel())), shape=(n, n))
-    return _symmetric_P(conditional, dtype)
+    order = np.argsort(indices, axis=1, kind="stable")  # canonical CSR straight away: sorted columns a row
+    columns, C = np.take_along_axis(indices, order, axis=1), np.take_along_axis(C, order, axis=1)
+    conditional = sp.csr_matrix((C.ravel(), columns.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
+    P = _symmetric_P(conditional, dtype)
+    P.perplexity, P.k = float(perplexity), k  # type: ignore[attr-defined]
+    return P
+
+
+def _knn_within(n: int, k: int, perplexity: float, max_entries: int) -> tuple[int, float]:
+    """``(k, perplexity)`` lowered so that n x k neighbour entries fit ``max_entries`` (k = 3 x perplexity)."""
+    from ..capture.sparse import check_limits
+    from ..errors import MemoryBudgetError
+
+    _, limit = check_limits(None, max_entries)
+    assert limit is not None
+    fits = limit // n
+    if fits < 1:
+        raise MemoryBudgetError(
+            f"the kNN P of {n:,} points needs at least {n:,} entries (one neighbour each), above the budget of "
+            f"{limit:,}; raise it with headsne_widget.budget.set_memory_budget(nbytes)",
+            needed_entries=n,
+        )
+    if k <= fits:
+        return k, perplexity
+    return fits, min(perplexity, fits / 3.0)
 
 
 # ---------------------------------------------------------------------------------- checks

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from .._checks import check_index
 from .scores import HeadStatistics
 from .sources import CapturedAttention, DenseAttention, check_budget, read_only
-from .sparse import check_mass
+from .sparse import check_limits, check_mass
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_array
@@ -123,7 +124,7 @@ class Extraction:
 
     def attention(self, layer: int, head: int) -> np.ndarray:
         """float32 (n, n) attention of one head, rows = queries, as the model computes it (read-only)."""
-        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
+        layer, head = self._layer_index(layer), self._head_index(head)
         return self.attention_source.head(layer, head)
 
     def attention_into(self, layer: int, head: int, out: np.ndarray) -> np.ndarray:
@@ -131,11 +132,18 @@ class Extraction:
         n = self.n_tokens
         if out.shape != (n, n) or out.dtype != np.float32 or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous float32 array of shape ({n}, {n})")
-        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
+        layer, head = self._layer_index(layer), self._head_index(head)
         return self.attention_source.head_into(layer, head, out)
 
     def sparse_attention(
-        self, layer: int, head: int, mass: float = 0.99, progress: Callable[[float], None] | None = None
+        self,
+        layer: int,
+        head: int,
+        mass: float = 0.99,
+        progress: Callable[[float], None] | None = None,
+        *,
+        max_keys: int | None = None,
+        max_entries: int | None = None,
     ) -> csr_array:
         """One head's attention as a ``scipy.sparse.csr_array`` (n x n, float32): for each row (query), the
         smallest set of its largest entries whose sum reaches ``mass`` of the row's total (1 for softmax rows;
@@ -146,10 +154,16 @@ class Extraction:
         it kept: ``S.mass`` (``mass``) and ``S.kept``, float64 ``(n,)``, each row's share of its total, at least
         ``mass``. ``mass=1`` keeps every nonzero entry. ``progress(fraction)`` is called now and then with the
         share of rows done, and may raise to stop the work (the widget's cancel point). See docs/long-texts.md.
+
+        Bounds (None: none): ``max_keys`` keeps at most that many of each row's largest entries (``S.kept`` then
+        says the share each row really holds, possibly below ``mass``); ``max_entries`` raises
+        ``errors.MemoryBudgetError`` as soon as the entries kept so far, extrapolated over the rows still to do,
+        exceed it, before the rest is allocated (``headsne_widget.budget.entries_within()`` is the budget's).
         """
         share = check_mass(mass)
-        layer, head = self._layer_index(layer), _index(head, self.n_heads, "head")
-        return self.attention_source.sparse(layer, head, share, progress)
+        layer, head = self._layer_index(layer), self._head_index(head)
+        max_keys, max_entries = check_limits(max_keys, max_entries)
+        return self.attention_source.sparse(layer, head, share, progress, max_keys=max_keys, max_entries=max_entries)
 
     def layer_output(self, layer: int) -> np.ndarray:
         """float32 (n, d) hidden states output by ``layer`` (0-based), i.e. ``hidden_states[layer + 1]``."""
@@ -173,19 +187,13 @@ class Extraction:
         return int(self.max_attention.nbytes) + self.attention_source.nbytes + self.states.nbytes
 
     def _layer_index(self, layer: int) -> int:
-        return _index(layer, self.n_layers, "layer")
+        return check_index(layer, self.n_layers, "layer", "layers")
+
+    def _head_index(self, head: int) -> int:
+        return check_index(head, self.n_heads, "head", "heads per layer")
 
     def __repr__(self) -> str:
         return (
             f"Extraction(model_name={self.model_name!r}, n_layers={self.n_layers}, n_heads={self.n_heads}, "
             f"n_tokens={self.n_tokens}, kv_groups={self.kv_groups}, truncated={self.truncated})"
         )
-
-
-def _index(value: int, size: int, name: str) -> int:
-    """``value`` as an index into ``size`` items (negative counts from the end), else a clear error."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if not -size <= value < size:
-        raise IndexError(f"{name} {value} is out of range: the model has {size} {name}s (0..{size - 1})")
-    return int(value) % size

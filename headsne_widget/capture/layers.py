@@ -289,10 +289,20 @@ class LayerAttention:
         return out
 
     @torch.inference_mode()
-    def sparse(self, head: int, mass: float, progress: Callable[[float], None] | None = None) -> csr_array:
-        """Head ``head``'s rows kept for ``mass`` (:mod:`.sparse`), from the chunks :meth:`heads` computes them in
-        and the same way, so that every value is ``heads(head)``'s bit for bit; one chunk held at a time."""
-        rows = SparseRows(self.n_tokens, mass)
+    def sparse(
+        self,
+        head: int,
+        mass: float,
+        progress: Callable[[float], None] | None = None,
+        *,
+        max_keys: int | None = None,
+        max_entries: int | None = None,
+        label: str = "the head",
+    ) -> csr_array:
+        """Head ``head``'s rows kept for ``mass`` (:mod:`.sparse`, with its bounds), from the chunks :meth:`heads`
+        computes them in and the same way, so that every value is ``heads(head)``'s bit for bit; one chunk held
+        at a time."""
+        rows = SparseRows(self.n_tokens, mass, max_keys=max_keys, max_entries=max_entries, label=label)
 
         def add(chunk: slice, scratch: Scratch | None) -> None:
             keys, w = self.weights(chunk, head, scratch)

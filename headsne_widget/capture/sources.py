@@ -110,14 +110,25 @@ class CapturedAttention:
         self.layers[layer].heads(head, out=out[None])
         return out
 
-    def sparse(self, layer: int, head: int, mass: float, progress: Callable[[float], None] | None = None) -> csr_array:
-        """The head's rows kept for ``mass`` (:mod:`.sparse`): from its dense array when one is cached, else
-        computed chunk by chunk (:meth:`LayerAttention.sparse`, never n x n); the values are :meth:`head`'s."""
+    def sparse(
+        self,
+        layer: int,
+        head: int,
+        mass: float,
+        progress: Callable[[float], None] | None = None,
+        *,
+        max_keys: int | None = None,
+        max_entries: int | None = None,
+    ) -> csr_array:
+        """The head's rows kept for ``mass`` (:mod:`.sparse`, with its bounds): from its dense array when one is
+        cached, else computed chunk by chunk (:meth:`LayerAttention.sparse`, never n x n); the values are
+        :meth:`head`'s."""
         with self._lock:
             cached = self._cached(layer, head)
+        label = f"layer {layer} head {head}"
         if cached is not None:
-            return sparse_from_dense(cached, mass)
-        return self.layers[layer].sparse(head, mass, progress)
+            return sparse_from_dense(cached, mass, max_keys=max_keys, max_entries=max_entries, label=label)
+        return self.layers[layer].sparse(head, mass, progress, max_keys=max_keys, max_entries=max_entries, label=label)
 
     def prefetch(self, check: Callable[[], None] | None = None) -> None:
         """Recompute every layer's heads into the cache when all of them fit the budget together, so that a head
@@ -166,8 +177,20 @@ class DenseAttention:
         np.copyto(out, self.attentions[layer, head])
         return out
 
-    def sparse(self, layer: int, head: int, mass: float, progress: Callable[[float], None] | None = None) -> csr_array:
-        return sparse_from_dense(self.attentions[layer, head], mass)
+    def sparse(
+        self,
+        layer: int,
+        head: int,
+        mass: float,
+        progress: Callable[[float], None] | None = None,
+        *,
+        max_keys: int | None = None,
+        max_entries: int | None = None,
+    ) -> csr_array:
+        label = f"layer {layer} head {head}"
+        return sparse_from_dense(
+            self.attentions[layer, head], mass, max_keys=max_keys, max_entries=max_entries, label=label
+        )
 
     def prefetch(self, check: Callable[[], None] | None = None) -> None:
         """Nothing to do: every head is already there."""

@@ -6,12 +6,16 @@ where attention sinks take a share), as a ``scipy.sparse.csr_array`` (n x n, flo
 each row) whose values are the dense head's entries bit for bit. :class:`SparseRows` collects the rows one query
 chunk at a time as :meth:`LayerAttention.each_chunk` computes them, so no n x n array is ever held: memory is
 O(n x k) for k entries kept a row, plus one chunk. The matrix carries what it kept as attributes: ``mass`` (the
-share asked for) and ``kept`` (float64 ``(n,)``, the share of each row's total it holds, at least ``mass``);
-a matrix derived from it (``S * 2``, ``S.copy()``) has no such attributes.
+share asked for) and ``kept`` (float64 ``(n,)``, the share of each row's total it holds, at least ``mass``
+unless ``max_keys`` capped the row); a matrix derived from it (``S * 2``, ``S.copy()``) has no such attributes.
 
-The selection is exact: a row's entries are ranked by value, summed in float64 from the largest, and the row
-keeps entries up to the first whose running sum reaches ``mass`` x total (total: the float64 sum of the row's
-entries). ``mass=1`` keeps every nonzero entry.
+The selection is exact: a row's entries are ranked by value (the lower column first among equal ones), summed in
+float64 from the largest, and the row keeps entries up to the first whose running sum reaches ``mass`` x total
+(total: the float64 sum of the row's entries). ``mass=1`` keeps every nonzero entry.
+
+Bounds (issue 32: a broad head's rows at mass 0.99 are n^2 / 2 entries): ``max_keys`` keeps at most that many
+of a row's largest entries; ``max_entries`` raises ``errors.MemoryBudgetError`` from the first chunk whose
+entries kept so far, extrapolated linearly over the rows still to do, exceed it (``budget.entries_within()``).
 """
 
 from __future__ import annotations
@@ -23,10 +27,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from .._checks import int_at_least
+from ..budget import SPARSE_ENTRY_BYTES
+from ..errors import MemoryBudgetError
+
 if TYPE_CHECKING:
     from scipy.sparse import csr_array
 
-__all__ = ["SparseRows", "check_mass", "sparse_from_dense", "top_mass"]
+__all__ = ["SparseRows", "check_entries", "check_limits", "check_mass", "sparse_from_dense", "top_mass"]
 
 FIRST_K = 16  # entries a row is first ranked by; a row that needs more is ranked again by four times as many
 _DENSE_BLOCK_BYTES = 4 * 2**20  # rows of a dense head selected at once
@@ -57,29 +65,75 @@ def _largest(sub: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(values, order, axis=1), np.take_along_axis(columns, order, axis=1)
 
 
+def check_limits(max_keys: Any, max_entries: Any) -> tuple[int | None, int | None]:
+    """``(max_keys, max_entries)`` checked: each None or an int >= 1, else a TypeError or ValueError naming it."""
+    return (
+        None if max_keys is None else int_at_least(max_keys, "max_keys", 1),
+        None if max_entries is None else int_at_least(max_entries, "max_entries", 1),
+    )
+
+
+def check_entries(
+    entries: int, done: int, n: int, limit: int, *, label: str, mass: float, max_keys: int | None = None
+) -> None:
+    """MemoryBudgetError when ``entries`` kept in the ``done`` rows of ``n`` so far, extrapolated linearly over the
+    rows still to do, exceed ``limit``: called after each chunk, so the refusal comes before the rest is computed
+    (the estimate is never below what is held, so what is held stays within the limit; it is a lower bound of
+    the total where later rows keep more, as a broad causal head's do)."""
+    needed = entries + math.ceil(entries / max(done, 1) * (n - done))
+    if needed <= limit:
+        return
+    capped = "" if max_keys is None else f", max_keys={max_keys}"
+    raise MemoryBudgetError(
+        f"{label}'s rows at mass={mass:g}{capped} would keep at least about {needed:,} entries (extrapolated from "
+        f"{done:,} of {n:,} rows; a causal head's later rows are wider and keep more), "
+        f"{needed * SPARSE_ENTRY_BYTES / 2**30:.1f} GiB to build its P, above the budget of "
+        f"{limit:,} entries ({limit * SPARSE_ENTRY_BYTES / 2**30:.1f} GiB); set a smaller mass, max_keys= "
+        f"(max_keys={max(1, limit // max(n, 1))} fits), or a larger budget "
+        "(headsne_widget.budget.set_memory_budget(nbytes) or the HEADSNE_MEMORY_BUDGET environment variable)",
+        needed_entries=needed,
+        needed_bytes=needed * SPARSE_ENTRY_BYTES,
+    )
+
+
+def _lowest_ties(sub: torch.Tensor, values: np.ndarray, columns: np.ndarray, cut: np.ndarray, rows: np.ndarray) -> None:
+    """Where row ``i``'s last kept entry ties the smallest candidate, an equal entry ``topk`` left out may have a
+    lower column: the kept entries equal to the last one become the row's lowest columns of that value (the
+    running sums are unchanged, the values being equal). ``columns`` is changed in place."""
+    last = values[np.arange(values.shape[0]), np.maximum(cut - 1, 0)]
+    for i in rows[(cut[rows] > 0) & (last[rows] == values[rows, -1])]:
+        equal = torch.nonzero(sub[i] == float(last[i])).flatten().numpy()  # (increasing columns)
+        if equal.size > int((values[i] == last[i]).sum()):
+            greater = int((values[i, : cut[i]] > last[i]).sum())
+            columns[i, greater : cut[i]] = equal[: cut[i] - greater]
+
+
 def top_mass(
-    rows: torch.Tensor, mass: float, first: int = FIRST_K
+    rows: torch.Tensor, mass: float, first: int = FIRST_K, max_keys: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The entries of each row of ``rows`` (float32 ``(r, k)``, non-negative) kept for ``mass`` (module doc).
 
     Returns ``(counts, columns, values, kept)``: entries kept per row ``(r,)``, their columns (in ``rows``) and
     values, row after row (largest first), and the share of each row's total kept ``(r,)`` float64 (1 for a row
-    whose total is 0, which keeps nothing). The rule is :func:`~headsne_widget.affinity.sparse.block_largest`'s:
-    entries ranked by value, the lower column first among equal ones, summed in float64 from the largest until
-    the sum reaches ``mass x total x (1 - 1e-12)``; zeros are never kept. Each row is ranked by its ``first``
-    largest entries (``torch.topk``: no sort of the row), by four times as many while they fall short or while
-    the last entry kept ties with an entry ``topk`` left out.
+    whose total is 0, which keeps nothing). The rule, the one of every sparse selection in the package
+    (:func:`~headsne_widget.affinity.sparse.largest_entries` calls this): entries ranked by value, the lower
+    column first among equal ones, summed in float64 from the largest until the sum reaches
+    ``mass x total x (1 - 1e-12)``, and no more than ``max_keys`` of them (then ``kept`` may fall below
+    ``mass``); zeros are never kept. Each row is ranked by its ``first`` largest entries (``torch.topk``: no sort
+    of the row), by four times as many while they fall short; where the cut ties an entry ``topk`` left out, the
+    tied entries kept are the row's lowest columns of that value (:func:`_lowest_ties`).
     """
     w = rows.detach().cpu()
     r, width = w.shape
+    limit = width if max_keys is None else min(width, max_keys)
     kept = np.ones(r, dtype=np.float64)
     counts = np.zeros(r, dtype=np.int64)
-    if mass >= 1.0:  # every nonzero entry
+    if mass >= 1.0 and limit == width:  # every nonzero entry
         where = torch.nonzero(w > 0)
         counts = torch.bincount(where[:, 0], minlength=r).numpy().astype(np.int64)
         return counts, where[:, 1].numpy(), w[where[:, 0], where[:, 1]].numpy(), kept
     totals = w.numpy().sum(axis=1, dtype=np.float64)
-    target = mass * totals * (1.0 - 1e-12)
+    target = mass * totals * (1.0 - 1e-12) if mass < 1.0 else np.full(r, np.inf)
     chosen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, columns (rows, k), values (rows, k))
     pending = np.arange(r)
     k = min(width, max(first, 1))
@@ -88,20 +142,17 @@ def top_mass(
         values, columns = _largest(sub, k)
         reached = np.cumsum(values, axis=1) >= target[pending, None]
         cut = np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, k)
-        cut = np.minimum(cut, (values > 0).sum(axis=1))  # (a zero among the candidates: every positive is)
-        done = reached.any(axis=1) | (k == width)
-        if k < width:  # the last kept entry ties the smallest candidate: an equal entry may have been left out
-            last = values[np.arange(pending.size), np.maximum(cut - 1, 0)]
-            for i in np.flatnonzero(done & (cut > 0) & (last == values[:, -1])):
-                equal = int(torch.count_nonzero(sub[i] == float(last[i])))
-                done[i] = equal == int((values[i] == last[i]).sum())
-        for i in np.flatnonzero(done):
+        cut = np.minimum(np.minimum(cut, (values > 0).sum(axis=1)), limit)  # (a zero among them: every positive is)
+        done = np.flatnonzero(reached.any(axis=1) | (k >= limit))
+        if k < width:
+            _lowest_ties(sub, values, columns, cut, done)
+        for i in done:
             row, count = pending[i], int(cut[i])
             counts[row] = count
             if count and totals[row] > 0:
                 kept[row] = float(np.cumsum(values[i, :count])[-1]) / totals[row]
             chosen.append((row, columns[i, :count], values[i, :count]))
-        pending = pending[~done]
+        pending = np.delete(pending, done)
         k = min(width, 4 * k)
     chosen.sort(key=lambda part: part[0])
     empty = np.zeros(0)
@@ -113,15 +164,26 @@ def top_mass(
 class SparseRows:
     """The rows of one n x n head, added a query chunk at a time (from any thread), built into a CSR matrix."""
 
-    def __init__(self, n_tokens: int, mass: float) -> None:
+    def __init__(
+        self,
+        n_tokens: int,
+        mass: float,
+        *,
+        max_keys: int | None = None,
+        max_entries: int | None = None,
+        label: str = "the head",
+    ) -> None:
         self.n, self.mass = n_tokens, check_mass(mass)
+        self.max_keys, self.max_entries = check_limits(max_keys, max_entries)
+        self.label = label  # what the budget's refusal names ("layer 1 head 2")
         self.parts: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.lock = threading.Lock()
         self.first = FIRST_K  # entries the next chunk's rows are first ranked by (learnt from the last chunk)
+        self.entries = self.rows_done = 0
 
     def add(self, rows: slice, keys: slice, weights: torch.Tensor) -> None:
         """The weights ``(r, k)`` of the query ``rows`` over the keys ``keys`` (zero outside them)."""
-        counts, columns, values, kept = top_mass(weights.float(), self.mass, self.first)
+        counts, columns, values, kept = top_mass(weights.float(), self.mass, self.first, self.max_keys)
         # most rows of a head keep alike: rank the next chunk's first by what 9 in 10 of these rows kept (the
         # selection is the same whatever the start; a sliding window's broad rows then take one sort, not four)
         if counts.size:
@@ -130,6 +192,13 @@ class SparseRows:
         columns = (columns + keys.start).astype(np.int32 if self.n < 2**31 else np.int64)
         with self.lock:
             self.parts[rows.start] = (rows.stop, counts, columns, values.astype(np.float32, copy=False), kept)
+            self.entries += int(counts.sum())
+            self.rows_done += int(counts.size)
+            entries, done = self.entries, self.rows_done
+        if self.max_entries is not None:
+            check_entries(
+                entries, done, self.n, self.max_entries, label=self.label, mass=self.mass, max_keys=self.max_keys
+            )
 
     def build(self) -> csr_array:
         """The CSR matrix of every row added (each row exactly once), with ``mass`` and ``kept`` attributes; the
@@ -159,10 +228,17 @@ class SparseRows:
         return matrix
 
 
-def sparse_from_dense(dense: np.ndarray, mass: float) -> csr_array:
-    """:class:`SparseRows` of a dense float32 ``(n, n)`` head, a block of rows at a time."""
+def sparse_from_dense(
+    dense: np.ndarray,
+    mass: float,
+    *,
+    max_keys: int | None = None,
+    max_entries: int | None = None,
+    label: str = "the head",
+) -> csr_array:
+    """:class:`SparseRows` of a dense float32 ``(n, n)`` head, a block of rows at a time (bounds as there)."""
     n = int(dense.shape[0])
-    rows = SparseRows(n, mass)
+    rows = SparseRows(n, mass, max_keys=max_keys, max_entries=max_entries, label=label)
     step = max(1, _DENSE_BLOCK_BYTES // (4 * max(n, 1)))
     for start in range(0, n, step):
         block = slice(start, min(start + step, n))
