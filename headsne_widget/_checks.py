@@ -15,8 +15,7 @@ def real_array(a: Any, name: str) -> np.ndarray:
         arr = np.asarray(a)
     except Exception as err:
         raise TypeError(f"{name} must be an array, got {type(a).__name__}") from err
-    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise TypeError(f"{name} must be a real-valued numeric array (real numbers), got dtype {arr.dtype}")
+    real_dtype(arr.dtype, name)
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
@@ -40,3 +39,29 @@ def check_index(value: Any, count: int, name: str, unit: str) -> int:
     if not 0 <= value < count:
         raise IndexOutOfRangeError(f"{name} {value} is out of range: the model has {count} {unit} (0 to {count - 1})")
     return int(value)
+
+
+def flag(value: Any, name: str) -> bool:
+    """``value`` as a bool; anything else (1, "no", None) is a TypeError naming ``name``: "no" is truthy."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def real_dtype(dtype: Any, name: str) -> np.dtype:
+    """``dtype`` if it holds real numbers (integers or floats), else the TypeError :func:`real_array` gives."""
+    dt = np.dtype(dtype)
+    if not (np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.integer)):
+        raise TypeError(f"{name} must be a real-valued numeric array (real numbers), got dtype {dt}")
+    return dt
+
+
+def text_characters(text: str, name: str) -> None:
+    """A ValueError naming ``name`` and the index of a lone UTF-16 surrogate: no character, no tokenizer takes it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"{name} holds a lone surrogate {text[err.start]!r} at index {err.start} (half of a UTF-16 pair, not a "
+            "character); decode the source with errors='replace' or remove it"
+        ) from None

@@ -7,16 +7,21 @@ import ast
 import dataclasses
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 
-from headsne_widget import attention_affinities, embedding, extract, tsne
+from headsne_widget import attention_affinities, embedding, extract, induction_scores, tsne
 from headsne_widget.capture.extraction import Extraction, LoadedModel
+from headsne_widget.embedding.tsne import kl_divergence, tsne_frames
 from headsne_widget.errors import TextTooLongError
+from headsne_widget.studies.corpus import corpus_study
 from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.widget.export import save_html
 
 
 def test_default_tsne_converges_on_every_minilm_head_of_a_tiny_text(minilm: LoadedModel):
@@ -155,3 +160,81 @@ def test_a_text_that_fits_is_tokenised_as_before(minilm: LoadedModel):
             assert extract(text, minilm, max_tokens=max_tokens).token_ids.tolist() == expected
     with pytest.raises(TextTooLongError, match="has 513 tokens"):
         extract("x " * 511, minilm)
+
+
+# ------------------------------------------------------------------------------------------ finding 10: clear errors
+
+
+def _P(n: int = 8) -> np.ndarray:
+    A = np.random.default_rng(0).random((n, n))
+    P = A + A.T
+    np.fill_diagonal(P, 0.0)
+    return P / P.sum()
+
+
+def test_induction_scores_names_length_and_seed(minilm: LoadedModel):
+    """length=300 spoke of '601 token ids' the caller never passed; seed=-1 gave numpy's 'expected non-negative
+    integer'; seed=True ran as seed 1."""
+    with pytest.raises(TextTooLongError, match=r"length=300 needs 601 positions .* pass length <= 255"):
+        induction_scores(minilm, length=300)
+    with pytest.raises(ValueError, match="seed must be non-negative, got -1"):
+        induction_scores(minilm, seed=-1)
+    with pytest.raises(TypeError, match="seed must be an int, got bool"):
+        induction_scores(minilm, seed=True)
+    assert induction_scores(minilm, length=255).token_ids.size == 511
+
+
+def test_corpus_study_names_a_lone_surrogate_and_a_bool_for_layers(minilm: LoadedModel):
+    """A lone surrogate reached the tokenizer (its TypeError names no text); layers=True fell on 'bool is not
+    iterable'."""
+    with pytest.raises(ValueError, match=r"texts\[1\] holds a lone surrogate '\\ud800' at index 4"):
+        corpus_study(["a fine text", "bad \ud800 text"], minilm, client="sync", progress=False)
+    for layers in (True, "0", 1.0):
+        with pytest.raises(TypeError, match=r"layers must be None .*, an index or a list of indices"):
+            corpus_study([TSNE_ABSTRACT[:200]], minilm, client="sync", layers=layers, progress=False)
+
+
+def test_save_html_expands_the_home_folder(tmp_path, monkeypatch):
+    """save_html('~/x.html') looked for a folder named '~' ("the folder '~' does not exist")."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ex = SimpleNamespace(tokens=["[CLS]", "a", "b", "[SEP]"], max_attention=np.full((1, 1, 4), 0.5, np.float32),
+                         model_name="m", n_layers=1, n_heads=1)  # fmt: skip
+    state = SimpleNamespace(
+        extraction=ex, model_name="m", layer=0, head=0, mode="attention", kept=[1, 2], embedding=None, kl=None,
+        iteration=0, kl_history=[], kl_iterations=[], quantile=False, quantile_k=100, perplexity=20.0,
+    )  # fmt: skip
+    assert save_html(state, "~/x.html", view="bokeh") == tmp_path / "x.html"
+    assert (tmp_path / "x.html").is_file()
+
+
+@pytest.mark.parametrize(
+    "make_P, error, message",
+    [
+        (lambda P: torch.as_tensor(P).to_sparse(), TypeError, r"torch sparse tensor .* scipy.sparse matrix"),
+        (lambda P: torch.as_tensor(P).to_sparse_csr(), TypeError, r"torch sparse tensor .*\(P.to_dense\(\)\)"),
+        (lambda P: torch.as_tensor(P).to(torch.bfloat16), TypeError, r"torch.bfloat16 .* pass P.float\(\)"),
+        (lambda P: sp.csr_matrix(P.astype(np.complex128)), TypeError, "real-valued .* got dtype complex128"),
+        (lambda P: P.astype(np.complex128), TypeError, "real-valued .* got dtype complex128"),
+    ],
+)
+def test_tsne_names_a_p_it_cannot_take(make_P, error, message):
+    """A torch sparse or bfloat16 P failed in torch's .numpy(); a complex sparse P was cast to real with only
+    scipy's warning (a dense one was refused)."""
+    P = make_P(_P())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch: sparse CSR support is in beta
+        with pytest.raises(error, match=message):
+            tsne(P, seed=0, n_iter=10)
+        with pytest.raises(error, match=message):
+            kl_divergence(P, np.random.default_rng(0).normal(size=(8, 2)))
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None])
+@pytest.mark.parametrize("name", ["first_kl", "check_input"])
+def test_tsne_frames_takes_only_a_bool_for_its_switches(name, value):
+    """first_kl="no" was taken as True (a non-empty string is truthy)."""
+    for P in (_P(), sp.csr_matrix(_P())):
+        with pytest.raises(TypeError, match=f"{name} must be True or False, got"):
+            next(tsne_frames(P, seed=0, n_iter=10, **{name: value}))
+    frames = list(tsne_frames(_P(), seed=0, n_iter=10, every=5, kl_every=10, first_kl=np.False_))
+    assert frames[0].kl is None and frames[-1].kl is not None

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from .._checks import text_characters
 from ..errors import AttentionUnavailableError, TextTooLongError, UnsupportedAttentionError
 from .attention import SUPPORTED, can_capture, capturing
 from .extracted import Extraction, HiddenStates
@@ -145,24 +146,13 @@ def check_text(text: Any, max_tokens: Any = None) -> None:
     """The checks of :func:`extract` that need no model: a non-empty str of characters, a positive max_tokens."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    _check_surrogates(text)
+    text_characters(text, "text")
     if not text.strip():
         raise ValueError("text is empty or only whitespace; give some words to look at")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer))):
         raise TypeError(f"max_tokens must be an int or None, got {type(max_tokens).__name__}")
     if max_tokens is not None and max_tokens < 1:
         raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
-
-
-def _check_surrogates(text: str) -> None:
-    """A lone UTF-16 surrogate is no character and no tokenizer takes it: say where it is."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise ValueError(
-            f"text holds a lone surrogate {text[err.start]!r} at index {err.start} (half of a UTF-16 pair, not a "
-            "character); decode the source with errors='replace' or remove it"
-        ) from None
 
 
 def extract_token_ids(

@@ -40,6 +40,19 @@ class InductionScores:
         return self.offset + self.length + s, self.offset + s + 1
 
 
+def _check_length(length: int, offset: int, loaded: Any) -> None:
+    """A TextTooLongError in the caller's terms (``length``) when the sequence exceeds the model's positions."""
+    from ..errors import TextTooLongError
+
+    limit = loaded.max_positions
+    if limit is not None and offset + 2 * length > limit:
+        raise TextTooLongError(
+            f"length={length} needs {offset + 2 * length} positions ({offset} special + 2 x {length} random tokens) "
+            f"but {loaded.name} takes at most {limit} ({loaded.positions_source}); pass length <= "
+            f"{(limit - offset) // 2}"
+        )
+
+
 def induction_scores(
     model: str | os.PathLike | Any = None,
     *,
@@ -50,13 +63,16 @@ def induction_scores(
 ) -> InductionScores:
     """Every head's induction score on ``length`` random tokens repeated once (see the module doc).
 
-    The random tokens are drawn with ``seed`` from the model's vocabulary, leaving out its special tokens.
+    The random tokens are drawn with ``seed`` (an int >= 0) from the model's vocabulary, leaving out its special
+    tokens. The sequence holds ``2 * length`` tokens (and a BOS or [CLS] before them): a ``length`` beyond half the
+    model's positions is refused, naming the largest that fits.
     """
     import pandas as pd
 
     from .extraction import extract_token_ids, load_model
 
     length = int_at_least(length, "length", 2)
+    seed = int_at_least(seed, "seed", 0)
     loaded = load_model(model, tokenizer=tokenizer, device=device)
     vocab = int(loaded.model.get_input_embeddings().num_embeddings)  # type: ignore[arg-type]
     special = set(loaded.tokenizer.all_special_ids)
@@ -66,6 +82,7 @@ def induction_scores(
     first = getattr(loaded.tokenizer, "bos_token_id", None)
     first = getattr(loaded.tokenizer, "cls_token_id", None) if first is None else first
     prefix = [] if first is None else [int(first)]
+    _check_length(length, len(prefix), loaded)
     ids = np.array(prefix + repeated.tolist() * 2, dtype=np.int64)
     ex = extract_token_ids(ids, loaded)
     result = InductionScores(pd.DataFrame(), ids, len(prefix), length)

@@ -73,8 +73,15 @@ def auto_learning_rate(n: int, early_exaggeration: float = 12.0) -> float:
 
 
 def as_numpy(a: Any, name: str) -> np.ndarray:
-    """A finite real numpy array from an array or a torch tensor (on any device)."""
+    """A finite real numpy array from an array or a dense torch tensor (on any device, in a dtype numpy has)."""
     if isinstance(a, torch.Tensor):
+        if a.layout != torch.strided:
+            raise TypeError(
+                f"{name} is a torch sparse tensor ({a.layout}); pass a scipy.sparse matrix (the sparse engine: "
+                f"scipy.sparse.csr_matrix) or a dense one ({name}.to_dense())"
+            )
+        if a.is_floating_point() and a.dtype not in (torch.float16, torch.float32, torch.float64):
+            raise TypeError(f"{name} is a torch {a.dtype} tensor, which numpy cannot hold; pass {name}.float()")
         a = a.detach().cpu().numpy()
     return real_array(a, name)
 

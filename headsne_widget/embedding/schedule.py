@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._checks import int_at_least
+from .._checks import flag, int_at_least
 from .._device import resolve_device
 from ..errors import TSNEDivergedError
 from .engines import MAX_STEP_NORM, make_engine
@@ -115,6 +115,7 @@ def check_schedule(
     seed = check_seed(seed)
     if int_at_least(restarts, "restarts", 1) > MAX_RESTARTS:  # before the O(n^2) checks of P
         check_restarts(restarts, 1)
+    first_kl = flag(first_kl, "first_kl")  # "no" is truthy: only a bool says which
     return Schedule(dt, n_iter, every, kl_every, first_kl, exaggeration_iters, early_exaggeration, mom, seed)
 
 
@@ -160,7 +161,7 @@ def optimize(
         seed=seed,
         restarts=restarts,
     )
-    P = check_affinities(P, s.dtype) if check_input else unchecked_affinities(P, s.dtype)
+    P = check_affinities(P, s.dtype) if flag(check_input, "check_input") else unchecked_affinities(P, s.dtype)
     n = P.shape[0]
     restarts = check_restarts(restarts, n)
     lr = resolve_learning_rate(learning_rate, n, s.early_exaggeration)

@@ -33,6 +33,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import scipy.sparse as sp
 
+from .._checks import flag, real_dtype
 from .._parallel import each
 from ..affinity.sparse import SparseAffinities, check_sparse_affinities
 from . import interpolation_kernels as ik
@@ -135,7 +136,7 @@ def optimize(
     if engine not in (None, "numba", "sparse"):
         raise ValueError(f"a sparse P runs on the sparse engine, not {engine!r}")
     _check_device(device)
-    S = check_sparse_affinities(P, s.dtype, check_input)
+    S = _checked(P, s.dtype, flag(check_input, "check_input"))
     n = S.n
     restarts = check_restarts(restarts, n)
     lr = resolve_learning_rate(learning_rate, n, s.early_exaggeration)
@@ -143,11 +144,18 @@ def optimize(
     yield from run(SparseEngine(S, Y0, **(grid or {})), s, n, lr)
 
 
+def _checked(P: Any, dtype: Any, check: bool = True) -> SparseAffinities:
+    """:func:`.affinity.sparse.check_sparse_affinities` of a P with real entries: a complex one is refused as a
+    dense one is (scipy would drop the imaginary parts with a warning only)."""
+    real_dtype(P.dtype, "P")
+    return check_sparse_affinities(P, dtype, check)
+
+
 def exact_kl(P: Any, Y: Any) -> float:
     """Exact KL(P || Q(Y)) for a sparse P and an embedding Y (n, 2), in float64: sum_{p > 0} p log(p / q) with
     Z = sum_{i != j} 1 / (1 + |y_i - y_j|^2) summed over all pairs (O(n^2) time in shares on the worker
     threads, O(n) memory: about 2 s at 65536 points on 2 cores)."""
-    S = check_sparse_affinities(P, np.float64)
+    S = _checked(P, np.float64)
     Yc = check_embedding(Y, S.n).astype(np.float64)
     Yc = Yc - Yc.mean(axis=0)
     largest = float(np.abs(Yc).max())

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._checks import int_at_least
+from .._checks import int_at_least, text_characters
 from .summaries import SCORE_SUMMARY_COLUMNS, SUMMARY_COLUMNS, head_summary, score_summary
 from .workers import LOCAL_CLIENTS, check_client, progress_bar, run_tasks, session
 
@@ -86,6 +86,7 @@ def _texts(texts: Any) -> list[str]:
     for i, item in enumerate(items):
         if not isinstance(item, str):
             raise TypeError(f"texts[{i}] is a {type(item).__name__}, not a str: every text must be a string")
+        text_characters(item, f"texts[{i}]")  # as extract() does: the tokenizer's own error names nothing
     return items
 
 
@@ -97,6 +98,8 @@ def _indices(value: Any, count: int, name: str, unit: str) -> list[int]:
         return list(range(count))
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = [value]
+    elif isinstance(value, (bool, np.bool_, str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be None (all {unit}), an index or a list of indices, got {value!r}")
     chosen = [check_index(v, count, name, unit) for v in value]
     if not chosen:
         raise ValueError(f"{name} is empty: pass None for all {unit} or at least one index")

@@ -108,7 +108,7 @@ def save_html(widget: Any, path: str | os.PathLike, *, view: str = "widget") -> 
     """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(map(repr, VIEWS))}, got {view!r}")
-    path = Path(path)
+    path = Path(path).expanduser()  # "~/map.html" is the user's home, as a shell would read it
     if not path.parent.is_dir():
         raise FileNotFoundError(f"the folder {str(path.parent)!r} does not exist")
     if view == "bokeh":
