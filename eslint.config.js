@@ -1,6 +1,6 @@
 // eslint (flat config) for the front end: recommended rules, browser + node globals for js/, and limits
-// that keep the views small controllers (js/views.js): short, simple functions with few parameters (pass
-// an options object), and modules of at most 300 lines.
+// that keep the views small controllers (js/views/views.js): short, simple functions (under 150 lines, blank
+// lines and comments counted) with few parameters (pass an options object), and modules of at most 300 lines.
 import js from "@eslint/js";
 import globals from "globals";
 
@@ -19,7 +19,7 @@ export default [
       eqeqeq: ["error", "smart"],
       "no-var": "error",
       "prefer-const": "error",
-      "max-lines-per-function": ["error", { max: 150, skipBlankLines: true, skipComments: true }],
+      "max-lines-per-function": ["error", { max: 149 }],
       complexity: ["error", 15],
       "max-depth": ["error", 4],
       "max-params": ["error", 5],

@@ -4,9 +4,9 @@
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
-import { installDom } from "./fake-dom.js";
-import { encodeArray } from "./codecs.js";
-import { TOKENS, mount as mountOn } from "./widget-fixture.js";
+import { installDom } from "./test-helpers/fake-dom.js";
+import { encodeArray } from "./model/codecs.js";
+import { TOKENS, mount as mountOn } from "./test-helpers/widget-fixture.js";
 
 let widget;
 before(async () => {
@@ -18,7 +18,7 @@ const mount = (extra) => mountOn(widget, extra);
 
 test("every numeric setting refuses what Python would: marked, explained, never sent", async () => {
   const { model, root, cleanup } = mount();
-  const { write } = await import("./model.js");
+  const { write } = await import("./model/model.js");
   const settings = root.querySelector("[data-testid=headsne-settings]");
   const row = root.querySelector(".hs-params");
   assert.equal(row.hidden, true, "the settings are folded at first");
@@ -103,7 +103,7 @@ test("'your values' can be chosen only once Python gave values; the edge key nam
       [n],
     ),
   });
-  await Promise.resolve(); // the colours are read a microtask later (js/sync.js)
+  await Promise.resolve(); // the colours are read a microtask later (js/model/sync.js)
   assert.equal(user.disabled, false);
   model.emit({ color_mode: "position" });
   assert.equal(user.disabled, false, "the values stay Python's: they can be chosen again");

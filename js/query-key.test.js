@@ -1,15 +1,14 @@
 // Query-key mode in the browser: the keys (frame rows from query_rows on) are drawn as rings and the
-// queries filled, whatever the backend (js/scatter-paint.js isRing, js/point-gl.js pointStyles); the map's
+// queries filled, whatever the backend (js/paint/scatter-paint.js isRing, js/paint/point-gl.js pointStyles); the map's
 // legend row says which is which; the mode select offers the mode Python allows.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
-import { installDom } from "./fake-dom.js";
-import { encodeArray } from "./codecs.js";
-import { TOKENS, mount as mountOn } from "./widget-fixture.js";
-import { isRing } from "./scatter-paint.js";
-import { pointStyles } from "./point-gl.js";
-import { edgeEnds } from "./scatter-scene.js";
+import { installDom } from "./test-helpers/fake-dom.js";
+import { encodeArray } from "./model/codecs.js";
+import { TOKENS, mount as mountOn } from "./test-helpers/widget-fixture.js";
+import { pointStyles } from "./paint/point-gl.js";
+import { edgeEnds, isRing } from "./paint/scatter-paint.js";
 
 let widget;
 before(async () => {

@@ -1,25 +1,25 @@
 // headsne-widget front end (anywidget >= 0.9): the maximum-attention grid, the live attention-head t-SNE
 // scatter, the text strip, the controls and the head atlas. Traits and messages: js/PROTOCOL.md and
-// js/model.js. This file only puts the parts together: the state (js/state.js, js/store.js), the model
-// wiring (js/sync.js), the user's intents (js/intents.js), the frames and their playback
-// (js/recorder.js, js/playback.js) and the views (js/views.js). The stylesheet js/widget.css is bundled
+// js/model/model.js. This file only puts the parts together: the state (js/store/state.js, js/store/store.js), the model
+// wiring (js/model/sync.js), the user's intents (js/store/intents.js), the frames and their playback
+// (js/model/recorder.js, js/store/playback.js) and the views (js/views/views.js). The stylesheet js/widget.css is bundled
 // next to it (npm run build) and loaded by anywidget's _css.
 
-import { oneEventAtATime } from "./model.js";
-import { FrameRecorder, createFrameFeed } from "./recorder.js";
-import { createPlayback } from "./playback.js";
-import { buildSkeleton } from "./skeleton.js";
-import { createMetrics } from "./metrics.js";
-import { keepKeys } from "./dom.js";
-import { realClock } from "./schedule.js";
-import { readTheme, watchTheme } from "./theme.js";
-import { createStore } from "./store.js";
-import { initialState } from "./state.js";
-import { connectModel } from "./sync.js";
-import { createIntents } from "./intents.js";
-import { mountViews } from "./views.js";
-import { createSearcher } from "./search-worker.js";
-import { staticModel } from "./static-page.js";
+import { oneEventAtATime } from "./model/model.js";
+import { FrameRecorder, createFrameFeed } from "./model/recorder.js";
+import { createPlayback } from "./store/playback.js";
+import { buildSkeleton } from "./views/skeleton.js";
+import { createMetrics } from "./lib/metrics.js";
+import { keepKeys } from "./lib/dom.js";
+import { realClock } from "./lib/schedule.js";
+import { readTheme, watchTheme } from "./lib/theme.js";
+import { createStore } from "./store/store.js";
+import { initialState } from "./store/state.js";
+import { connectModel } from "./model/sync.js";
+import { createIntents } from "./store/intents.js";
+import { mountViews } from "./views/views.js";
+import { createSearcher } from "./workers/search-worker.js";
+import { staticModel } from "./model/static-page.js";
 
 const THEME_SETTLE_MS = 400; // JupyterLab swaps its theme stylesheet after flipping the body attributes
 
@@ -27,8 +27,8 @@ const THEME_SETTLE_MS = 400; // JupyterLab swaps its theme stylesheet after flip
  * Follow the notebook's theme into the state: read it now, at every change, and once more after the
  * host's stylesheet is in.
  * @param {HTMLElement} root
- * @param {import("./store.js").Store<import("./state.js").State>} store
- * @param {import("./schedule.js").Clock} clock
+ * @param {import("./store/store.js").Store<import("./store/state.js").State>} store
+ * @param {import("./lib/schedule.js").Clock} clock
  */
 function followTheme(root, store, clock) {
   const apply = () => store.set({ theme: readTheme(root) });
@@ -48,9 +48,9 @@ function followTheme(root, store, clock) {
 
 /**
  * Render the widget into `el`; returns the function that removes it. `clock` schedules every timer and
- * animation frame (tests pass a fake one); `offline`: a saved page's (js/static-page.js), no kernel behind it.
- * @param {{model: import("./model.js").Model, el: HTMLElement, clock?: import("./schedule.js").Clock,
- *   offline?: import("./static-page.js").Offline | null}} props
+ * animation frame (tests pass a fake one); `offline`: a saved page's (js/model/static-page.js), no kernel behind it.
+ * @param {{model: import("./model/model.js").Model, el: HTMLElement, clock?: import("./lib/schedule.js").Clock,
+ *   offline?: import("./model/static-page.js").Offline | null}} props
  */
 function render({ model: host, el, clock = realClock, offline = null }) {
   const model = oneEventAtATime(host);
@@ -84,8 +84,8 @@ function render({ model: host, el, clock = realClock, offline = null }) {
 
 /**
  * A saved page's widget (headsne_widget/widget/export.py): the state of the export, no kernel.
- * @param {{state: Record<string, any>, offline: import("./static-page.js").Offline, el: HTMLElement,
- *   clock?: import("./schedule.js").Clock}} page
+ * @param {{state: Record<string, any>, offline: import("./model/static-page.js").Offline, el: HTMLElement,
+ *   clock?: import("./lib/schedule.js").Clock}} page
  */
 export function renderStatic({ state, offline, el, clock = realClock }) {
   return render({ model: /** @type {any} */ (staticModel(state, offline)), el, offline, clock });

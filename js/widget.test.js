@@ -1,13 +1,13 @@
 // Wiring of js/widget.js against a fake model (lonboard's pattern): DOM events become the right trait
 // writes, trait changes from Python reach the DOM, and closing the view removes every listener. Time is
-// a fake clock (js/testing.js): timers and animation frames run only when a test advances it. The grid's
-// wiring is in js/grid.test.js.
+// a fake clock (js/test-helpers/testing.js): timers and animation frames run only when a test advances it. The grid's
+// wiring is in js/views/grid/grid.test.js.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
-import { installDom } from "./fake-dom.js";
-import { encodeArray } from "./codecs.js";
-import { H, TOKENS, mount as mountOn } from "./widget-fixture.js";
+import { installDom } from "./test-helpers/fake-dom.js";
+import { encodeArray } from "./model/codecs.js";
+import { H, TOKENS, mount as mountOn } from "./test-helpers/widget-fixture.js";
 
 let widget;
 before(async () => {
@@ -223,7 +223,7 @@ test("from the first frame on, every point is inside the plot: far outliers and 
   for (let k = 1; k <= 12; k++) {
     const next = Float32Array.from(xy, (v, i) => (i % 2 ? 5 : 3) * k + v * 10 ** -k);
     model.emit({ frame: encodeArray(next, [n, 2]), iteration: 4 * k, run_id: 2 });
-    await Promise.resolve(); // the frame's traits are read a microtask later (js/sync.js)
+    await Promise.resolve(); // the frame's traits are read a microtask later (js/model/sync.js)
     for (let f = 0; f < 3; f++) {
       clock.advance(17);
       seen.push(canvas.dataset.outside);
@@ -234,7 +234,7 @@ test("from the first frame on, every point is inside the plot: far outliers and 
 });
 
 test("the browser refuses to write a trait only Python sets", async () => {
-  const { write, preview } = await import("./model.js");
+  const { write, preview } = await import("./model/model.js");
   const { model, cleanup } = mount();
   model.calls.length = 0;
   assert.throws(() => write(model, { status: "hacked" }), /may not write status/);

@@ -1,4 +1,4 @@
-"""The front end's own tests: node's test runner over js/*.test.js, its linters (npm run lint), and
+"""The front end's own tests: node's test runner over js/**/*.test.js, its linters (npm run lint), and
 the JS halves of the mirrored pairs (array codec, quantile-equidistant rescaling) checked against
 their Python definitions."""
 
@@ -49,7 +49,7 @@ def test_npm_test_passes() -> None:
 
 
 def test_npm_lint_passes() -> None:
-    """eslint, prettier --check and tsc --checkJs (the trait types of js/model.js) are clean."""
+    """eslint, prettier --check and tsc --checkJs (the trait types of js/model/model.js) are clean."""
     _node()
     npm = shutil.which("npm")
     assert npm is not None, "npm is not installed"
@@ -67,7 +67,7 @@ def test_codec_decodes_what_python_encodes(tmp_path: Path) -> None:
     for name, wire in wires.items():
         (tmp_path / f"{name}.bin").write_bytes(wire["buffer"])
     meta = {name: {"dtype": w["dtype"], "shape": w["shape"]} for name, w in wires.items()}
-    codecs = (ROOT / "js" / "codecs.js").as_uri()
+    codecs = (ROOT / "js" / "model" / "codecs.js").as_uri()
     out = _run_node(
         f"""
 import {{ readFileSync }} from "node:fs";
@@ -92,7 +92,7 @@ console.log(JSON.stringify(result));
 
 
 def _js_quantile_rescale(values: np.ndarray, k: int, tmp_path: Path) -> np.ndarray:
-    layout = (ROOT / "js" / "rescaling.js").as_uri()
+    layout = (ROOT / "js" / "lib" / "rescaling.js").as_uri()
     (tmp_path / "values.json").write_text(json.dumps(values.tolist()))
     out = _run_node(
         f"""
@@ -117,7 +117,8 @@ def test_js_quantile_rescaling_is_the_thesis_definition(k: int, tmp_path: Path) 
 
 
 def test_js_quantile_rescaling_matches_the_python_function(tmp_path: Path) -> None:
-    """The scatter's quantile axes (js/rescaling.js) and headsne_widget.embedding.rescaling place points identically."""
+    """The scatter's quantile axes (js/lib/rescaling.js) and headsne_widget.embedding.rescaling place points
+    identically."""
     rng = np.random.default_rng(1)
     Y = np.stack([rng.standard_cauchy(120), rng.exponential(size=120) ** 3, np.full(120, 4.0)], axis=1)
     Y[:15, 0] = 0.0  # ties inside the data

@@ -169,13 +169,13 @@ def test_short_texts_build_nothing_ahead(make, tiny_bert, monkeypatch):
 
 
 def test_the_page_uses_the_same_threshold_and_dwell():
-    """js/prefetch.js mirrors PREFETCH_MIN_N and DWELL_MS (the page decides when to report a row)."""
+    """js/store/prefetch.js mirrors PREFETCH_MIN_N and DWELL_MS (the page decides when to report a row)."""
     import re
     from pathlib import Path
 
     from headsne_widget.widget import prefetch
 
-    source = (Path(__file__).parents[1] / "js" / "prefetch.js").read_text()
+    source = (Path(__file__).parents[1] / "js" / "store" / "prefetch.js").read_text()
     for name in ("PREFETCH_MIN_N", "DWELL_MS"):
         match = re.search(rf"export const {name} = (\d+);", source)
         assert match and int(match.group(1)) == getattr(prefetch, name), name

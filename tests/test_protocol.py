@@ -1,8 +1,8 @@
 """The protocol between Python and the browser, from one source: ``headsne_widget/widget/protocol.py``.
 
-``js/model.js`` must name exactly the declared traits (its ``T`` and its ``Traits`` typedef), ``js/PROTOCOL.md``
+``js/model/model.js`` must name exactly the declared traits (its ``T`` and its ``Traits`` typedef), ``js/PROTOCOL.md``
 must hold the tables generated from the declarations and name every JS module, and the browser's only writer
-(``js/intents.js``) may write only what a user may set."""
+(``js/store/intents.js``) may write only what a user may set."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _table_rows(markdown: str) -> list[list[str]]:
 
 
 def test_model_js_names_exactly_the_declared_traits():
-    source = (JS / "model.js").read_text()
+    source = (JS / "model" / "model.js").read_text()
     block = source[source.index("export const T = Object.freeze({") :]
     block = block[: block.index("});")]
     names = re.findall(r"^\s+(\w+): \"(\w+)\",$", block, flags=re.M)
@@ -46,22 +46,26 @@ def test_protocol_md_holds_the_generated_tables():
 def test_protocol_md_names_every_js_module():
     text = (JS / "PROTOCOL.md").read_text()
     table = text[text.index("## Front-end modules") : text.index("## Arrays")]
-    named = set(re.findall(r"`([\w.-]+\.(?:js|ts))`", table))
-    modules = {p.name for p in JS.iterdir() if p.suffix in (".js", ".ts") and not p.name.endswith(".test.js")}
+    rows = "\n".join(line for line in table.splitlines() if line.startswith("|"))
+    named = set(re.findall(r"`([\w./*-]+\.(?:js|ts))`", rows))  # paths inside js/
+    modules = {
+        p.relative_to(JS).as_posix()
+        for p in JS.rglob("*")
+        if p.suffix in (".js", ".ts") and not p.name.endswith(".test.js")
+    }
     assert modules - named == set(), f"js/PROTOCOL.md's module table misses {sorted(modules - named)}"
     assert {n for n in named if "*" not in n} - modules == set(), "the table names modules that do not exist"
 
 
 def test_the_browser_writes_only_what_a_user_may_set():
-    """js/model.js's WRITABLE (which its write and preview enforce) is Python's browser-writable set, and no
+    """js/model/model.js's WRITABLE (which its write and preview enforce) is Python's browser-writable set, and no
     module but model.js sets a trait on the model (every write goes through model.js's write / preview)."""
-    source = (JS / "model.js").read_text()
+    source = (JS / "model" / "model.js").read_text()
     block = source[source.index("export const WRITABLE") :]
     block = block[: block.index(";")]
     assert set(re.findall(r'"(\w+)"', block)) == BROWSER_WRITABLE
-    helpers = ("model.js", "testing.js", "fake-dom.js", "widget-fixture.js")
-    for path in JS.glob("*.js"):
-        if path.name.endswith(".test.js") or path.name in helpers:
+    for path in JS.rglob("*.js"):
+        if path.name.endswith(".test.js") or path.parent.name == "test-helpers" or path.name == "model.js":
             continue
         code = re.sub(r"//.*|/\*[\s\S]*?\*/", "", path.read_text())  # comments say "save_changes" too
         assert not re.search(r"\bmodel\.set\(|\.save_changes\(", code), f"{path.name} writes the model itself"
@@ -76,13 +80,13 @@ def test_headsne_has_every_trait_and_takes_the_keywords():
 
 
 def test_the_browser_bounds_are_pythons():
-    """js/model.js's BOUNDS (which its write and preview enforce, and the settings' fields check) hold every number
-    the browser writes, with Python's bounds: the browser never sends a number Python would refuse."""
+    """js/model/model.js's BOUNDS (which its write and preview enforce, and the settings' fields check) hold every
+    number the browser writes, with Python's bounds: the browser never sends a number Python would refuse."""
     import traitlets as t
 
     from headsne_widget.widget.protocol import StrictFloat
 
-    source = (JS / "model.js").read_text()
+    source = (JS / "model" / "model.js").read_text()
     block = source[source.index("export const BOUNDS") :]
     block = block[: block.index("});")]
     js = {
@@ -95,7 +99,7 @@ def test_the_browser_bounds_are_pythons():
             trait = next(part for part in trait.trait_types if isinstance(part, t.Float))
         if not spec.browser_writable or not isinstance(trait, t.Int | t.Float) or spec.name == "selected":
             continue
-        assert spec.name in js, f"js/model.js BOUNDS misses {spec.name}"
+        assert spec.name in js, f"js/model/model.js BOUNDS misses {spec.name}"
         bounds = js.pop(spec.name)
         low, high = (None if v is None or abs(v) == float("inf") else v for v in (trait.min, trait.max))
         js_max = bounds["max"]
@@ -107,4 +111,4 @@ def test_the_browser_bounds_are_pythons():
         assert (bounds.get("int") == "true") == isinstance(trait, t.Int), spec.name
         if isinstance(trait, StrictFloat) and trait.positive:
             assert bounds.get("above") == "true", spec.name
-    assert js == {}, f"js/model.js BOUNDS names traits the browser does not write: {sorted(js)}"
+    assert js == {}, f"js/model/model.js BOUNDS names traits the browser does not write: {sorted(js)}"

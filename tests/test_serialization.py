@@ -1,4 +1,4 @@
-"""The array codec's wire form, byte for byte: the Python half of what js/codecs.js decodes."""
+"""The array codec's wire form, byte for byte: the Python half of what js/model/codecs.js decodes."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_float_array_wire_form_is_exact():
     assert wire["shape"] == [2, 2]
     assert all(type(d) is int for d in wire["shape"])  # JSON ints, not numpy ints
     assert isinstance(wire["buffer"], bytes)
-    # C order, little-endian float32: the same bytes js/codecs.test.js decodes (1.0 = 00 00 80 3f)
+    # C order, little-endian float32: the same bytes js/model/codecs.test.js decodes (1.0 = 00 00 80 3f)
     assert wire["buffer"] == struct.pack("<4f", 1.0, -2.0, 0.5, 3e-5)
     assert wire["buffer"][:8] == bytes([0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x00, 0xC0])
 

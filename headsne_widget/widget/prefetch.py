@@ -3,7 +3,7 @@
 A head click at 8192 tokens spends 0.1-0.2 s before t-SNE can start: the head's attention recomputed from the
 captured queries and keys, then P's census and symmetrisation. The pointer rests on a grid row for a few
 hundred milliseconds before a click, so from :data:`PREFETCH_MIN_N` tokens the page reports the row it rests on
-(``hovered_head``, after :data:`DWELL_MS`; ``js/prefetch.js`` mirrors both) and :class:`Prefetch` builds that
+(``hovered_head``, after :data:`DWELL_MS`; ``js/store/prefetch.js`` mirrors both) and :class:`Prefetch` builds that
 head's P in its own job slot. The click's run job then takes it (or waits for the one being built) instead of
 starting over. One P is kept at most, in a leased array (:mod:`.workspace`): the one built last, released as
 soon as another head is aimed at, handed over (with its lease) to the run that takes it.
@@ -20,9 +20,9 @@ from .workspace import Lease
 
 __all__ = ["DWELL_MS", "PREFETCH_MIN_N", "Prefetch"]
 
-#: from this many tokens the page reports the head the pointer rests on (js/prefetch.js mirrors it)
+#: from this many tokens the page reports the head the pointer rests on (js/store/prefetch.js mirrors it)
 PREFETCH_MIN_N = 2048
-#: how long the pointer rests on a grid row before the page reports it (js/prefetch.js)
+#: how long the pointer rests on a grid row before the page reports it (js/store/prefetch.js)
 DWELL_MS = 120
 
 

@@ -1,4 +1,4 @@
-"""The binary array codec between Python and the browser, mirrored by ``js/codecs.js``.
+"""The binary array codec between Python and the browser, mirrored by ``js/model/codecs.js``.
 
 An array crosses the wire as ``{"dtype": "float32" | "int32", "shape": [...], "buffer": bytes}``:
 C order, little-endian. ipywidgets lifts every ``bytes`` value out of the JSON and sends it as a
@@ -88,7 +88,7 @@ def array_serializers(dtype: str) -> dict[str, Any]:
     """``to_json``/``from_json`` for a trait holding a numpy array (or None), sent as ``dtype`` wire arrays.
 
     Attach with ``.tag(sync=True, **array_serializers("float32"))``, as jupyter-scatter does: Python
-    holds the array, the wire carries the binary buffer, ``js/codecs.js`` decodes it.
+    holds the array, the wire carries the binary buffer, ``js/model/codecs.js`` decodes it.
     """
     return {
         "to_json": lambda value, widget: array_to_wire(value, dtype),

@@ -6,7 +6,7 @@ are ranked among those entries, as :func:`~headsne_widget.widget.partners.head_p
 "attends to" from row i's kept entries, "attended by" from column i's (the queries that kept key i), the
 edges by ``max(A_ij, A_ji)`` over both; partners restricted to ``kept``, self excluded, strongest first, equal
 weights the lower index first. A token with fewer kept entries than k has its list padded with index -1 and
-weight 0, which the page skips (``js/tokens.js``). One compiled pass over the rows and their transpose:
+weight 0, which the page skips (``js/lib/tokens.js``). One compiled pass over the rows and their transpose:
 O(nnz x k) time, O(nnz + n k) memory.
 """
 

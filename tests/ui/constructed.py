@@ -9,7 +9,7 @@ cluster k around a corner of the square (+-10, +-10): 0 top left, 1 top right, 2
 
 from __future__ import annotations
 
-#: category10's first four colours (js/colors.js), the clusters' in the page
+#: category10's first four colours (js/lib/colors.js), the clusters' in the page
 CLUSTER_RGB = [(0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E), (0x2C, 0xA0, 0x2C), (0xD6, 0x27, 0x28)]
 
 

@@ -505,7 +505,7 @@ def canvas_ink(root: Any, name: str) -> dict[str, int]:
 def grid_cell_position(root: Any, layer: int, head: int, token: int = 0) -> dict[str, float]:
     """Centre (CSS px, relative to the grid canvas) of cell (layer, head, token).
 
-    The grid canvas publishes its layout as data attributes (js/grid.js): per layer a title band of
+    The grid canvas publishes its layout as data attributes (js/views/grid/grid.js): per layer a title band of
     ``gap`` px, then ``heads`` rows of ``cellH`` px; ``labelW`` px of head labels, then tokens of ``cellW``.
     """
     g = canvas_of(root, "headsne-grid").evaluate("c => Object.assign({}, c.dataset)")

@@ -1,6 +1,6 @@
 """The widget on a long text in JupyterLab with headless chromium: the grid row the pointer rests on reaches
 the kernel, which builds that head's P before the click, and the click runs on it (headsne_widget/widget/prefetch.py,
-js/prefetch.js). A tiny random Llama with 16384 positions (tests/conftest.py), 2048 tokens."""
+js/store/prefetch.js). A tiny random Llama with 16384 positions (tests/conftest.py), 2048 tokens."""
 
 from __future__ import annotations
 

@@ -1,0 +1,199 @@
+// The text strip view: the input text with one span per token (textContent only, never HTML), underlined
+// in the token's colour. Hovering a span hovers the token; other views' hovers highlight it here (with
+// its partners). A click selects a token, shift-click the range from the last clicked one, ctrl/cmd-click
+// toggles one. Only the spans near the strip's scrolled view exist (js/views/text/text-blocks.js): a span is made
+// with the marks of the moment when its block comes into view.
+
+import { textSegments } from "../../lib/segments.js";
+import { createTextBlocks } from "./text-blocks.js";
+import { partnerTokens, shownPartners } from "../../lib/partners.js";
+import { disposer, el } from "../../lib/dom.js";
+import { changed } from "../../store/store.js";
+import { directionOf, partnersAt } from "../../store/state.js";
+
+/**
+ * @typedef {import("../../store/state.js").State} State
+ */
+
+/**
+ * The selection after a click on token `i`: shift extends from `anchor`, ctrl/cmd toggles.
+ * @param {number} i
+ * @param {{shiftKey: boolean, ctrlKey: boolean, metaKey: boolean}} keys
+ * @param {number} anchor the token clicked last (-1: none)
+ * @param {Set<number>} selected
+ * @returns {{next: number[], anchor: number}}
+ */
+export function clickSelection(i, keys, anchor, selected) {
+  if (keys.shiftKey && anchor >= 0) {
+    const next = [];
+    for (let j = Math.min(anchor, i); j <= Math.max(anchor, i); j++) next.push(j);
+    return { next, anchor };
+  }
+  if (keys.ctrlKey || keys.metaKey) {
+    const set = new Set(selected);
+    if (set.has(i)) set.delete(i);
+    else set.add(i);
+    return { next: [...set].sort((a, b) => a - b), anchor: i };
+  }
+  return { next: [i], anchor: i };
+}
+
+/**
+ * Scroll the strip itself (not the page) so that `span` is visible.
+ * @param {HTMLElement} container
+ * @param {HTMLElement} span
+ */
+function reveal(container, span) {
+  // from the boxes on screen: the strip's containment (widget.css) makes it the span's offsetParent
+  const top = span.getBoundingClientRect().top - container.getBoundingClientRect().top + container.scrollTop;
+  if (top < container.scrollTop || top + span.offsetHeight > container.scrollTop + container.clientHeight) {
+    container.scrollTop = Math.max(0, top - container.clientHeight / 2);
+  }
+}
+
+/**
+ * @param {{dom: {textStrip: HTMLElement, textTitle: HTMLElement}, store: import("../../store/store.js").Store<State>,
+ *   intents: import("../../store/intents.js").Intents}} ctx
+ */
+export function createTextStrip({ dom, store, intents }) {
+  const container = dom.textStrip;
+  const scope = disposer();
+  const title = el("span", { className: "hs-text-title", text: "text" });
+  dom.textTitle.append(title);
+  const strip = {
+    /** @type {Map<number, HTMLElement>} token index -> span, for the spans in the DOM */
+    spans: new Map(),
+    hover: -1,
+    /** @type {number[]} */
+    partners: [],
+    /** @type {Set<number>} */
+    selected: new Set(),
+    /** @type {Set<number>} */
+    matches: new Set(),
+    anchor: -1,
+  };
+
+  /** @param {Event} event */
+  const tokenOf = (event) => {
+    const target = /** @type {HTMLElement} */ (event.target);
+    const span = target.closest ? /** @type {HTMLElement | null} */ (target.closest("[data-index]")) : null;
+    return span ? Number(span.dataset.index) : -1;
+  };
+  /** @param {MouseEvent} event */
+  const onOver = (event) => {
+    const token = tokenOf(event);
+    intents.hover(token, token >= 0 ? { source: "text", x: event.clientX, y: event.clientY } : null);
+  };
+  scope.listen(container, "mouseover", onOver);
+  scope.listen(container, "mousemove", onOver);
+  scope.listen(container, "mouseleave", () => intents.hover(-1, null));
+  scope.listen(container, "click", (/** @type {MouseEvent} */ event) => {
+    const i = tokenOf(event);
+    if (i < 0) return;
+    const { next, anchor } = clickSelection(i, event, strip.anchor, strip.selected);
+    strip.anchor = anchor;
+    if (event.shiftKey) window.getSelection?.()?.removeAllRanges();
+    intents.select(next);
+  });
+
+  /**
+   * The node of a piece of the text: a token's span with the marks of the moment, or plain text.
+   * @param {import("./text-blocks.js").Piece} piece
+   */
+  function fill(piece) {
+    if (piece.token < 0) return document.createTextNode(piece.text);
+    const t = piece.token;
+    const { doc, colours, rows } = store.state;
+    const span = document.createElement("span");
+    span.className = "hs-tok";
+    if (piece.special || doc.special[t]) span.classList.add("hs-special");
+    span.dataset.index = String(t);
+    span.textContent = piece.text;
+    span.style.setProperty("--hs-tok-color", (colours && colours.colours[t]) || "transparent");
+    span.classList.toggle("hs-dropped", !(rows.tokenRow[t] >= 0));
+    span.classList.toggle("hs-selected", strip.selected.has(t));
+    span.classList.toggle("hs-match", strip.matches.has(t));
+    span.classList.toggle("hs-hover", strip.hover === t);
+    span.classList.toggle("hs-partner", strip.partners.includes(t));
+    strip.spans.set(t, span);
+    return span;
+  }
+  const blocks = createTextBlocks(container, {
+    fill,
+    emptied: (first, last) => {
+      for (let t = first; t < last; t++) strip.spans.delete(t);
+    },
+  });
+  scope.add(() => blocks.destroy());
+
+  /** Rebuild the spans of the text. @param {import("../../store/state.js").Doc} doc */
+  function rebuild({ text, tokens, offsets }) {
+    strip.spans = new Map();
+    strip.hover = -1;
+    strip.partners = [];
+    strip.anchor = -1;
+    blocks.build(textSegments(text || "", tokens, offsets));
+  }
+
+  /**
+   * Move `className` from the tokens of `before` to those of `after`.
+   * @param {Iterable<number>} before
+   * @param {Iterable<number>} after
+   * @param {string} className
+   */
+  function mark(before, after, className) {
+    const next = new Set(after);
+    for (const i of before) if (!next.has(i)) strip.spans.get(i)?.classList.remove(className);
+    for (const i of next) strip.spans.get(i)?.classList.add(className);
+  }
+
+  /** @param {State} s */
+  function setHover(s) {
+    if (strip.hover >= 0) strip.spans.get(strip.hover)?.classList.remove("hs-hover");
+    const token = s.hover;
+    const partners = partnerTokens(shownPartners(partnersAt(s, token), directionOf(s)));
+    mark(strip.partners, partners, "hs-partner");
+    strip.hover = token;
+    strip.partners = partners;
+    if (token >= 0 && s.hoverInfo && s.hoverInfo.source !== "text") blocks.show(token);
+    const span = token >= 0 ? strip.spans.get(token) : null;
+    if (!span) return;
+    span.classList.add("hs-hover");
+    if (s.hoverInfo && s.hoverInfo.source !== "text") reveal(container, span);
+  }
+
+  /** @param {State} s @param {State | null} prev */
+  function update(s, prev) {
+    const is = (/** @type {keyof State} */ key) => changed(s, prev, key);
+    if (is("doc")) {
+      rebuild(s.doc);
+      const n = s.doc.tokens.length;
+      title.textContent = n ? `text · ${n} tokens · hover a token, click to select (shift: a range)` : "text";
+    }
+    if (is("colours")) {
+      const colours = s.colours ? s.colours.colours : [];
+      strip.spans.forEach((span, i) => span.style.setProperty("--hs-tok-color", colours[i] || "transparent"));
+    }
+    if (is("rows")) {
+      // the tokens without a point in the map (excluded special tokens) are dimmed
+      strip.spans.forEach((span, i) => span.classList.toggle("hs-dropped", !(s.rows.tokenRow[i] >= 0)));
+    }
+    if (is("doc") || is("selected")) {
+      mark(strip.selected, s.selected, "hs-selected");
+      strip.selected = s.selected;
+    }
+    if (is("doc") || is("search")) {
+      mark(strip.matches, s.search.matches, "hs-match");
+      strip.matches = s.search.matches;
+      let first = Infinity; // not Math.min(...matches): 65536 arguments overflow the stack
+      for (const t of strip.matches) first = Math.min(first, t);
+      if (Number.isFinite(first)) blocks.show(first);
+      const span = Number.isFinite(first) ? strip.spans.get(first) : null;
+      if (span) reveal(container, span);
+    }
+    if (is("hover")) setHover(s);
+  }
+  scope.add(store.watch(["doc", "colours", "rows", "selected", "search", "hover"], update));
+
+  return { destroy: () => scope.dispose() };
+}
