@@ -1,0 +1,257 @@
+"""What each layer of a transformer writes into its residual stream, read by hooks in one forward pass
+(:class:`Trace`): the per-head contexts and the output projection's per-head slices, the values, the
+feed-forward's output, and every LayerNorm/RMSNorm the stream passes through, as a per-token linear map.
+
+Nothing here is a table of module names. A layer is an entry of the model's ``ModuleList`` of ``n_layers``
+blocks; its attention is the call to transformers' ``AttentionInterface`` (the capture's own function, which
+computes what eager attention does, in query chunks); its output projection is the first ``Linear``/``Conv1D``
+called after it whose input equals that call's output (the heads' contexts side by side); the feed-forward's
+output is the last ``Linear``/``Conv1D`` the layer calls; a norm is a leaf module with a 1-D gain and an epsilon
+(``nn.LayerNorm``, or an RMSNorm of gain ``w`` or ``1 + w``) and it is placed by what it reads: the layer's
+output (post-LN, BERT), the attention's or the feed-forward's output (Gemma 2's sandwich norms), or, after the
+last layer, its output (a decoder's final norm). The value biases are found by matching the value columns bit
+for bit with a biased projection's output columns (fused q/k/v included). :mod:`.decompose` walks the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ..errors import UnsupportedAttentionError
+from .attention import can_capture, capture_attention_forward
+from .loading import LoadedModel, input_device, load_model
+from .masks import capture_mask
+from .trace_layers import LayerTrace, NormMap, layer_trace, norm_map
+
+if TYPE_CHECKING:
+    from .extracted import Extraction
+
+__all__ = ["COMPONENTS_IMPLEMENTATION", "Trace", "keep_trace", "trace_of"]
+
+COMPONENTS_IMPLEMENTATION = "headsne_components"
+_EVENTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("headsne_component_events", default=None)
+_TRACES: weakref.WeakKeyDictionary[Extraction, Trace] = weakref.WeakKeyDictionary()
+_REGISTERED = False
+
+
+@dataclass
+class Trace:
+    """Every layer's :class:`LayerTrace`, and the final norm after the last layer (None: the last hidden state
+    is the last layer's output)."""
+
+    model_name: str
+    layers: list[LayerTrace]
+    final_norm: NormMap | None = None
+    dtype: torch.dtype = torch.float32
+
+    @property
+    def nbytes(self) -> int:
+        return sum(layer.nbytes for layer in self.layers)
+
+
+@dataclass
+class _Recorder:
+    layers: list[Any]
+    current: int | None = None
+    events: list[tuple] = field(default_factory=list)
+    final: list[tuple] = field(default_factory=list)
+    traces: list[LayerTrace] = field(default_factory=list)
+    x_in: torch.Tensor | None = None
+    name: str = ""
+
+
+def keep_trace(ex: Extraction, model: Any) -> Trace:
+    """Run ``model`` on ``ex``'s tokens with the component hooks and keep the trace with ``ex``
+    (``extract(..., components=True)``): later :func:`trace_of` calls need no model."""
+    if isinstance(model, torch.nn.Module):  # a loaded model: its tokenizer is not needed, the tokens are given
+        model = LoadedModel(model, None, type(model).__name__, input_device(model))  # type: ignore[arg-type]
+    _TRACES[ex] = trace = _run_trace(ex, model if isinstance(model, LoadedModel) else load_model(model))
+    return trace
+
+
+def trace_of(ex: Extraction, model: Any = None) -> Trace:
+    """The trace kept with ``ex`` (``model`` then unused), else one made now from ``model`` and kept with ``ex``;
+    neither: a clear error."""
+    trace = _TRACES.get(ex)
+    if trace is not None:
+        return trace
+    if model is None:
+        raise ValueError(
+            f"this extraction of {ex.model_name} holds no components: extract it with "
+            "extract(text, model, components=True), or pass the model that made it, e.g. decompose(ex, layer, "
+            "model=...)"
+        )
+    return keep_trace(ex, model)
+
+
+def _run_trace(ex: Extraction, loaded: LoadedModel) -> Trace:
+    model, n = loaded.model, ex.n_tokens
+    name = f"{loaded.name} ({type(model).__name__})"
+    if n < 2:
+        raise ValueError(f"a decomposition needs at least 2 tokens, the text has {n}: give a longer text")
+    if not can_capture(model):
+        raise UnsupportedAttentionError(
+            f"{name} does not route its attention through transformers' AttentionInterface: its heads' outputs "
+            "cannot be read, so its states cannot be decomposed exactly"
+        )
+    recorder = _Recorder(layers=_layer_modules(model, ex.n_layers, name), name=name)
+    ids = torch.tensor(np.array(ex.token_ids))[None].to(input_device(model))
+    inputs: dict[str, Any] = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    with torch.inference_mode(), _hooked(model, recorder):
+        try:
+            model(**inputs, use_cache=False, return_dict=True)
+        except TypeError:
+            model(**inputs, return_dict=True)
+    if len(recorder.traces) != ex.n_layers:
+        raise UnsupportedAttentionError(f"{name}: {len(recorder.traces)} of its {ex.n_layers} layers were traced")
+    first = recorder.traces[0].x_in.to("cpu", ex.states.states.dtype)
+    if not torch.equal(first, ex.states.states[0]):
+        raise ValueError(f"the model given ({name}) is not the one that made this extraction ({ex.model_name})")
+    final = _final_norm(recorder, ex, name)
+    return Trace(name, recorder.traces, final, ex.states.states.dtype)
+
+
+def _layer_modules(model: Any, n_layers: int, name: str) -> list[Any]:
+    """The blocks: the first ModuleList of ``n_layers`` entries each holding a Linear (or Conv1D)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers:
+            if all(any(_is_linear(m) for m in block.modules()) for block in module):
+                return list(module)
+    raise UnsupportedAttentionError(f"{name}: no list of {n_layers} layers found to decompose")
+
+
+def _is_linear(module: Any) -> bool:
+    return isinstance(module, torch.nn.Linear) or type(module).__name__ == "Conv1D"
+
+
+def _is_norm(module: Any) -> bool:
+    if isinstance(module, torch.nn.LayerNorm):
+        return True
+    weight = getattr(module, "weight", None)
+    has_eps = any(hasattr(module, e) for e in ("eps", "variance_epsilon", "epsilon"))
+    return (
+        "norm" in type(module).__name__.lower()
+        and has_eps
+        and isinstance(weight, torch.Tensor)
+        and weight.ndim == 1
+        and not list(module.children())
+    )
+
+
+def _register() -> None:
+    global _REGISTERED
+    if not _REGISTERED:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface
+
+        AttentionInterface.register(COMPONENTS_IMPLEMENTATION, _attention)
+        AttentionMaskInterface.register(COMPONENTS_IMPLEMENTATION, capture_mask)
+        _REGISTERED = True
+
+
+def _attention(
+    module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *args: Any, **kwargs: Any
+) -> tuple[torch.Tensor, None]:
+    """The capture's attention (eager's output, in query chunks), noting its values and output for the trace."""
+    out, weights = capture_attention_forward(module, query, key, value, *args, **kwargs)
+    events = _EVENTS.get()
+    if events is not None:
+        events.append(("attention", value[0].detach().clone(), out[0].reshape(out.shape[1], -1).clone()))
+    return out, weights
+
+
+@contextlib.contextmanager
+def _hooked(model: Any, recorder: _Recorder) -> Iterator[None]:
+    from .attention import _SWITCH_LOCK
+
+    _register()
+    handles = []
+    in_layer = {id(m) for block in recorder.layers for m in block.modules()}
+    for module in model.modules():
+        if _is_linear(module) and id(module) in in_layer:
+            handles.append(module.register_forward_hook(_event_hook("linear", recorder)))
+        elif _is_norm(module):
+            handles.append(module.register_forward_hook(_event_hook("norm", recorder, id(module) in in_layer)))
+    for index, block in enumerate(recorder.layers):
+        handles.append(block.register_forward_pre_hook(_layer_start(recorder, index), with_kwargs=True))
+        handles.append(block.register_forward_hook(_layer_end(recorder, index)))
+    with _SWITCH_LOCK:
+        previous = model.config._attn_implementation
+        token = _EVENTS.set(recorder.events)
+        try:
+            model.set_attn_implementation(COMPONENTS_IMPLEMENTATION)
+            yield
+        finally:
+            _EVENTS.reset(token)
+            model.set_attn_implementation(previous)
+            for handle in handles:
+                handle.remove()
+
+
+def _first_tensor(values: Any) -> torch.Tensor | None:
+    if isinstance(values, torch.Tensor):
+        return values
+    items = values.values() if isinstance(values, dict) else values if isinstance(values, (tuple, list)) else ()
+    for item in items:
+        if isinstance(item, torch.Tensor):
+            return item
+    return None
+
+
+def _event_hook(kind: str, recorder: _Recorder, inside: bool = True) -> Any:
+    def hook(module: Any, args: tuple, output: Any) -> None:
+        inp, out = _first_tensor(args), _first_tensor(output)
+        if inp is None or out is None:
+            return
+        event = (kind, module, inp[0].detach(), out[0].detach())
+        if recorder.current is not None and inside:
+            recorder.events.append(event)
+        elif recorder.current is None and not inside and len(recorder.traces) == len(recorder.layers):
+            recorder.final.append(event)
+
+    return hook
+
+
+def _layer_start(recorder: _Recorder, index: int) -> Any:
+    def hook(module: Any, args: tuple, kwargs: dict) -> None:
+        x = _first_tensor(args)
+        x = _first_tensor(kwargs) if x is None else x
+        if x is None:
+            raise UnsupportedAttentionError(f"{recorder.name}: layer {index} takes no hidden states tensor")
+        recorder.current, recorder.x_in = index, x[0].detach().clone()
+        recorder.events.clear()
+
+    return hook
+
+
+def _layer_end(recorder: _Recorder, index: int) -> Any:
+    def hook(module: Any, args: tuple, output: Any) -> None:
+        x_out = _first_tensor(output)
+        if x_out is None or recorder.x_in is None:
+            raise UnsupportedAttentionError(f"{recorder.name}: layer {index} returned no hidden states")
+        recorder.traces.append(layer_trace(recorder.events, recorder.x_in, x_out[0].detach().clone(), recorder.name))
+        recorder.current = None
+        recorder.events.clear()
+
+    return hook
+
+
+def _final_norm(recorder: _Recorder, ex: Extraction, name: str) -> NormMap | None:
+    """The norm between the last layer's output and the last hidden state, when they differ."""
+    last = recorder.traces[-1].x_out
+    if torch.equal(last.to("cpu", ex.states.states.dtype), ex.states.states[-1]):
+        return None
+    for _, module, inp, out in recorder.final:
+        if torch.equal(inp, last):
+            return norm_map(module, inp, out, name)
+    raise UnsupportedAttentionError(
+        f"{name}: its last hidden state is not its last layer's output nor a norm of it; it cannot be decomposed"
+    )

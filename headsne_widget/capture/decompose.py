@@ -1,0 +1,227 @@
+"""Each token's hidden state as an exact sum of what wrote it (Mickus, Paperno & Constant, TACL 2022:
+``e_t = i_t + h_t + f_t + c_t``), what each key sends through a head (Kobayashi et al., EMNLP 2020), and what a
+head writes into each token, from a :class:`~.components.Trace` of the model on the extraction's tokens.
+
+- :func:`decompose` ``(ex, layer)``: the input embedding, every head and feed-forward of the layers up to
+  ``layer``, and one correction per layer (output and value biases, the norms' biases and mean shifts), each
+  carried through every later norm's per-token scale, summing to ``ex.layer_output(layer)``. Post-LN encoders
+  (BERT, RoBERTa, DistilBERT, MiniLM) scale every earlier term by each LayerNorm's ``gain / std``; pre-LN
+  decoders add to the residual stream, and the final norm (when the last hidden state is after it) scales
+  every term per token.
+- :func:`value_norms` ``(ex)`` (L, H, n): ``||f_h(x_j)||``, ``f_h(x_j) = (x_j W_V^h + b_V^h) W_O^h``, and
+  :func:`norm_attention` ``(ex, layer, head)``: ``alpha_ij ||f_h(x_j)||``, rows renormalised.
+- :func:`head_outputs` ``(ex, layer, head)``: the head's (n, d_h) context and a factor ``F`` of W_O's Gram
+  matrix, ``||o_s - o_t|| = ||(c_s - c_t) F||``; :func:`head_output_distances` the (n, n) squared distances.
+
+The trace comes from ``extract(..., components=True)`` or from ``model=`` (one more forward pass with hooks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .._checks import check_index
+from ..errors import UnsupportedAttentionError
+from .components import Trace, trace_of
+from .sources import read_only
+from .trace_layers import LayerTrace, NormMap
+
+if TYPE_CHECKING:
+    from .extracted import Extraction
+
+__all__ = [
+    "Decomposition",
+    "HeadOutputs",
+    "decompose",
+    "head_output_distances",
+    "head_outputs",
+    "norm_attention",
+    "value_norms",
+]
+
+VALUE_BIAS = ("correction", "head")
+#: the sum of the components must reproduce the layer's output to this share of its largest entry, else the
+#: model is refused as not decomposable (a float32 model is exact to about 1e-6 of it)
+SELF_CHECK = 1e-4
+
+
+@dataclass(eq=False)
+class Decomposition:
+    """``ex.layer_output(layer)`` split into components: ``terms`` one row per component (``term`` "input",
+    "head", "mlp" or "correction"; ``layer``, -1 for the input; ``head``, -1 where none), ``vectors`` float64
+    (K, n, d), ``vector(k)`` one of them; ``shares`` (K, n) is ``t . e / ||e||^2`` (sums to 1 over k)."""
+
+    layer: int
+    terms: pd.DataFrame
+    vectors: np.ndarray
+    model_name: str
+
+    def vector(self, k: int) -> np.ndarray:
+        return self.vectors[check_index(k, len(self.vectors), "component", "components")]
+
+    @property
+    def total(self) -> np.ndarray:
+        """(n, d) float64: the sum of every component, the layer's output."""
+        return self.vectors.sum(axis=0)
+
+    @property
+    def shares(self) -> np.ndarray:
+        total = self.total
+        return np.einsum("knd,nd->kn", self.vectors, total) / np.einsum("nd,nd->n", total, total)[None, :]
+
+    def __repr__(self) -> str:
+        k, n, d = self.vectors.shape
+        return f"Decomposition(model_name={self.model_name!r}, layer={self.layer}, components={k}, n={n}, d={d})"
+
+
+def decompose(ex: Extraction, layer: int, *, value_bias: str = "correction", model: Any = None) -> Decomposition:
+    """Layer ``layer``'s output (0-based) as a sum of components (module doc). ``value_bias``: "correction"
+    (the paper's: ``b_V^h W_O^h`` joins the layer's correction) or "head" (kept in its head). ``model``: the
+    model that made ``ex`` when it was extracted without ``components=True`` (a name, path or loaded model)."""
+    layer = check_index(layer, ex.n_layers, "layer", "layers")
+    if value_bias not in VALUE_BIAS:
+        raise ValueError(f"value_bias must be one of {VALUE_BIAS}, got {value_bias!r}")
+    trace = trace_of(ex, model)
+    labels: list[tuple[str, int, int]] = [("input", -1, -1)]
+    vectors = [_f64(trace.layers[0].x_in)]
+    for index in range(layer + 1):
+        _add_layer(trace, index, value_bias == "correction", labels, vectors)
+    if layer == ex.n_layers - 1 and trace.final_norm is not None:
+        _apply(trace.final_norm, vectors, len(vectors) - 1)
+    stacked = read_only(np.stack(vectors))
+    target = ex.states.states[layer + 1].double().numpy()
+    error = float(np.abs(stacked.sum(axis=0) - target).max())
+    if not error <= SELF_CHECK * max(1.0, float(np.abs(target).max())):
+        raise UnsupportedAttentionError(
+            f"{trace.model_name}: its components sum to layer {layer}'s output only within {error:.3g}; this "
+            "architecture's blocks are not the post-LN or pre-LN residual blocks headsne-widget decomposes exactly"
+        )
+    terms = pd.DataFrame(labels, columns=["term", "layer", "head"])
+    return Decomposition(layer, terms, stacked, ex.model_name)
+
+
+def _add_layer(
+    trace: Trace, index: int, bias_to_correction: bool, labels: list[tuple[str, int, int]], vectors: list
+) -> None:
+    """Append layer ``index``'s heads, feed-forward and correction, applying its norms to every term so far."""
+    t = trace.layers[index]
+    heads, correction = _heads(t, bias_to_correction, trace.model_name)
+    correction = correction + t.b_o[None, :]
+    mlp = _f64(t.mlp_out) - t.b_f[None, :]
+    if t.post_ln is not None:  # LN1(x + attention), then LN2(. + feed-forward): every term so far scaled
+        vectors.extend([*heads, correction])
+        _apply(t.post_ln[0], vectors, len(vectors) - 1)
+        vectors[-1:] = [mlp, vectors[-1] + t.b_f[None, :]]
+        _apply(t.post_ln[1], vectors, len(vectors) - 1)
+    else:
+        if t.attn_norm is not None:
+            scale = t.attn_norm.scale()
+            heads = [h * scale for h in heads]
+            correction = correction * scale + t.attn_norm.shift()
+        feed = [mlp, np.broadcast_to(t.b_f[None, :], mlp.shape)]
+        if t.mlp_norm is not None:
+            scale = t.mlp_norm.scale()
+            feed = [mlp * scale, feed[1] * scale + t.mlp_norm.shift()]
+        vectors.extend(heads)
+        vectors.extend([feed[0], correction + feed[1]])
+    labels.extend(("head", index, h) for h in range(len(heads)))
+    labels.extend([("mlp", index, -1), ("correction", index, -1)])
+
+
+def _apply(norm: NormMap, vectors: list, correction: int) -> None:
+    """Scale every vector by ``norm``'s per-token scale, its shift into ``vectors[correction]``."""
+    scale = norm.scale()
+    for k, v in enumerate(vectors):
+        vectors[k] = v * scale
+    vectors[correction] = vectors[correction] + norm.shift()
+
+
+def _heads(t: LayerTrace, bias_to_correction: bool, name: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each head's ``c W_O^h`` (n, d), less ``b_V^h W_O^h`` when it goes to the correction (returned summed)."""
+    context = _f64(t.context)
+    heads = [context[:, h] @ t.w_o[h] for h in range(t.n_heads)]
+    correction = np.zeros_like(heads[0])
+    if bias_to_correction:
+        if t.b_v is None:
+            raise UnsupportedAttentionError(
+                f"{name}: its value biases could not be located among its projections; pass value_bias='head'"
+            )
+        for h in range(t.n_heads):
+            sent = t.b_v[h // t.kv_groups] @ t.w_o[h]  # attention rows sum to 1: the bias passes whole
+            heads[h] = heads[h] - sent[None, :]
+            correction = correction + sent[None, :]
+    return heads, correction
+
+
+def _f64(t: Any) -> np.ndarray:
+    return t.detach().to("cpu").double().numpy()
+
+
+def value_norms(ex: Extraction, model: Any = None) -> np.ndarray:
+    """float32 (L, H, n): ``||(x_j W_V^h + b_V^h) W_O^h||`` of every key j, through W_O's Gram matrix (GQA: the
+    key/value head query head h reads)."""
+    trace = trace_of(ex, model)
+    out = np.empty((ex.n_layers, ex.n_heads, ex.n_tokens), dtype=np.float32)
+    for index, t in enumerate(trace.layers):
+        values = _f64(t.values)
+        for h in range(t.n_heads):
+            v = values[h // t.kv_groups]
+            gram = t.w_o[h] @ t.w_o[h].T
+            out[index, h] = np.sqrt(np.maximum(np.einsum("nk,kl,nl->n", v, gram, v), 0.0))
+    return read_only(out)
+
+
+def norm_attention(ex: Extraction, layer: int, head: int, model: Any = None) -> np.ndarray:
+    """float32 (n, n): ``alpha_ij ||f_h(x_j)||`` with each row renormalised to sum 1 (Kobayashi et al. 2020); a
+    row whose keys all send nothing stays 0."""
+    layer = check_index(layer, ex.n_layers, "layer", "layers")
+    head = check_index(head, ex.n_heads, "head", "heads per layer")
+    norms = value_norms(ex, model)[layer, head].astype(np.float64)
+    weighted = ex.attention(layer, head).astype(np.float64) * norms[None, :]
+    sums = weighted.sum(axis=1, keepdims=True)
+    return read_only(np.divide(weighted, sums, out=np.zeros_like(weighted), where=sums > 0).astype(np.float32))
+
+
+@dataclass(eq=False)
+class HeadOutputs:
+    """What head ``head`` of ``layer`` writes into each token, ``o_t = c_t W_O^h``, without forming (n, d):
+    ``context`` (n, d_h), ``w_o`` (d_h, d), ``gram = W_O^h W_O^h^T`` and ``factor`` (d_h, r) with
+    ``factor @ factor.T == gram``, so that ``||o_s - o_t||^2 = (c_s - c_t) gram (c_s - c_t)^T``. float64."""
+
+    context: np.ndarray
+    w_o: np.ndarray
+    gram: np.ndarray
+    factor: np.ndarray
+
+    def points(self) -> np.ndarray:
+        """(n, r): ``context @ factor``, whose Euclidean distances are those of the outputs o_t."""
+        return self.context @ self.factor
+
+    def outputs(self) -> np.ndarray:
+        """(n, d): the outputs themselves (for checks; the distances need only :meth:`points`)."""
+        return self.context @ self.w_o
+
+
+def head_outputs(ex: Extraction, layer: int, head: int, model: Any = None) -> HeadOutputs:
+    """Head ``head`` of ``layer``: its context and W_O's Gram factor (class doc)."""
+    layer = check_index(layer, ex.n_layers, "layer", "layers")
+    head = check_index(head, ex.n_heads, "head", "heads per layer")
+    t = trace_of(ex, model).layers[layer]
+    w_o = t.w_o[head]
+    gram = w_o @ w_o.T
+    eigenvalues, vectors = np.linalg.eigh(gram)
+    keep = eigenvalues > eigenvalues.max() * 1e-13
+    factor = vectors[:, keep] * np.sqrt(eigenvalues[keep])[None, :]
+    return HeadOutputs(_f64(t.context[:, head]), w_o, gram, factor)
+
+
+def head_output_distances(ex: Extraction, layer: int, head: int, model: Any = None) -> np.ndarray:
+    """float64 (n, n): squared Euclidean distances between the head's outputs ``o_t``, from the (n, r) points."""
+    from scipy.spatial.distance import cdist
+
+    points = head_outputs(ex, layer, head, model).points()
+    return cdist(points, points, "sqeuclidean")  # differences first: no cancellation between near outputs

@@ -1,0 +1,199 @@
+"""One layer's hooked calls turned into a :class:`~.components.LayerTrace` (see :mod:`.components`): which call is
+the output projection, the feed-forward's output, the value biases, and where each norm sits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import UnsupportedAttentionError
+
+__all__ = ["LayerTrace", "NormMap", "layer_trace", "norm_map"]
+
+
+@dataclass
+class NormMap:
+    """A norm as the per-token linear map it is once its statistics are fixed: ``y = x * scale + shift`` with
+    ``scale = factor[:, None] * gain`` and ``shift = bias - gain * (center * factor)[:, None]`` (LayerNorm:
+    factor 1/std, center the mean; RMSNorm: factor 1/rms, no center, no bias)."""
+
+    gain: np.ndarray  # (d,)
+    factor: np.ndarray  # (n,)
+    center: np.ndarray  # (n,)
+    bias: np.ndarray  # (d,)
+
+    def scale(self) -> np.ndarray:
+        return self.factor[:, None] * self.gain[None, :]
+
+    def shift(self) -> np.ndarray:
+        return self.bias[None, :] - self.gain[None, :] * (self.center * self.factor)[:, None]
+
+
+@dataclass
+class LayerTrace:
+    """One layer: ``context`` (n, H, d_h) and ``values`` (H_kv, n, d_h) in the model's dtype; ``w_o`` (H, d_h, d)
+    and the biases float64 (``b_v`` (H_kv, d_h), None when the value biases could not be located); ``attn_out``
+    the output projection's output and ``mlp_out`` the feed-forward's (n, d); the norms it passes through."""
+
+    x_in: torch.Tensor
+    x_out: torch.Tensor
+    context: torch.Tensor
+    values: torch.Tensor
+    w_o: np.ndarray
+    b_o: np.ndarray
+    b_v: np.ndarray | None
+    attn_out: torch.Tensor
+    mlp_out: torch.Tensor
+    b_f: np.ndarray
+    post_ln: tuple[NormMap, NormMap] | None = None  # after attention and after the feed-forward (BERT)
+    attn_norm: NormMap | None = None  # on the attention's output before the residual (Gemma 2)
+    mlp_norm: NormMap | None = None  # on the feed-forward's output before the residual
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.w_o.shape[0])
+
+    @property
+    def kv_groups(self) -> int:
+        return self.n_heads // int(self.values.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        tensors = (self.x_in, self.x_out, self.context, self.values, self.attn_out, self.mlp_out)
+        return sum(t.numel() * t.element_size() for t in tensors) + self.w_o.nbytes
+
+
+#: a norm's map must reproduce its output to this share of the output's largest entry (else: not a norm we know)
+NORM_CHECK = 1e-4
+
+
+def layer_trace(events: list[tuple], x_in: torch.Tensor, x_out: torch.Tensor, name: str) -> LayerTrace:
+    """The layer's trace from its calls in order: ("linear" | "norm", module, input, output) and one
+    ("attention", values (H_kv, n, d_h), output (n, H d_h))."""
+    calls = [i for i, e in enumerate(events) if e[0] == "attention"]
+    if len(calls) != 1:
+        raise UnsupportedAttentionError(f"{name}: a layer called the attention {len(calls)} times, not once")
+    at = calls[0]
+    _, values, context = events[at]
+    n = context.shape[0]
+    linears = [(i, e[1], e[2], e[3]) for i, e in enumerate(events) if e[0] == "linear"]
+    o_proj = next(
+        (
+            x
+            for x in linears
+            if x[0] > at and x[2].numel() == context.numel() and torch.equal(x[2].reshape(n, -1), context)
+        ),
+        None,
+    )
+    if o_proj is None:
+        raise UnsupportedAttentionError(
+            f"{name}: no Linear/Conv1D reads the attention's output (the heads' contexts) as it is; the heads' "
+            "outputs cannot be separated"
+        )
+    mlp = linears[-1]
+    if mlp[0] <= o_proj[0]:
+        raise UnsupportedAttentionError(f"{name}: no feed-forward projection after the attention's output")
+    n_heads = context.shape[1] // values.shape[-1]
+    w_o = _weight(o_proj[1]).reshape(n_heads, values.shape[-1], -1)
+    norms = [(i, e[1], e[2], e[3]) for i, e in enumerate(events) if e[0] == "norm" and i > o_proj[0]]
+    trace = LayerTrace(
+        x_in=x_in,
+        x_out=x_out,
+        context=context.reshape(n, n_heads, -1),
+        values=values,
+        w_o=w_o,
+        b_o=_bias(o_proj[1], w_o.shape[-1]),
+        b_v=_value_bias(values, [x for x in linears if x[0] < at]),
+        attn_out=o_proj[3].clone(),
+        mlp_out=mlp[3].clone(),
+        b_f=_bias(mlp[1], w_o.shape[-1]),
+    )
+    _place_norms(trace, norms, name)
+    return trace
+
+
+def _place_norms(trace: LayerTrace, norms: list[tuple], name: str) -> None:
+    """Post-LN (a norm's output is the layer's output): the norms after the attention and the feed-forward;
+    pre-LN: a norm reading the attention's or the feed-forward's output (Gemma 2's post norms)."""
+    if norms and torch.equal(norms[-1][3], trace.x_out):
+        if len(norms) != 2:
+            raise UnsupportedAttentionError(f"{name}: a post-LN layer with {len(norms)} norms after its attention")
+        trace.post_ln = (
+            norm_map(norms[0][1], norms[0][2], norms[0][3], name),
+            norm_map(norms[1][1], norms[1][2], norms[1][3], name),
+        )
+        return
+    for _, module, inp, out in norms:
+        if trace.attn_norm is None and inp.shape == trace.attn_out.shape and torch.equal(inp, trace.attn_out):
+            trace.attn_norm = norm_map(module, inp, out, name)
+        elif trace.mlp_norm is None and inp.shape == trace.mlp_out.shape and torch.equal(inp, trace.mlp_out):
+            trace.mlp_norm = norm_map(module, inp, out, name)
+
+
+def _weight(module: Any) -> np.ndarray:
+    """The projection as ``x @ W``: Linear's weight transposed, Conv1D's as it is; float64."""
+    weight = module.weight.detach().to("cpu", torch.float64)
+    return (weight.T if isinstance(module, torch.nn.Linear) else weight).contiguous().numpy()
+
+
+def _bias(module: Any, size: int) -> np.ndarray:
+    bias = getattr(module, "bias", None)
+    return np.zeros(size) if bias is None else bias.detach().to("cpu", torch.float64).numpy()
+
+
+def _bits(t: torch.Tensor) -> np.ndarray:
+    """The raw bits of a tensor (any float dtype, bf16 included), for exact matching."""
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.detach().to("cpu").contiguous().view(ints).numpy()
+
+
+def _value_bias(values: torch.Tensor, before: list[tuple]) -> np.ndarray | None:
+    """(H_kv, d_h) value biases: each value column is a biased projection's output column, bit for bit (fused
+    q/k/v and NeoX's interleaved heads alike). Zeros without biased projections; None when one is unmatched."""
+    biased = [(module, out) for _, module, _, out in before if getattr(module, "bias", None) is not None]
+    h_kv, _, d_h = values.shape
+    if not biased:
+        return np.zeros((h_kv, d_h))
+    columns: dict[bytes, float] = {}
+    for module, out in biased:
+        bits, bias = _bits(out.reshape(-1, out.shape[-1])), _bias(module, out.shape[-1])
+        for c in range(bits.shape[1]):
+            columns.setdefault(bits[:, c].tobytes(), float(bias[c]))
+    found = np.zeros((h_kv, d_h))
+    value_bits = _bits(values)
+    for kv in range(h_kv):
+        for j in range(d_h):
+            key = value_bits[kv, :, j].tobytes()
+            if key not in columns:
+                return None
+            found[kv, j] = columns[key]
+    return found
+
+
+def norm_map(module: Any, inp: torch.Tensor, out: torch.Tensor, name: str) -> NormMap:
+    """A norm call as a :class:`NormMap` from its input's statistics: ``nn.LayerNorm`` (mean, biased variance,
+    eps, gain, bias), else an RMSNorm whose gain is ``w`` or ``1 + w``, whichever reproduces the output."""
+    x = inp.detach().to("cpu", torch.float64).reshape(-1, inp.shape[-1])
+    y = out.detach().to("cpu", torch.float64).reshape(x.shape).numpy()
+    weight = getattr(module, "weight", None)
+    d = x.shape[-1]
+    gain = np.ones(d) if weight is None else weight.detach().to("cpu", torch.float64).numpy()
+    eps = next(float(getattr(module, e)) for e in ("eps", "variance_epsilon", "epsilon") if hasattr(module, e))
+    if isinstance(module, torch.nn.LayerNorm):
+        center = x.mean(-1)
+        factor = 1.0 / torch.sqrt(x.var(-1, unbiased=False) + eps)
+        maps = [NormMap(gain, factor.numpy(), center.numpy(), _bias(module, d))]
+    else:
+        factor = 1.0 / torch.sqrt(x.pow(2).mean(-1) + eps)
+        maps = [NormMap(g, factor.numpy(), np.zeros(x.shape[0]), np.zeros(d)) for g in (gain, 1.0 + gain)]
+    xs = x.numpy()
+    errors = [np.abs(xs * m.scale() + m.shift() - y).max() for m in maps]
+    best = int(np.argmin(errors))
+    if not errors[best] <= NORM_CHECK * max(1.0, float(np.abs(y).max())):
+        raise UnsupportedAttentionError(
+            f"{name}: its norm {type(module).__name__} is neither a LayerNorm nor an RMSNorm as known here"
+        )
+    return maps[best]

@@ -1,0 +1,219 @@
+"""decompose(): every layer's output is exactly the sum of its components (input, heads, feed-forwards,
+corrections) on MiniLM and on tiny random models of each supported block (post-LN encoders, pre-LN decoders,
+Gemma 2's sandwich norms, NeoX's parallel residual), float32 and float64; value norms, norm-weighted attention
+and head outputs against explicit computations made with forward hooks, independently of the module."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from conftest import TINY_ARCHITECTURES, build_tiny_model
+from scipy.spatial.distance import cdist
+
+from headsne_widget import extract
+from headsne_widget.capture import decompose as decomposition
+from headsne_widget.capture.attention import capturing
+from headsne_widget.capture.components import keep_trace
+from headsne_widget.capture.decompose import (
+    decompose,
+    head_output_distances,
+    head_outputs,
+    norm_attention,
+    value_norms,
+)
+from headsne_widget.capture.extraction import extract_token_ids
+from headsne_widget.errors import IndexOutOfRangeError, UnsupportedAttentionError
+from headsne_widget.texts import TSNE_ABSTRACT
+
+N = 48
+NEOX = ("GPTNeoXConfig", "GPTNeoXModel", dict(hidden_size=32, num_attention_heads=4, intermediate_size=64,
+        use_parallel_residual=True, max_position_embeddings=512))  # fmt: skip
+ARCHITECTURES = ["bert", "roberta", "distilbert", "gpt2", "llama", "mistral", "qwen2", "phi3", "gemma2", "neox"]
+# RMSNorms that compute in float32 whatever the model's dtype: a float64 model is float32-exact after them
+FLOAT32_NORMS = {"llama", "mistral", "qwen2", "phi3", "gemma2"}
+O_PROJ = {"bert": "attention.output.dense", "gpt2": "attn.c_proj", "llama": "self_attn.o_proj",
+          "neox": "attention.dense", "phi3": "self_attn.o_proj", "distilbert": "attention.out_lin"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny(bert_tokenizer, tmp_path_factory):
+    built: dict[str, str] = {}
+
+    def make(architecture: str) -> str:
+        if architecture not in built:
+            if architecture == "neox":
+                TINY_ARCHITECTURES.setdefault("neox", NEOX)
+            directory = tmp_path_factory.mktemp(f"decompose-{architecture}")
+            built[architecture] = build_tiny_model(architecture, directory, bert_tokenizer)
+        return built[architecture]
+
+    return make
+
+
+def load(path: str, dtype: torch.dtype = torch.float32):
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(path, attn_implementation="eager", dtype=dtype).eval()
+
+
+def run(model, tokenizer, text: str = TSNE_ABSTRACT, n: int = N):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "text truncated", UserWarning)
+        ex = extract(text, model, tokenizer=tokenizer, device="cpu", max_tokens=n)
+    keep_trace(ex, model)
+    return ex
+
+
+def check_sums(ex, tolerance: float) -> None:
+    for layer in range(ex.n_layers):
+        d = decompose(ex, layer)
+        target = ex.states.states[layer + 1].double().numpy()
+        error = np.abs(d.total - target).max()
+        assert error <= tolerance * np.abs(target).max(), f"layer {layer}: {error:.3g}"
+        np.testing.assert_allclose(d.shares.sum(axis=0), 1.0, atol=1e-9)
+        counts = d.terms.groupby("term").size().to_dict()
+        assert counts == {"input": 1, "head": (layer + 1) * ex.n_heads, "mlp": layer + 1, "correction": layer + 1}
+        assert len(d.terms) == d.vectors.shape[0] == d.shares.shape[0]
+        assert d.vector(0).shape == (ex.n_tokens, target.shape[1])
+
+
+def test_minilm_components_sum_to_every_layer(minilm_path):
+    ex = extract("The quick brown fox jumps over the lazy dog near the river bank today.", minilm_path)
+    with pytest.raises(ValueError, match=r"components=True"):
+        decompose(ex, 0)
+    d = decompose(ex, 5, model=minilm_path)
+    assert (d.terms.iloc[0].tolist(), d.terms.iloc[1].tolist()) == (["input", -1, -1], ["head", 0, 0])
+    check_sums(ex, 1e-5)
+    float64 = run(load(minilm_path, torch.float64), ex_tokenizer(minilm_path), ex.text)
+    check_sums(float64, 1e-10)
+
+
+def ex_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path)
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_tiny_components_sum_to_every_layer(architecture, tiny, bert_tokenizer):
+    path = tiny(architecture)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "text truncated", UserWarning)
+        by_path = extract(TSNE_ABSTRACT, path, device="cpu", max_tokens=N)
+    decompose(by_path, 0, model=path)
+    check_sums(by_path, 1e-5)
+    check_sums(run(load(path, torch.float64), bert_tokenizer), 1e-6 if architecture in FLOAT32_NORMS else 1e-10)
+
+
+@pytest.mark.parametrize("architecture", sorted(O_PROJ))
+def test_heads_plus_output_bias_equal_the_output_projection(architecture, tiny, bert_tokenizer):
+    """The output projection's own output, read by a forward hook, is the sum of the heads' outputs + its bias."""
+    model = load(tiny(architecture), torch.float64)
+    ex = run(model, bert_tokenizer)
+    blocks = next(m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == ex.n_layers)
+    seen: list[torch.Tensor] = []
+    hooks = [
+        b.get_submodule(O_PROJ[architecture]).register_forward_hook(lambda m, a, o: seen.append(o[0])) for b in blocks
+    ]
+    with torch.no_grad(), capturing(model):  # the attention extract() computes (eager's softmax runs in float32)
+        model(input_ids=torch.tensor(np.array(ex.token_ids))[None])
+    for hook in hooks:
+        hook.remove()
+    for layer, block in enumerate(blocks):
+        bias = block.get_submodule(O_PROJ[architecture]).bias
+        total = sum(head_outputs(ex, layer, h).outputs() for h in range(ex.n_heads))
+        total = total + (0.0 if bias is None else bias.detach().double().numpy())
+        np.testing.assert_allclose(total, seen[layer].double().numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("architecture", "weight"), [("bert", "attention.output.dense"), ("llama", "self_attn.o_proj")]
+)
+def test_zeroing_a_head_of_w_o_zeroes_its_share_only(architecture, weight, tiny, bert_tokenizer):
+    path, head = tiny(architecture), 1
+    model = load(path, torch.float64)
+    before = run(model, bert_tokenizer)
+    blocks = next(m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == 2)
+    d_h = model.config.hidden_size // model.config.num_attention_heads
+    with torch.no_grad():
+        blocks[1].get_submodule(weight).weight[:, head * d_h : (head + 1) * d_h] = 0.0
+    after = run(model, bert_tokenizer)
+    d = decompose(after, 1)
+    k = d.terms.index[(d.terms["term"] == "head") & (d.terms["layer"] == 1) & (d.terms["head"] == head)][0]
+    assert (d.vector(k) == 0).all() and (d.shares[k] == 0).all()
+    assert (np.abs(d.shares[k + 1]) > 0).any()  # the next head still writes
+    np.testing.assert_array_equal(decompose(after, 0).vectors, decompose(before, 0).vectors)
+
+
+def test_value_norms_equal_explicit_value_vectors_through_w_o(tiny, bert_tokenizer):
+    """Llama with GQA: ||v_j W_O^h|| from the v_proj output (forward hook) and o_proj's weight, head by head."""
+    model = load(tiny("llama"), torch.float64)
+    ex = run(model, bert_tokenizer)
+    seen: list[torch.Tensor] = []
+    hooks = [layer.self_attn.v_proj.register_forward_hook(lambda m, a, o: seen.append(o[0])) for layer in model.layers]
+    with torch.no_grad(), capturing(model):  # the attention extract() computes (eager's softmax runs in float32)
+        model(input_ids=torch.tensor(np.array(ex.token_ids))[None])
+    for hook in hooks:
+        hook.remove()
+    norms = value_norms(ex)
+    assert norms.shape == (ex.n_layers, ex.n_heads, ex.n_tokens) and norms.dtype == np.float32
+    d_h, groups = 8, ex.kv_groups
+    for layer in range(ex.n_layers):
+        w_o = model.layers[layer].self_attn.o_proj.weight.detach().double().numpy()
+        for h in range(ex.n_heads):
+            kv = h // groups
+            v = seen[layer].double().numpy()[:, kv * d_h : (kv + 1) * d_h]
+            explicit = np.linalg.norm(v @ w_o[:, h * d_h : (h + 1) * d_h].T, axis=1)
+            np.testing.assert_allclose(norms[layer, h], explicit, rtol=1e-6)
+
+
+def test_norm_attention_reweights_attention_by_value_norms(tiny, bert_tokenizer, monkeypatch):
+    ex = run(load(tiny("bert")), bert_tokenizer)
+    real = norm_attention(ex, 1, 2)
+    np.testing.assert_allclose(real.sum(axis=1), 1.0, atol=1e-6)
+    expected = ex.attention(1, 2) * value_norms(ex)[1, 2][None, :]
+    np.testing.assert_allclose(real, expected / expected.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    equal = np.full((ex.n_layers, ex.n_heads, ex.n_tokens), 3.0, dtype=np.float32)
+    monkeypatch.setattr(decomposition, "value_norms", lambda ex, model=None: equal)
+    np.testing.assert_allclose(norm_attention(ex, 1, 2), ex.attention(1, 2), rtol=0, atol=1e-6)
+    equal[1, 2, 5] = 0.0  # a key whose value vector is zero
+    weighted = norm_attention(ex, 1, 2)
+    assert (weighted[:, 5] == 0).all() and (ex.attention(1, 2)[:, 5] > 0).all()
+    np.testing.assert_allclose(weighted.sum(axis=1), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("architecture", ["bert", "llama", "gpt2"])
+def test_head_output_distances_equal_the_explicit_outputs(architecture, tiny, bert_tokenizer):
+    ex = run(load(tiny(architecture)), bert_tokenizer)
+    for layer, head in [(0, 0), (1, 3)]:
+        outputs = head_outputs(ex, layer, head)
+        assert outputs.context.shape == (ex.n_tokens, 8) and outputs.factor.shape[0] == 8
+        np.testing.assert_allclose(outputs.factor @ outputs.factor.T, outputs.gram, rtol=1e-12, atol=1e-12)
+        explicit = cdist(outputs.outputs(), outputs.outputs(), "sqeuclidean")
+        distances = head_output_distances(ex, layer, head)
+        np.testing.assert_allclose(distances, explicit, rtol=1e-5, atol=1e-5 * explicit.max() * 1e-3)
+
+
+def test_bad_input_is_refused_clearly(tiny, bert_tokenizer, tiny_gpt2):
+    ex = run(load(tiny("bert")), bert_tokenizer)
+    with pytest.raises(IndexOutOfRangeError, match="layer 2 is out of range"):
+        decompose(ex, 2)
+    with pytest.raises(ValueError, match="value_bias"):
+        decompose(ex, 0, value_bias="values")
+    one = extract_token_ids([40], tiny_gpt2)
+    assert one.n_tokens == 1
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        decompose(one, 0, model=tiny_gpt2)
+    from transformers import MixtralConfig, MixtralModel
+
+    config = MixtralConfig(vocab_size=bert_tokenizer.vocab_size, hidden_size=32, num_attention_heads=4,
+                           num_key_value_heads=2, intermediate_size=64, num_hidden_layers=2, num_local_experts=4,
+                           num_experts_per_tok=2, max_position_embeddings=512)  # fmt: skip
+    torch.manual_seed(0)
+    mixtral = MixtralModel(config).eval()
+    moe = extract("a short text about nothing much", mixtral, tokenizer=bert_tokenizer, device="cpu")
+    with pytest.raises(UnsupportedAttentionError, match="MixtralModel"):
+        decompose(moe, 1, model=mixtral)
