@@ -17,6 +17,7 @@ __version__ = importlib.metadata.version("headsne-widget")  # the one place: pyp
 # public name -> submodule that defines it (one concept, one named place)
 _EXPORTS = {
     "extract": "capture.extraction",
+    "decompose": "capture.decompose",
     "Extraction": "capture.extraction",
     "load_model": "capture.extraction",
     "max_attention": "capture.maximum_attention",
