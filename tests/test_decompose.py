@@ -87,6 +87,10 @@ def test_minilm_components_sum_to_every_layer(minilm_path):
     d = decompose(ex, 5, model=minilm_path)
     assert (d.terms.iloc[0].tolist(), d.terms.iloc[1].tolist()) == (["input", -1, -1], ["head", 0, 0])
     check_sums(ex, 1e-5)
+    kept = extract(ex.text, minilm_path, components=True)  # the trace made with the extraction: no model needed
+    np.testing.assert_array_equal(decompose(kept, 5).vectors, d.vectors)
+    with pytest.raises(TypeError, match="components must be True or False"):
+        extract(ex.text, minilm_path, components=1)
     float64 = run(load(minilm_path, torch.float64), ex_tokenizer(minilm_path), ex.text)
     check_sums(float64, 1e-10)
 

@@ -23,6 +23,7 @@ import torch
 from .._checks import text_characters
 from ..errors import AttentionUnavailableError, TextTooLongError, UnsupportedAttentionError
 from .attention import SUPPORTED, can_capture, capturing
+from .components import keep_trace
 from .extracted import Extraction, HiddenStates
 from .loading import (
     BUNDLED_MODEL_NAME,
@@ -71,6 +72,7 @@ def extract(
     max_tokens: int | None = None,
     trust_remote_code: bool = False,
     progress: Progress | bool | None = None,
+    components: bool = False,
 ) -> Extraction:
     """Tokenise ``text``, run ``model`` once and return all attentions and hidden states.
 
@@ -84,15 +86,21 @@ def extract(
     the model loads, while each layer is captured (at most every ``layers.PROGRESS_INTERVAL_S``) and after it,
     and may raise to stop. KeyboardInterrupt (the kernel's interrupt) stops a capture at once, leaving the model
     as it was (its attention implementation restored, no thread still computing, torch's settings unchanged).
+
+    ``components=True`` runs the model a second time with hooks and keeps what each layer wrote (its heads'
+    contexts, values, feed-forward output, norms: :mod:`.components`), for ``decompose(ex, layer)``,
+    ``value_norms(ex)`` and ``head_outputs(ex, layer, head)`` without the model (capture/decompose.py).
     """
     check_text(text, max_tokens)
+    if not isinstance(components, bool):
+        raise TypeError(f"components must be True or False, got {components!r}")
     _check_progress(progress)
     report = progress if callable(progress) else _no_progress
     report("loading the model", 0.0)
     loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
     token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
     with _progress_bar(progress, loaded, token_ids.size) as bar:
-        return _extraction(
+        ex = _extraction(
             loaded,
             text=text,
             token_ids=token_ids,
@@ -101,6 +109,9 @@ def extract(
             truncated=truncated,
             progress=bar or report,
         )
+    if components:
+        keep_trace(ex, loaded)
+    return ex
 
 
 def _no_progress(what: str, fraction: float) -> None:
