@@ -1,6 +1,6 @@
 """The package's shape, held by a test: folders follow the pipeline and import only from the stages before them,
-no module grows beyond 450 lines and no function beyond 80 (ruff holds complexity and arguments, eslint the
-front end's sizes)."""
+no module imports itself back through others (inside a stage too), no module grows beyond 450 lines and no
+function beyond 80 (ruff holds complexity and arguments, eslint the front end's sizes)."""
 
 from __future__ import annotations
 
@@ -91,3 +91,109 @@ def test_the_modules_allowed_over_size_exist_and_are_over_it():
         if source.count("\n") <= MAX_MODULE_LINES and longest <= MAX_FUNCTION_LINES:
             stale.append(f"{name}: fits now")
     assert stale == [], "remove these from OVER_SIZE"
+
+
+def _module_name(path: Path) -> str:
+    """``widget.owner`` for ``headsne_widget/widget/owner.py``, ``affinity.sources`` for its ``__init__.py``."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Each module of the package and the package's modules it imports: every import statement at any depth,
+    those under ``if TYPE_CHECKING:`` and inside functions included (a circle dodged by a late import is a
+    circle still). ``from .pkg import name`` points at ``pkg.name`` when that is a module, else at ``pkg``."""
+    paths = {_module_name(p): p for p in _modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("headsne_widget")):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = (node.module or "").split(".") if node.module else []
+                target = ".".join([*base, *(module if node.level else module[1:])])
+                for alias in node.names:
+                    child = f"{target}.{alias.name}" if target else alias.name
+                    targets.add(child if child in paths else target)
+            elif isinstance(node, ast.Import):
+                targets.update(a.name.split(".", 1)[1] for a in node.names if a.name.startswith("headsne_widget."))
+        graph[name] = {t for t in targets if t in paths and t != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def test_the_circle_finder_finds_a_circle_and_only_circles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set(), "f": {"g"}, "g": {"f", "d"}}
+    assert _circles(graph) == [["a", "b", "c"], ["f", "g"]]
+
+
+def test_no_import_circle_anywhere_in_the_package():
+    """Inside a stage too: each circle is listed (``a <-> b``) until it is cut."""
+    circles = [" <-> ".join(c) for c in _circles(_import_graph())]
+    assert not circles, "import circles, each until it is cut:\n" + "\n".join(circles)
+
+
+#: the owner's class and its result handlers (mixed into it): the only modules that assign the owner's fields
+OWNER_MODULES = {"widget/owner.py", "widget/results.py"}
+
+
+def _owner_assignments(path: Path) -> list[str]:
+    """``owner.x = ...`` (or ``self._owner.x``, ``own.x``) in ``path``: the owner's fields set from outside."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        for target in flat:
+            holder = target.value if isinstance(target, ast.Attribute) else None
+            name = holder.attr if isinstance(holder, ast.Attribute) else getattr(holder, "id", "")
+            if name in ("owner", "_owner", "own") and isinstance(target, ast.Attribute):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} sets {name}.{target.attr}")
+    return found
+
+
+def test_only_the_owner_assigns_its_fields():
+    """Issue 27: results are applied by the owner's handlers, construction is an owner method."""
+    wrong = [
+        w for p in _modules() if p.relative_to(PACKAGE).as_posix() not in OWNER_MODULES for w in _owner_assignments(p)
+    ]
+    assert wrong == []

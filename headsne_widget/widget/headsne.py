@@ -18,8 +18,7 @@ import traitlets
 
 from ..capture.extraction import Extraction, check_text
 from .atlas import ATLAS_N_ITER
-from .colors import color_traits
-from .loading import Loaded, check_tokens, data_traits, load_job
+from .loading import NOT_GIVEN, Asked, check_tokens, data_traits, load_job
 from .model import HeadSNEModel, check_keywords
 from .owner import Owner
 from .protocol import TRAITS, TraitSpec
@@ -78,18 +77,13 @@ class HeadSNE:
             check_text(text, max_tokens)
             shown = {"state": "loading", "status": "loading the model"}
         self.widget = HeadSNEModel(**shown, **params)
-        self._owner = Owner(self.widget, (layer, head, mode), autostart)
-        self._owner.grid_norm_given = "grid_norm" in params
-        if isinstance(text, Extraction):
-            self._owner.on_loaded(Loaded(text))
-            if self._owner.load_error is not None:  # a selection out of range: refused here, nothing left open
-                self.close()
-                raise self._owner.load_error
+        asked = Asked(layer, head, mode, autostart, params.get("grid_norm", NOT_GIVEN))
+        if isinstance(text, Extraction):  # a selection out of range raises here, nothing left open
+            self._owner = Owner.from_extraction(self.widget, text, asked)
         else:
-            self._owner.loading = True
             load = functools.partial(load_job, text=text, model=model, tokenizer=tokenizer, device=device,
                                      max_tokens=max_tokens)  # fmt: skip
-            self._owner.slots["load"].start(load)
+            self._owner = Owner.start_loading(self.widget, asked, load)
 
     @property
     def extraction(self) -> Extraction:
@@ -139,12 +133,7 @@ class HeadSNE:
 
     @color_by.setter
     def color_by(self, value: Any) -> None:
-        traits = color_traits(value, self._owner.ready().n_tokens)  # raises before anything changes
-        if traits.get("color_mode") == "user":  # kept for "your values" after another mode (first: it is checked)
-            self._owner.user_colors = value
-        with self.widget.hold_sync():
-            for name, item in traits.items():
-                setattr(self.widget, name, item)
+        self._owner.colour_by(value)
 
     def wait_ready(self, timeout: float | None = None) -> Extraction:
         """Block until the text is captured; raise the capture's error, or TimeoutError after ``timeout`` s."""
@@ -155,7 +144,8 @@ class HeadSNE:
         self._owner.restart()
 
     def wait(self, timeout: float | None = None) -> float | None:
-        """Block until the run for the current settings ends; return its final KL (None if nothing ran).
+        """Block until the run for the current settings ends; return its final KL (None if nothing ran, or if
+        the run was stopped before its first frame).
 
         From an observer too: it waits for the run of the settings in force when it is called. Raises the
         run's error (e.g. DegenerateAffinitiesError), TimeoutError after ``timeout`` seconds, and RuntimeError
@@ -172,7 +162,8 @@ class HeadSNE:
         self._owner.resume()
 
     def stop(self) -> None:
-        """End the current run (its last frame stays shown); ``run`` starts a new one."""
+        """End the current run (its last frame stays shown; a run stopped before its first frame shows nothing,
+        and ``wait`` returns None for it); ``run`` starts a new one."""
         self._owner.stop()
 
     def start_atlas(self, n_iter: int = ATLAS_N_ITER) -> None:

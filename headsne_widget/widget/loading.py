@@ -3,33 +3,54 @@
 :func:`load_job` runs :func:`~headsne_widget.capture.extraction.extract` with a progress report per layer (each
 report is a cancel point, so closing the widget stops the forward pass at the next layer), hands the owner the
 :class:`Loaded` extraction, then fills the extraction's cache with every head when they all fit its budget (a
-first click at 512 tokens then finds its head ready: 70-145 ms of a click under load before). On the owner's
-side :func:`apply_loaded` sets the data traits, the selection and the arrays the jobs will lease.
+first click at 512 tokens then finds its head ready: 70-145 ms of a click under load before). What the
+constructor asked for travels as :class:`Asked` (``NOT_GIVEN`` where the user left a value out); the owner
+applies it with the extraction (``Owner.receive``).
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Final
 
 import numpy as np
-import traitlets as t
 
-from ..affinity.heads import default_grid_norm
 from ..affinity.selection import MIN_TOKENS
 from ..capture.extraction import Extraction, extract
 from ..capture.scores import SCORES, head_scores, statistics
-from .jobs import Job, Progress
+from ..embedding.background import start_warmup
+from .jobs import Job, Progress, Slot
 from .prefetch import PREFETCH_MIN_N, Prefetch
-from .runs import build_selection, start_warmup
+from .selections import build_selection
 from .workspace import Workspace
 
-if TYPE_CHECKING:
-    from .owner import Owner
-
 __all__ = [
-    "Loaded", "Progress", "apply_loaded", "apply_progress", "check_tokens", "data_traits", "load_job", "prefetch_job",
+    "NOT_GIVEN", "Asked", "Loaded", "NotGiven", "Progress", "check_tokens", "data_traits", "load_job", "make_prefetch",
+    "prefetch_job",
 ]  # fmt: skip
+
+
+class NotGiven(enum.Enum):
+    """The type of :data:`NOT_GIVEN`."""
+
+    NOT_GIVEN = "not given"
+
+
+#: a constructor argument the user left out: the owner fills it in once the text is known
+NOT_GIVEN: Final = NotGiven.NOT_GIVEN
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What ``HeadSNE(...)`` asked for, applied once the text is captured: the selection, whether the first run
+    starts by itself, and the grid (``NOT_GIVEN``: the model's default, above uniform for causal models)."""
+
+    layer: int = 0
+    head: int = 0
+    mode: str = "attention"
+    autostart: bool = True
+    grid_norm: str | NotGiven = NOT_GIVEN
 
 
 @dataclass(frozen=True)
@@ -72,45 +93,18 @@ def data_traits(ex: Extraction) -> dict[str, Any]:
     )  # fmt: skip
 
 
-def apply_loaded(owner: Owner, loaded: Loaded) -> None:
-    """Owner side: the data traits, the selection asked for at construction, the workspace and prefetch. A
-    selection out of range raises when the extraction was given (the constructor's caller sees it), else it is
-    the widget's error (``wait_ready`` raises it)."""
-    ex, own, widget = loaded.ex, owner, owner.widget
-    layer, head, mode = own.selection
-    try:
-        check_tokens(ex)
-    except ValueError as err:
-        own.load_error = err
-        widget.state, widget.status, widget.progress = "error", str(err), None
-        return
-    with widget.hold_sync():
-        if not widget.tokens:  # not given at construction: the data traits now
-            for name, value in data_traits(ex).items():
-                setattr(widget, name, value)
-        try:
-            widget.layer, widget.head, widget.mode = layer, head, mode
-        except t.TraitError as err:
-            own.load_error = err
-            widget.state, widget.status, widget.progress = "error", str(err), None
-            return
-        if not own.grid_norm_given:  # the grid that shows the heads: above uniform for causal models
-            widget.grid_norm = default_grid_norm(ex)
-        widget.state, widget.progress = "idle", None
-        widget.status = f"idle - {ex.model_name}, {ex.n_tokens} tokens: click a head or press play"
-    own.ex, own.workspace = ex, Workspace(ex.n_tokens)
-    if ex.n_tokens >= PREFETCH_MIN_N:
-        workspace = own.workspace
+def make_prefetch(ex: Extraction, workspace: Workspace, slot: Slot) -> Prefetch | None:
+    """The builder of the P the pointer rests on, for texts long enough to need it (``PREFETCH_MIN_N``)."""
+    if ex.n_tokens < PREFETCH_MIN_N:
+        return None
 
-        def build(job: Job, key: Any) -> tuple[Any, Any]:
-            selection, P_lease, A_lease = build_selection(job, ex, key, workspace)
-            if A_lease is not None:
-                A_lease.release()
-            return selection, P_lease
+    def build(job: Job, key: Any) -> tuple[Any, Any]:
+        selection, P_lease, A_lease = build_selection(job, ex, key, workspace)
+        if A_lease is not None:
+            A_lease.release()
+        return selection, P_lease
 
-        own.prefetch = Prefetch(owner.slots["prefetch"], build)
-    if not own.loading:
-        owner.slots["load"].start(lambda job: prefetch_job(job, ex))
+    return Prefetch(slot, build)
 
 
 def check_tokens(ex: Extraction) -> None:
@@ -119,13 +113,3 @@ def check_tokens(ex: Extraction) -> None:
         raise ValueError(
             f"the text has {ex.n_tokens} tokens (special ones included); t-SNE needs at least {MIN_TOKENS}"
         )
-
-
-def apply_progress(owner: Owner, job: Job, progress: Progress) -> None:
-    """Owner side: a load's progress in the status line, or that of the current run's P before its first frame
-    (a long text's rows); a replaced run's or another job's is dropped."""
-    if owner.ex is None:
-        owner.widget.status, owner.widget.progress = progress.what, progress.fraction
-    elif owner.run is not None and owner.run.job is job and owner.run.kept is None and not owner.run.ended:
-        owner.widget.status = f"{owner.status('building')}: {progress.what}"
-        owner.widget.progress = progress.fraction

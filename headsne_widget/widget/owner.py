@@ -2,36 +2,41 @@
 
 :class:`Owner` is what :class:`~headsne_widget.widget.headsne.HeadSNE` delegates to. It observes the synced
 model, turns changes into jobs (a change of the selection or a run parameter schedules one run for the whole
-batch of changes), and applies the jobs' results (:mod:`.results`). Everything here runs on the owner thread;
+batch of changes), and applies the jobs' results through one table, :data:`HANDLERS` (result type -> handler; the
+handlers are its methods, from :class:`~.results.Results`). It alone assigns its fields; it is made by
+:meth:`Owner.from_extraction` or :meth:`Owner.start_loading`. Everything here runs on the owner thread;
 :meth:`Owner.sync` is called first by every public method and attribute (see :mod:`.jobs` for the model).
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..affinity.heads import head_features, related_heads
-from ..affinity.selection import selection_label
+from ..affinity.sources import source
 from ..capture.extraction import Extraction
 from ..capture.scores import SCORES
-from .atlas import atlas_job
+from .atlas import AtlasDone, AtlasHead, AtlasStarted, atlas_job
 from .colors import color_traits
-from .head_map import head_map_job
+from .head_map import HeadMapDone, head_map_job
 from .inbox import Inbox
-from .jobs import Job, Slot
-from .loading import Loaded, apply_loaded
+from .jobs import Failed, Job, Progress, Slot
+from .loading import Asked, Loaded, prefetch_job
 from .model import HeadSNEModel, display_only
-from .prefetch import Prefetch
+from .pacing import Pace, report_every
 from .protocol import RESTARTS_RUN, RUN_PARAMETERS
-from .results import RunState, apply_result
-from .runs import Pace, RunRequest, SelectionKey, partners_job, report_every, run_job, run_options, status_line
+from .results import Results, RunState
+from .run_messages import BestKL, Partners, RunFrame, RunRequest, RunStarted
+from .runs import partners_job, run_job, run_options
+from .selections import SelectionKey
 from .workspace import Workspace
 
-__all__ = ["RELATED_K", "SLOTS", "Owner", "head_order"]
+__all__ = ["HANDLERS", "RELATED_K", "SLOTS", "Owner", "head_order"]
 
 #: the kinds of background work, one job at a time each
 SLOTS = ("load", "run", "prefetch", "partners", "atlas", "heads")
@@ -50,26 +55,20 @@ def head_order(scores: np.ndarray, names: list[str], sort: str) -> np.ndarray:
     return np.stack([np.lexsort((identity[k], -values[k])) for k in range(n_layers)]).astype(np.int32)
 
 
-class Owner:
+class Owner(Results):
     """State, jobs and trait updates of one widget (owner thread only)."""
 
-    def __init__(self, widget: HeadSNEModel, selection: tuple[int, int, str], autostart: bool) -> None:
+    def __init__(self, widget: HeadSNEModel, asked: Asked) -> None:
         self.widget = widget
         self.inbox = Inbox(self.apply)
         self.slots = {name: Slot(name, self.inbox.put) for name in SLOTS}
         self.pace = Pace(widget.speed)
-        self.selection, self.autostart = selection, autostart  # asked for at construction, applied once loaded
-        self.loading = False  # the text is captured in the background (not given as an Extraction)
-        self.ex: Extraction | None = None
-        self.load_error: BaseException | None = None
-        self.workspace: Workspace | None = None
-        self.prefetch: Prefetch | None = None
-        self.run: RunState | None = None
-        self.reference: tuple[np.ndarray, np.ndarray] | None = None  # last display frame and its tokens
-        self.embedding: np.ndarray | None = None  # the raw embedding of the frame shown
-        self.user_colors: Any = None
+        self.asked = asked  # applied once the text is captured
+        self.ex, self.load_error, self.workspace, self.prefetch = None, None, None, None
+        self.run = None
+        self.reference = self.embedding = None
+        self.user_colors = None
         self.features: np.ndarray | None = None  # every head's feature vector (affinity/heads.py), once loaded
-        self.grid_norm_given = False  # HeadSNE(grid_norm=...): not replaced by the model's default at load
         self.pending = self.closed = False
         widget.on_browser, widget.on_control = self.on_browser, self.on_control
         widget.observe(self.on_run_trait, names=sorted(RESTARTS_RUN))
@@ -77,6 +76,26 @@ class Owner:
         widget.observe(self.on_display, names=["edge_k", "color_mode", "speed"])
         widget.observe(self.on_selection, names=["layer", "head", "mode"])
         widget.observe(self.on_sort, names="sort_heads")
+
+    @classmethod
+    def from_extraction(cls, widget: HeadSNEModel, ex: Extraction, asked: Asked) -> Owner:
+        """The owner of a widget made from a ready extraction; a selection out of range closes it and raises
+        (the constructor's caller sees it, nothing is left open)."""
+        owner = cls(widget, asked)
+        owner.receive(ex)
+        if owner.load_error is not None:
+            error = owner.load_error
+            owner.close()
+            raise error
+        owner.slots["load"].start(functools.partial(prefetch_job, ex=ex))  # every head into the cache
+        return owner
+
+    @classmethod
+    def start_loading(cls, widget: HeadSNEModel, asked: Asked, load: Callable[[Job], None]) -> Owner:
+        """The owner of a widget whose text ``load`` captures in the background (it hands over :class:`Loaded`)."""
+        owner = cls(widget, asked)
+        owner.slots["load"].start(load)
+        return owner
 
     # ------------------------------------------------------------------------------ reading and waiting
 
@@ -149,9 +168,14 @@ class Owner:
         self.pending = False
         w, (ex, workspace) = self.widget, self.loaded()
         key = SelectionKey(w.mode, w.layer, w.head, w.exclude_special, w.perplexity)
-        m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if w.exclude_special else 0)
-        m *= 2 if w.mode == "query-key" else 1  # a query and a key point per token
-        request = RunRequest(w.run_id, key, run_options(w, report_every(m, w.restarts, w.speed)), w.edge_k)
+        request = RunRequest(w.run_id, key, {}, w.edge_k)
+        try:  # checked before its run: a selection too small for t-SNE (or too large for its mode) is refused here
+            points = key.spec(ex).n_points
+        except (ValueError, TypeError) as err:
+            self.run = RunState(request)
+            self.fail(err, f"{source(w.mode).label(w.layer, w.head)}: {err}", warn=False)
+            return
+        request = replace(request, options=run_options(w, report_every(points, w.restarts, w.speed)))
         self.run = run = RunState(request)
         work = functools.partial(run_job, ex=ex, request=request, record=run.record, workspace=workspace,
                                  prefetch=self.prefetch, pace=self.pace)  # fmt: skip
@@ -170,11 +194,20 @@ class Owner:
             self.widget.state, self.widget.status = "running", self.status("running", self.widget.iteration)
 
     def stop(self) -> None:
+        """End the run; one that showed no frame yet leaves no earlier run's frame, KL or map shown as its own."""
         self.sync()
-        if self.run is not None and not self.run.ended:
-            self.slots["run"].cancel()
-            self.run.ended = True
-            self.widget.state, self.widget.status = "idle", self.status("stopped", self.widget.iteration)
+        run, w = self.run, self.widget
+        if run is None or run.ended:
+            return
+        self.slots["run"].cancel()
+        run.ended = True
+        if run.frames:
+            w.state, w.status = "idle", self.status("stopped", w.iteration)
+            return
+        with w.hold_sync():
+            self.withdraw_frame()
+            w.kl, w.iteration, w.progress, w.edges, w.attends_to, w.attended_by = None, 0, None, None, None, None
+            w.state, w.status = "idle", f"stopped {source(w.mode).label(w.layer, w.head)} before its first frame"
 
     def restart(self) -> None:
         self.ready()
@@ -187,6 +220,9 @@ class Owner:
         work = functools.partial(atlas_job, ex=ex, layer=w.layer, n_iter=n_iter, seed=w.seed,
                                  exclude_special=w.exclude_special, workspace=workspace)  # fmt: skip
         self.slots["atlas"].start(work)
+        with w.hold_sync():  # running for its layer at once: a polling loop never reads the previous atlas as this one
+            w.atlas, w.atlas_kl, w.atlas_heads = None, None, []
+            w.atlas_layer, w.atlas_state, w.atlas_n_iter, w.atlas_seed = w.layer, "running", n_iter, w.seed
 
     def stop_atlas(self) -> None:
         self.sync()
@@ -194,58 +230,36 @@ class Owner:
         if self.widget.atlas_state == "running":
             self.widget.atlas_state = "idle"
 
-    def fail(self, err: BaseException, message: str, *, warn: bool) -> None:
-        """Show an error in the status line (state "error"); from Python's side also warn."""
-        if self.run is not None:
-            self.run.error, self.run.ended = err, True
-        self.widget.state, self.widget.status = "error", message
-        if warn:
-            warnings.warn(message, UserWarning, stacklevel=3)
-
-    def status(self, what: str, iteration: int = 0, kl: float | None = None) -> str:
-        w = self.widget
-        note = "" if self.run is None else self.run.note
-        return status_line(what, selection_label(w.mode, w.layer, w.head), iteration, w.n_iter, kl, note)
-
-    def recolour(self, previous: str = "position") -> None:
-        """Colour values for "max_attention" mode (the selected head's, none in hidden mode) and for "user" mode
-        (the user's values again, after another mode replaced them). "user" without values (the browser chose
-        it before ``w.color_by = values``) goes back to ``previous`` and the status says how to give them:
-        never another mode's values shown as the user's."""
-        w = self.widget
-        if self.ex is None:
-            return
-        if w.color_mode == "max_attention":
-            w.color_values = self.ex.max_attention[w.layer, w.head] if w.mode != "hidden" else None
-            w.color_categories = []
-        elif w.color_mode == "user" and self.user_colors is None:
-            with w.hold_sync():
-                w.color_mode = previous if previous != "user" else "position"
-                w.status = "no values of yours to colour by: give one per token with w.color_by = values"
-        elif w.color_mode == "user":
-            traits = color_traits(self.user_colors, self.ex.n_tokens)
-            with w.hold_sync():
-                w.color_values, w.color_categories = traits["color_values"], traits["color_categories"]
-
     # -------------------------------------------------------------------------------------- results
 
     def apply(self, job: Job, result: Any) -> None:
-        """Apply one job result (called by the inbox on the owner thread)."""
-        if isinstance(result, Loaded):
-            self.on_loaded(result)
-        else:
-            apply_result(self, job, result)
+        """Apply one job result (called by the inbox on the owner thread), by its handler in :data:`HANDLERS`."""
+        HANDLERS[type(result)](self, job, result)
 
-    def on_loaded(self, loaded: Loaded) -> None:
-        apply_loaded(self, loaded)
-        if self.ex is not None:
-            self.features = head_features(self.ex)  # in the model's default grid, as the head map
-            self.update_related()
-            self.update_order()
-            self.slots["heads"].start(functools.partial(head_map_job, ex=self.ex))
-        if self.autostart and self.ex is not None:
+    def on_loaded(self, job: Job, loaded: Loaded) -> None:
+        self.receive(loaded.ex)
+
+    def receive(self, ex: Extraction) -> None:
+        """The captured text: the widget's data and the selection asked for, the head map and, when asked for,
+        the first run."""
+        if not self.take_extraction(ex):
+            return
+        self.features = head_features(ex)  # in the model's default grid, as the head map
+        self.update_related()
+        self.update_order()
+        self.slots["heads"].start(functools.partial(head_map_job, ex=ex))
+        if self.asked.autostart:
             self.schedule()
             self.flush()
+
+    def colour_by(self, value: Any) -> None:
+        """The user's colouring: a mode name, or values per token kept for "user" mode (checked first)."""
+        traits = color_traits(value, self.ready().n_tokens)  # raises before anything changes
+        if traits.get("color_mode") == "user":  # kept for "your values" after another mode
+            self.user_colors = value
+        with self.widget.hold_sync():
+            for name, item in traits.items():
+                setattr(self.widget, name, item)
 
     def close(self) -> None:
         """Stop every job (they end at their next step), give back every array, close the comm."""
@@ -271,8 +285,8 @@ class Owner:
             self.ex is None
             or change.old == change.new
             or (change.name in RUN_PARAMETERS and w.state == "idle" and not self.pending)
-            or (change.name == "perplexity" and w.mode != "hidden")
-            or (change.name == "head" and w.mode == "hidden")  # hidden mode depends on the layer only
+            or (change.name == "perplexity" and not source(w.mode).uses_perplexity)
+            or (change.name == "head" and not source(w.mode).per_head)  # hidden mode depends on the layer only
         )
         if not unchanged:
             self.schedule()
@@ -289,7 +303,7 @@ class Owner:
         if self.features is None or self.ex is None:
             return
         index = w.layer * self.ex.n_heads + w.head
-        w.related = [] if w.mode == "hidden" else related_heads(self.features, index, RELATED_K, self.ex.n_heads)
+        w.related = related_heads(self.features, index, RELATED_K, self.ex.n_heads) if source(w.mode).per_head else []
 
     def update_order(self) -> None:
         """``head_order``: each layer's heads sorted by ``sort_heads``."""
@@ -300,11 +314,11 @@ class Owner:
     def on_hovered_head(self, change: Any) -> None:
         """The pointer rests on a grid row: build that head's P now, for the click that may follow."""
         w = self.widget
-        if self.prefetch is None or change.new is None or w.mode != "attention":
+        if self.prefetch is None or change.new is None or not source(w.mode).prefetch:
             return
         layer, head = change.new
         if (layer, head) != (w.layer, w.head):
-            self.prefetch.aim(SelectionKey("attention", layer, head, w.exclude_special, w.perplexity))
+            self.prefetch.aim(SelectionKey(w.mode, layer, head, w.exclude_special, w.perplexity))
 
     def on_display(self, change: Any) -> None:
         if change.name == "speed":
@@ -338,3 +352,19 @@ class Owner:
             return
         {"pause": self.pause, "resume": self.resume, "restart": self.restart, "stop": self.stop,
          "atlas_stop": self.stop_atlas}[action]()  # fmt: skip
+
+
+#: the one table of results: each kind a job hands over, and the owner's method that applies it
+HANDLERS: dict[type, Callable[[Owner, Job, Any], None]] = {
+    Loaded: Owner.on_loaded,
+    Progress: Owner.on_progress,
+    Failed: Owner.on_failed,
+    RunStarted: Owner.on_started,
+    RunFrame: Owner.on_frame,
+    Partners: Owner.on_partners,
+    BestKL: Owner.on_best_kl,
+    AtlasStarted: Owner.on_atlas_started,
+    AtlasHead: Owner.on_atlas_head,
+    AtlasDone: Owner.on_atlas_done,
+    HeadMapDone: Owner.on_head_map,
+}
