@@ -1,18 +1,22 @@
 """The protocol between Python and the browser, from one source: ``headsne_widget/widget/protocol.py``.
 
-``js/model/model.js`` must name exactly the declared traits (its ``T`` and its ``Traits`` typedef), ``js/PROTOCOL.md``
-must hold the tables generated from the declarations and name every JS module, and the browser's only writer
-(``js/store/intents.js``) may write only what a user may set."""
+The files generated from it (``js/model/protocol.generated.js``: ``T``, the ``Traits`` typedef, ``WRITABLE``,
+``BOUNDS``, ``MIRRORED``; ``headsne_widget/widget/params.py``: HeadSNE's keywords and the traits' types; the tables
+of ``js/PROTOCOL.md``) must be what it generates now and name exactly the declared traits, ``js/PROTOCOL.md`` must
+name every JS module, and the browser's only writer (``js/store/intents.js``) may write only what a user may set."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from headsne_widget.widget import protocol
 from headsne_widget.widget.headsne import HeadSNE
 from headsne_widget.widget.protocol import BROWSER_WRITABLE, KEYWORDS, ROLES, TRAITS, markdown_table
 
-JS = Path(__file__).resolve().parents[1] / "js"
+ROOT = Path(__file__).resolve().parents[1]
+JS = ROOT / "js"
+GENERATED_JS = ROOT / protocol.JS_MODULE
 NAMES = [spec.name for spec in TRAITS]
 
 
@@ -25,8 +29,16 @@ def _table_rows(markdown: str) -> list[list[str]]:
     return [row for row in rows if row[0] != "trait"]
 
 
-def test_model_js_names_exactly_the_declared_traits():
-    source = (JS / "model" / "model.js").read_text()
+def test_the_generated_files_are_what_protocol_py_generates():
+    """Each generated file is, byte for byte, what protocol.py generates from TRAITS now: a trait added, renamed,
+    retyped or rebounded there without ``python -m headsne_widget.widget.protocol`` fails here."""
+    for path, generate in ((GENERATED_JS, protocol.js_module), (ROOT / protocol.PY_MODULE, protocol.py_module)):
+        assert path.read_text() == generate(), f"{path.name} drifted: run python -m headsne_widget.widget.protocol"
+        assert protocol.GENERATED in path.read_text()[:300], f"{path.name} does not say it is generated"
+
+
+def test_the_generated_js_names_exactly_the_declared_traits():
+    source = GENERATED_JS.read_text()
     block = source[source.index("export const T = Object.freeze({") :]
     block = block[: block.index("});")]
     names = re.findall(r"^\s+(\w+): \"(\w+)\",$", block, flags=re.M)
@@ -58,9 +70,9 @@ def test_protocol_md_names_every_js_module():
 
 
 def test_the_browser_writes_only_what_a_user_may_set():
-    """js/model/model.js's WRITABLE (which its write and preview enforce) is Python's browser-writable set, and no
+    """WRITABLE (which js/model/model.js's write and preview enforce) is Python's browser-writable set, and no
     module but model.js sets a trait on the model (every write goes through model.js's write / preview)."""
-    source = (JS / "model" / "model.js").read_text()
+    source = GENERATED_JS.read_text()
     block = source[source.index("export const WRITABLE") :]
     block = block[: block.index(";")]
     assert set(re.findall(r'"(\w+)"', block)) == BROWSER_WRITABLE
@@ -80,13 +92,13 @@ def test_headsne_has_every_trait_and_takes_the_keywords():
 
 
 def test_the_browser_bounds_are_pythons():
-    """js/model/model.js's BOUNDS (which its write and preview enforce, and the settings' fields check) hold every
-    number the browser writes, with Python's bounds: the browser never sends a number Python would refuse."""
+    """BOUNDS (which js/model/model.js's write and preview enforce, and the settings' fields check) hold every number
+    the browser writes, with Python's bounds: the browser never sends a number Python would refuse."""
     import traitlets as t
 
     from headsne_widget.widget.protocol import StrictFloat
 
-    source = (JS / "model" / "model.js").read_text()
+    source = GENERATED_JS.read_text()
     block = source[source.index("export const BOUNDS") :]
     block = block[: block.index("});")]
     js = {
@@ -99,7 +111,7 @@ def test_the_browser_bounds_are_pythons():
             trait = next(part for part in trait.trait_types if isinstance(part, t.Float))
         if not spec.browser_writable or not isinstance(trait, t.Int | t.Float) or spec.name == "selected":
             continue
-        assert spec.name in js, f"js/model/model.js BOUNDS misses {spec.name}"
+        assert spec.name in js, f"BOUNDS misses {spec.name}"
         bounds = js.pop(spec.name)
         low, high = (None if v is None or abs(v) == float("inf") else v for v in (trait.min, trait.max))
         js_max = bounds["max"]
@@ -111,4 +123,15 @@ def test_the_browser_bounds_are_pythons():
         assert (bounds.get("int") == "true") == isinstance(trait, t.Int), spec.name
         if isinstance(trait, StrictFloat) and trait.positive:
             assert bounds.get("above") == "true", spec.name
-    assert js == {}, f"js/model/model.js BOUNDS names traits the browser does not write: {sorted(js)}"
+    assert js == {}, f"BOUNDS names traits the browser does not write: {sorted(js)}"
+
+
+def test_the_page_mirrors_the_declared_traits():
+    """MIRRORED (the traits js/store/state.js keeps as received) is the declared ``mirrored`` set: every scalar and
+    list the page shows, not the arrays and edges it decodes; and the speed's gap is the model's own check."""
+    source = GENERATED_JS.read_text()
+    block = source[source.index("export const MIRRORED") :]
+    mirrored = re.findall(r'"(\w+)"', block[: block.index("]);")])
+    assert mirrored == [spec.name for spec in TRAITS if spec.mirrored]
+    assert {"layer", "kl", "status", "atlas"} <= set(mirrored) and not {"frame", "edges", "text"} & set(mirrored)
+    assert "speed: { min: 0, max: 1000000, gap: 0.1 }" in source

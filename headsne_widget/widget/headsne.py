@@ -10,6 +10,8 @@ handed over, and no call (from a cell, an observer or a browser message) can dea
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +23,12 @@ from .atlas import ATLAS_N_ITER
 from .loading import NOT_GIVEN, Asked, check_tokens, data_traits, load_job
 from .model import HeadSNEModel, check_keywords
 from .owner import Owner
-from .protocol import TRAITS, TraitSpec
+from .params import HeadSNEParams, Mode
+from .protocol import TRAITS, TraitSpec, keyword_signature
 
 if TYPE_CHECKING:
     import pandas as pd
+    from typing_extensions import Unpack  # typing's from Python 3.11
 
 __all__ = ["HeadSNE"]
 
@@ -39,9 +43,11 @@ class HeadSNE:
         its progress at once) or a ready extraction.
     model, tokenizer, device, max_tokens : passed to :func:`~headsne_widget.extract`.
     layer, head, mode : the selection: ``"attention"`` = P of that head, ``"hidden"`` = perplexity t-SNE of
-        that layer's output hidden states.
+        that layer's output hidden states, ``"query-key"`` = the head's queries and keys together.
     autostart : start the first run as soon as the text is captured.
-    **params : the other settings of ``js/PROTOCOL.md`` (perplexity, learning_rate, n_iter, ...).
+    **params : the other settings (perplexity, learning_rate, n_iter, ...): each keyword's type, bounds and
+        default are in the signature above, in :class:`~headsne_widget.widget.params.HeadSNEParams` (which mypy
+        and IDEs check calls against) and in ``js/PROTOCOL.md``, all generated from ``widget/protocol.py``.
 
     Every synced trait is an attribute (``w.layer``, ``w.kl``, ...); those a user may set are settable.
     Setting ``layer``, ``head`` or ``mode`` restarts the run; a run parameter restarts a run that is going or
@@ -60,12 +66,12 @@ class HeadSNE:
         *,
         layer: int = 0,
         head: int = 0,
-        mode: str = "attention",
+        mode: Mode = "attention",
         autostart: bool = True,
         tokenizer: Any = None,
         device: str | None = None,
         max_tokens: int | None = None,
-        **params: Any,
+        **params: Unpack[HeadSNEParams],
     ) -> None:
         check_keywords(params)
         if isinstance(text, Extraction):
@@ -149,8 +155,16 @@ class HeadSNE:
 
         From an observer too: it waits for the run of the settings in force when it is called. Raises the
         run's error (e.g. DegenerateAffinitiesError), TimeoutError after ``timeout`` seconds, and RuntimeError
-        for a paused run (which would never end on its own).
+        for a paused run (which would never end on its own). ``timeout``: None (no limit) or a finite number of
+        seconds >= 0 (not a bool); anything else raises before waiting.
         """
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+                raise TypeError(
+                    f"timeout must be None or a number of seconds, got {type(timeout).__name__}: {timeout!r}"
+                )
+            if not (math.isfinite(timeout) and timeout >= 0):
+                raise ValueError(f"timeout must be a finite number of seconds >= 0 (or None), got {timeout!r}")
         return self._owner.wait(timeout)
 
     def pause(self) -> None:
@@ -234,3 +248,6 @@ def _trait_property(spec: TraitSpec) -> property:
 for _spec in TRAITS:
     if not hasattr(HeadSNE, _spec.name):
         setattr(HeadSNE, _spec.name, _trait_property(_spec))
+
+# help(HeadSNE) and the IDEs that read signatures list every keyword of **params with its type and default
+HeadSNE.__init__.__signature__ = keyword_signature(HeadSNE.__init__)  # type: ignore[attr-defined]

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anywidget
 import traitlets as t
 
 from ..affinity.selection import check_index
-from .protocol import BROWSER_WRITABLE, DISPLAY_ONLY, KEYWORDS, TRAITS
+from .params import SyncedTraits
+from .protocol import BROWSER_WRITABLE, DISPLAY_ONLY, KEYWORDS, MIN_SPEED, TRAITS
 
 __all__ = ["CONTROL_ACTIONS", "HeadSNEModel", "check_keywords"]
 
@@ -50,7 +51,7 @@ def _front_end(path: Path, missing: str) -> str | Path:
     return path if os.environ.get("ANYWIDGET_HMR") == "1" else path.read_text(encoding="utf-8")
 
 
-def check_keywords(params: dict[str, Any]) -> None:
+def check_keywords(params: Mapping[str, Any]) -> None:
     """Refuse keywords that are not settable traits (a typo must not pass silently)."""
     unknown = sorted(set(params) - set(KEYWORDS))
     if unknown:
@@ -69,16 +70,16 @@ def _traits() -> dict[str, Any]:
     return {spec.name: spec.trait.tag(sync=True) for spec in TRAITS}
 
 
-class HeadSNEModel(anywidget.AnyWidget):
-    """The widget's synced traits (see :mod:`.protocol`), their checks, and what the browser may write."""
+class HeadSNEModel(anywidget.AnyWidget, SyncedTraits):
+    """The widget's synced traits (see :mod:`.protocol`), their checks, and what the browser may write.
+
+    The traits are protocol.TRAITS' own objects, put in the class body below; their names and value types are
+    declared for tools (mypy, IDEs, ``help``) by :class:`~headsne_widget.widget.params.SyncedTraits`, generated
+    from the same declarations (tests/test_protocol.py fails when the two drift)."""
 
     _esm = _front_end(_STATIC / "widget.js", _MISSING_BUNDLE_ESM)
     _css = _front_end(_STATIC / "widget.css", "")
     locals().update(_traits())
-
-    if TYPE_CHECKING:  # the traits above, declared by name in protocol.TRAITS
-
-        def __getattr__(self, name: str) -> Any: ...
 
     def __init__(self, **kwargs: Any) -> None:
         #: called after each browser update: ``on_browser(names, error)``, error an exception or None
@@ -117,8 +118,8 @@ class HeadSNEModel(anywidget.AnyWidget):
 
     @t.validate("speed")
     def _valid_speed(self, proposal: Any) -> float:
-        if 0 < proposal.value < 0.1:
-            raise t.TraitError(f"speed must be 0 (as fast as computed) or at least 0.1, got {proposal.value!r}")
+        if 0 < proposal.value < MIN_SPEED:
+            raise t.TraitError(f"speed must be 0 (as fast as computed) or at least {MIN_SPEED}, got {proposal.value!r}")
         return proposal.value
 
     @t.validate("hovered")

@@ -2,7 +2,7 @@
 
 Everything else derives from :data:`TRAITS`: the trait model (:mod:`.model`), what the browser may write,
 which changes restart a run, which keywords ``HeadSNE(...)`` takes, which attributes ``HeadSNE`` exposes, and
-the trait tables of ``js/PROTOCOL.md`` (:func:`markdown_table`; a test compares them, and ``js/model.js``'s
+the trait tables of ``js/PROTOCOL.md`` (:func:`markdown_table`; a test compares them, and ``js/model/model.js``'s
 trait names, with these declarations). Roles:
 
 - ``data``: set by Python once per text;
@@ -14,8 +14,13 @@ trait names, with these declarations). Roles:
 
 from __future__ import annotations
 
+import inspect
+import json
 import math
+import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,6 +54,8 @@ COLOR_MODES = ("position", "kind", "sentence", "max_attention", "user")
 MODES = ("attention", "hidden", "query-key")
 #: most iterations of one run: 100 000 at 512 tokens take about 30 s, at 8192 tokens 20 minutes
 MAX_N_ITER = 100_000
+#: the slowest playback but 0 (as fast as computed): a speed in (0, MIN_SPEED) is refused
+MIN_SPEED = 0.1
 
 
 class StrictInt(t.Int):
@@ -152,6 +159,9 @@ class TraitSpec:
     role: str
     doc: str
     keyword: bool = False
+    #: the page keeps it in its state under its own name, as received (js/store/state.js); the others it decodes
+    #: (arrays, edges, the text) or reads where it needs them
+    mirrored: bool = True
 
     @property
     def browser_writable(self) -> bool:
@@ -162,18 +172,27 @@ class TraitSpec:
         return self.role in ("selection", "parameter")
 
 
-def _spec(name: str, trait: t.TraitType, role: str, doc: str, keyword: bool | None = None) -> TraitSpec:
+def _spec(
+    name: str, trait: t.TraitType, role: str, doc: str, keyword: bool | None = None, mirrored: bool | None = None
+) -> TraitSpec:
+    """A trait's declaration. ``keyword``: by default the parameters and display traits; ``mirrored``: by
+    default every trait but the arrays and edges (which the page decodes)."""
     assert role in ROLES, role
-    return TraitSpec(name, trait, role, doc, role in ("parameter", "display") if keyword is None else keyword)
+    keyword = role in ("parameter", "display") if keyword is None else keyword
+    mirrored = not isinstance(trait, Array | t.Dict) if mirrored is None else mirrored
+    return TraitSpec(name, trait, role, doc, keyword, mirrored)
 
 
 _U = t.Unicode
 TRAITS: tuple[TraitSpec, ...] = (
     # data, set once per text
-    _spec("text", _U(""), "data", "the input text"),
-    _spec("tokens", t.List(_U()), "data", "word pieces, special tokens included (render as TEXT, never HTML)"),
-    _spec("offsets", t.List(t.Any()), "data", "character span [start, end] of each token in `text`, or null"),
-    _spec("special", t.List(t.Bool()), "data", "special tokens ([CLS], [SEP], <s>, ...), one bool per token"),
+    _spec("text", _U(""), "data", "the input text", mirrored=False),
+    _spec("tokens", t.List(_U()), "data", "word pieces, special tokens included (render as TEXT, never HTML)",
+          mirrored=False),
+    _spec("offsets", t.List(t.Any()), "data", "character span [start, end] of each token in `text`, or null",
+          mirrored=False),
+    _spec("special", t.List(t.Bool()), "data", "special tokens ([CLS], [SEP], <s>, ...), one bool per token",
+          mirrored=False),
     _spec("model_name", _U(""), "data", "shown in the header"),
     _spec("n_layers", StrictInt(0), "data", "L"),
     _spec("n_heads", StrictInt(0), "data", "H, query heads per layer"),
@@ -203,8 +222,10 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("learning_rate", t.Union([StrictFloat(max=1e9), t.Enum(("auto",))], default_value=None,
                                    allow_none=True), "parameter", "null = auto: max(m / early_exaggeration, 5)"),
     _spec("n_iter", StrictInt(1000, min=1, max=MAX_N_ITER), "parameter", "iterations of a run"),
-    _spec("early_exaggeration", StrictFloat(12.0, min=1.0, max=1000.0), "parameter", "P's factor at first"),
-    _spec("exaggeration_iters", StrictInt(250, min=0, max=MAX_N_ITER), "parameter", "iterations exaggerated"),
+    _spec("early_exaggeration", StrictFloat(12.0, min=1.0, max=1000.0), "parameter", "P's factor at first",
+          mirrored=False),
+    _spec("exaggeration_iters", StrictInt(250, min=0, max=MAX_N_ITER), "parameter", "iterations exaggerated",
+          mirrored=False),
     _spec("seed", StrictInt(0, min=0, max=2**32 - 1), "parameter", "the run's seed (restart r uses seed + r)"),
     _spec("restarts", StrictInt(1, min=1, max=1000), "parameter", "runs optimised together; the lowest KL shows"),
     _spec("exclude_special", t.Bool(False), "parameter", "leave special tokens out of P"),
@@ -215,12 +236,13 @@ TRAITS: tuple[TraitSpec, ...] = (
           "iterations per second of playback (0 = as fast as computed, else at least 0.1)"),
     _spec("edge_k", StrictInt(5, min=1, max=100), "display", "top-k partners drawn for the hovered token"),
     _spec("selected", TokenIndices(), "display", "selected tokens: lasso (shift + drag) or box in the map, click / "
-          "shift-click / ctrl-click in the text, Enter in the search box; Escape or the chip clears", keyword=False),
+          "shift-click / ctrl-click in the text, Enter in the search box; Escape or the chip clears", keyword=False,
+          mirrored=False),
     _spec("hovered", StrictInt(None, allow_none=True, min=0), "display", "the hovered token (written at most 20 "
-          "times a second), null when the pointer leaves", keyword=False),
+          "times a second), null when the pointer leaves", keyword=False, mirrored=False),
     _spec("hovered_head", t.List(StrictInt(min=0), default_value=None, allow_none=True, minlen=2, maxlen=2),
           "display", "[layer, head] of the grid row the pointer has rested on for 120 ms, from 2048 tokens: Python "
-          "builds its P before the click", keyword=False),
+          "builds its P before the click", keyword=False, mirrored=False),
     _spec("color_mode", t.Enum(COLOR_MODES, default_value="position"), "display", "the token colouring; sentences "
           "and token kinds are computed in the browser from `text` and `offsets`"),
     _spec("label_density", StrictFloat(0.5, min=0.0, max=1.0), "display", "0 = no labels, 1 = all that fit"),
@@ -236,8 +258,8 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("frame", _array("float32", 2), "state", "float32 (m, 2), m = kept tokens: the latest frame, "
           "Procrustes-aligned to the previous one so head switches keep the view; 8 bytes a token, at most "
           "60 a second, the last one of a run always"),
-    _spec("kept", t.List(t.Int()), "state", "token index of each frame row"),
-    _spec("iteration", t.Int(0), "state", "iteration of `frame`"),
+    _spec("kept", t.List(t.Int()), "state", "token index of each frame row", mirrored=False),
+    _spec("iteration", t.Int(0), "state", "iteration of `frame`", mirrored=False),
     _spec("kl", t.Float(None, allow_none=True), "state", "exact KL(P || Q) at the latest KL step (every 50 "
           "iterations and the last), never NaN: null when unknown"),
     _spec("best_kl", t.Float(None, allow_none=True), "state", "best KL of the background best-of-restarts check: a "
@@ -255,8 +277,10 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("attended_by", _partners(), "state", "per token i: top-k queries of column i of A (null in hidden mode)"),
     _spec("color_values", _array("float32", 1), "state", "float32 (n,) for color modes max_attention and user"),
     _spec("color_categories", t.List(_U()), "state", "non-empty: color_values are integer codes into it"),
-    _spec("atlas", _array("float32", 3), "state", "float32 (H, m, 2): a small t-SNE per head of `atlas_layer`"),
-    _spec("atlas_kl", _array("float32", 1), "state", "float32 (H,): each head's KL (0 where not done)"),
+    _spec("atlas", _array("float32", 3), "state", "float32 (H, m, 2): a small t-SNE per head of `atlas_layer`",
+          mirrored=True),
+    _spec("atlas_kl", _array("float32", 1), "state", "float32 (H,): each head's KL (0 where not done)",
+          mirrored=True),
     _spec("atlas_heads", t.List(t.Int()), "state", "the heads of the atlas done so far"),
     _spec("atlas_layer", t.Int(None, allow_none=True), "state", "the layer the atlas shows, or null"),
     _spec("atlas_state", t.Enum(("idle", "running", "done", "error"), default_value="idle"), "state",
@@ -338,5 +362,299 @@ def markdown_tables() -> str:
     return "\n\n".join(markdown_table(role) for role in ROLES)
 
 
-if __name__ == "__main__":  # python -m headsne_widget.widget.protocol: the tables, to paste into js/PROTOCOL.md
-    print(markdown_tables())
+# ------------------------------------------------------------------------------------------ generated files
+#: what the three generated files say first (tests/test_protocol.py regenerates them and fails on any drift)
+GENERATED = "generated by python -m headsne_widget.widget.protocol from headsne_widget/widget/protocol.py; do not edit"
+#: where they are, from the repository root
+JS_MODULE = "js/model/protocol.generated.js"
+PY_MODULE = "headsne_widget/widget/params.py"
+PROTOCOL_MD = "js/PROTOCOL.md"
+#: a number the browser writes must lie outside (min, gap) too: speed is 0 or at least MIN_SPEED
+_GAPS = {"speed": MIN_SPEED}
+#: the page's type where the declaration says less than the model holds (a learning rate "auto" is stored as null)
+_JS_TYPES = {"offsets": "([number, number] | null)[]", "learning_rate": "number | null"}
+_NUMBERS: tuple[tuple[type, str, str], ...] = ((t.Bool, "boolean", "bool"), (t.Int, "number", "int"),
+                                               (t.Float, "number", "float"), (t.Unicode, "string", "str"))  # fmt: skip
+
+
+def _type(trait: t.TraitType, js: bool) -> str:
+    """A trait's type in JSDoc (``js``) or Python: what the model holds."""
+    none = " | null" if js else " | None"
+    if isinstance(trait, Array):
+        return "WireArray | null"  # Python: see _attribute
+    if isinstance(trait, t.Dict) and trait.allow_none:  # the partners
+        return "WireEdges | null" if js else "dict[str, Any] | None"
+    if isinstance(trait, t.Dict):  # an entry of a list
+        return "object" if js else "dict[str, Any]"
+    if isinstance(trait, TokenIndices):
+        return "number[]" if js else "list[int]"
+    if isinstance(trait, t.Enum):
+        values = ", ".join(json.dumps(v) for v in trait.values or ())
+        kind = values.replace(", ", " | ") if js else f"Literal[{values}]"
+    elif isinstance(trait, t.Union):
+        kind = " | ".join(_type(part, js) for part in trait.trait_types)
+    elif isinstance(trait, t.List):
+        item = trait._trait
+        inner = ("unknown" if js else "Any") if item is None or type(item) is t.Any else _type(item, js)
+        pair = js and trait._minlen == trait._maxlen == 2  # [layer, head]
+        kind = f"[{inner}, {inner}]" if pair else f"{inner}[]" if js else f"list[{inner}]"
+    else:
+        kind = next(names[0 if js else 1] for cls, *names in _NUMBERS if isinstance(trait, cls))
+    return kind + (none if trait.allow_none and not kind.endswith(none) else "")
+
+
+def _wrap(text: str, first: str, rest: str, width: int = 120) -> list[str]:
+    """``text`` wrapped at ``width``: the first line after ``first``, the others after ``rest``."""
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
+
+
+def _js_number(value: float | None) -> str:
+    if value is None or math.isinf(value):
+        return "Number.MAX_SAFE_INTEGER"
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def browser_bounds() -> dict[str, dict[str, Any]]:
+    """The bounds of every number the browser writes: Python's, and > 0 where Python has no minimum (a step size,
+    a perplexity); ``int`` for integers, ``above`` when the minimum itself is refused, ``gap`` (see _GAPS)."""
+    bounds: dict[str, dict[str, Any]] = {}
+    for spec in TRAITS:
+        trait = spec.trait
+        if isinstance(trait, t.Union):  # learning_rate: a number or "auto"
+            trait = next(part for part in trait.trait_types if isinstance(part, t.Float))
+        if not spec.browser_writable or not isinstance(trait, t.Int | t.Float):
+            continue
+        low = None if trait.min is None or math.isinf(trait.min) else trait.min
+        entry: dict[str, Any] = {"min": 0 if low is None else low, "max": trait.max}
+        if isinstance(trait, t.Int):
+            entry["int"] = True
+        if low is None or (isinstance(trait, StrictFloat) and trait.positive):
+            entry["above"] = True
+        if spec.name in _GAPS:
+            entry["gap"] = _GAPS[spec.name]
+        bounds[spec.name] = entry
+    return bounds
+
+
+_JS_MODULE = """\
+// {generated}.
+// The synced traits as the page sees them: their types (JSDoc, checked by `tsc --checkJs` in `npm run
+// lint`), their names (`T.layer`, not "layer"), what the browser may write and within which bounds, and which
+// traits the page keeps in its state as received. Meanings: js/PROTOCOL.md.
+
+/**
+ * An array on the wire (js/model/codecs.js): little-endian, C order. Edges: top-k partners per token,
+ * indices int32 (n, k) and weights float32 (n, k).
+ * @typedef {{{{dtype: "float32" | "int32", shape: number[], buffer: DataView | ArrayBuffer}}}} WireArray
+ * @typedef {{{{indices: WireArray, weights: WireArray}}}} WireEdges
+ */
+
+/**
+ * Every synced trait. Traits added after the first version may be missing (undefined) when the Python
+ * side is older: readers default them.
+ * @typedef {{object}} Traits
+{traits}
+ */
+
+/** @typedef {{keyof Traits}} TraitName */
+
+/** Trait names: `T.layer === "layer"`; tsc checks that every trait has its name and no other. */
+/** @type {{{{readonly [K in TraitName]: K}}}} */
+export const T = Object.freeze({{
+{names}
+}});
+
+/**
+ * The traits the browser may write: what a user may set (roles selection, parameter and display). Every
+ * other trait is Python's: js/model/model.js `write` and `preview` refuse it, and Python would too.
+ */
+export const WRITABLE = Object.freeze(
+  new Set(
+    /** @type {{TraitName[]}} */ ([
+{writable}
+    ]),
+  ),
+);
+
+/**
+ * The bounds of the numbers the browser writes, Python's: [min, max], `int` for integers, `above` when
+ * the min itself is refused, `gap`: the numbers strictly between min and this are refused too.
+ * @type {{Readonly<Record<string, {{min: number, max: number, int?: boolean, above?: boolean, gap?: number}}>>}}
+ */
+export const BOUNDS = Object.freeze({{
+{bounds}
+}});
+
+/** Traits the page keeps in its state under their own names, as received (js/store/state.js). */
+export const MIRRORED = /** @type {{const}} */ ([
+{mirrored}
+]);
+"""
+
+
+def js_module() -> str:
+    """``js/model/protocol.generated.js``: the page's copy of the declarations (the ``Traits`` typedef, ``T``,
+    ``WRITABLE``, ``BOUNDS``, ``MIRRORED``), imported by js/model/model.js and js/store/state.js."""
+    traits = []
+    for spec in TRAITS:
+        kind = _JS_TYPES.get(spec.name) or _type(spec.trait, js=True)
+        traits += _wrap(spec.doc, f" * @property {{{kind}}} {spec.name} ", " *   ")
+    bounds = []
+    for name, entry in browser_bounds().items():
+        parts = ", ".join(f"{key}: {'true' if value is True else _js_number(value)}" for key, value in entry.items())
+        bounds.append(f"  {name}: {{ {parts} }},")
+    return _JS_MODULE.format(
+        generated=GENERATED,
+        traits="\n".join(traits),
+        names="\n".join(f'  {spec.name}: "{spec.name}",' for spec in TRAITS),
+        writable="\n".join(f'      "{spec.name}",' for spec in TRAITS if spec.browser_writable),
+        bounds="\n".join(bounds),
+        mirrored="\n".join(f'  "{spec.name}",' for spec in TRAITS if spec.mirrored),
+    )
+
+
+_PY_MODULE = '''"""The keyword parameters of ``HeadSNE(...)`` and the types of the synced traits, for ``help``, IDEs
+and mypy.
+
+{generated}.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+__all__ = ["HeadSNEParams", "Mode", "SyncedTraits"]
+
+#: the sources of P: the values of ``mode``
+{mode}
+
+
+class HeadSNEParams(TypedDict, total=False):
+    """The settings ``HeadSNE(...)`` takes as keywords besides the selection; each is also a synced attribute
+    (``w.perplexity``). Types, bounds, defaults and meanings: js/PROTOCOL.md."""
+{keywords}
+
+
+class SyncedTraits:
+    """Every synced trait with the type it may be set to (HeadSNEModel's attributes, declared for tools): a choice
+    is a str the trait checks, an array any array-like (read back as a read-only numpy array, or None)."""
+
+{traits}
+'''
+
+
+def _py_literal(name: str, values: tuple[str, ...]) -> str:
+    one = f"{name} = Literal[{', '.join(json.dumps(v) for v in values)}]"
+    return (
+        one if len(one) <= 120 else "\n".join([f"{name} = Literal[", *(f"    {json.dumps(v)}," for v in values), "]"])
+    )
+
+
+def py_module() -> str:
+    """``headsne_widget/widget/params.py``: ``HeadSNE(...)``'s keywords as a TypedDict (for ``Unpack``, so mypy and
+    IDEs know each one's type) and every synced trait's type (``SyncedTraits``, HeadSNEModel's attributes)."""
+    keywords = []
+    for spec in TRAITS:
+        if spec.keyword:
+            keywords += ["", f"    {spec.name}: {_type(spec.trait, js=False)}"]
+            doc = f"{describe(spec.trait)}, default {_default(spec)}: {spec.doc}".replace('"', "'").replace("\\", "/")
+            keywords += _wrap(doc, '    """', "    ")
+            keywords[-1] += '"""'
+    return _PY_MODULE.format(
+        generated=GENERATED,
+        mode=_py_literal("Mode", tuple(MODES)),
+        keywords="\n".join(keywords),
+        traits="\n".join(f"    {spec.name}: {_attribute(spec.trait)}" for spec in TRAITS),
+    )
+
+
+def _attribute(trait: t.TraitType) -> str:
+    """A trait's type as an attribute that may be set: a choice a str (the trait checks it), an array Any."""
+    if isinstance(trait, Array):
+        return f"Any  # {describe(trait)}, or None"
+    if isinstance(trait, t.Enum):
+        return "str"
+    return _type(trait, js=False)
+
+
+def _default(spec: TraitSpec) -> str:
+    default = spec.trait.default_value
+    default = None if isinstance(spec.trait, t.Dict) else [] if default is t.Undefined else default
+    return repr(default)
+
+
+class _ChosenOnLoad:
+    """A default the widget chooses when the text is loaded (shown as such by ``help``)."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    def __repr__(self) -> str:
+        return f"<{self.how}>"
+
+
+#: keywords whose default is chosen when the text is loaded, not the trait's own
+_CHOSEN_ON_LOAD = {"grid_norm": _ChosenOnLoad("above_uniform for causal models, else raw")}
+
+
+def keyword_signature(init: Callable[..., Any]) -> inspect.Signature:
+    """The signature of ``init`` (``HeadSNE.__init__``) with its ``**params`` spelled out: every keyword of
+    :data:`KEYWORDS` with its type (params.HeadSNEParams') and default, so ``help(HeadSNE)`` and the IDEs that
+    read signatures list them on every Python version."""
+    from .params import HeadSNEParams  # generated from this module: imported here, so regenerating never needs it
+
+    signature = inspect.signature(init)
+    named = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    hints = HeadSNEParams.__annotations__
+    keywords = [
+        inspect.Parameter(
+            spec.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=_CHOSEN_ON_LOAD.get(spec.name, spec.trait.default_value),
+            annotation=getattr(hints[spec.name], "__forward_arg__", hints[spec.name]),  # a TypedDict's are ForwardRefs
+        )
+        for spec in TRAITS
+        if spec.keyword
+    ]
+    return signature.replace(parameters=[*named, *keywords])
+
+
+def protocol_md(current: str) -> str:
+    """``js/PROTOCOL.md`` with its trait tables (between its ``traits`` markers) regenerated."""
+    begin = current.index("<!-- traits: begin")
+    begin = current.index("\n", begin) + 1
+    end = current.index("<!-- traits: end -->")
+    return current[:begin] + "\n" + markdown_tables() + "\n\n" + current[end:]
+
+
+def _cells(markdown: str) -> list[list[str]]:
+    """Every line of ``markdown``, a table row as its stripped cells (prettier pads them; rules become "---")."""
+    rows = []
+    for line in markdown.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else [line]
+        rows.append(["---" if set(c) <= set("-: ") and c else c for c in cells])
+    return rows
+
+
+def write_generated(root: Path) -> list[Path]:
+    """Write the generated files under the repository ``root`` that differ from what TRAITS generates now (the
+    tables of ``js/PROTOCOL.md`` compared without prettier's padding); return them."""
+    md = root / PROTOCOL_MD
+    contents = {root / JS_MODULE: js_module(), root / PY_MODULE: py_module(), md: protocol_md(md.read_text())}
+    same = {md: lambda old, new: _cells(old) == _cells(new)}
+    changed = [
+        path
+        for path, text in contents.items()
+        if not path.is_file() or not same.get(path, str.__eq__)(path.read_text(), text)
+    ]
+    for path in changed:
+        path.write_text(contents[path])
+    return changed
+
+
+if __name__ == "__main__":  # python -m headsne_widget.widget.protocol: regenerate the three files from TRAITS
+    written = write_generated(Path(__file__).resolve().parents[2])
+    for path in written:
+        print("wrote", path)
+    if any(path.name == "PROTOCOL.md" for path in written):
+        print(f"then: npx prettier --write {PROTOCOL_MD} (its tables' padding)")

@@ -4,50 +4,10 @@
 // writers of the shared UI state (hover, selection, search).
 
 import { partnersOf } from "../lib/partners.js";
+import { MIRRORED } from "../model/protocol.generated.js";
 
-/** Traits mirrored into the state under their own names (scalars, lists, and the atlas arrays as received). */
-export const MIRRORED = /** @type {const} */ ([
-  "model_name",
-  "n_layers",
-  "n_heads",
-  "kv_groups",
-  "layer",
-  "head",
-  "mode",
-  "perplexity",
-  "learning_rate",
-  "n_iter",
-  "seed",
-  "restarts",
-  "exclude_special",
-  "quantile",
-  "quantile_k",
-  "speed",
-  "edge_k",
-  "kl",
-  "run_id",
-  "status",
-  "state",
-  "color_mode",
-  "color_categories",
-  "label_density",
-  "edge_direction",
-  "atlas",
-  "atlas_kl",
-  "atlas_heads",
-  "atlas_layer",
-  "atlas_state",
-  "atlas_n_iter",
-  "atlas_seed",
-  "progress",
-  "best_kl",
-  "score_names",
-  "head_kinds",
-  "grid_norm",
-  "sort_heads",
-  "related",
-  "query_rows",
-]);
+/** Traits mirrored into the state under their own names (protocol.py declares which: `mirrored`). */
+export { MIRRORED };
 
 /**
  * @typedef {typeof MIRRORED[number]} Mirrored
