@@ -31,7 +31,9 @@ from headsne_widget.texts import TSNE_ABSTRACT
 N = 48
 NEOX = ("GPTNeoXConfig", "GPTNeoXModel", dict(hidden_size=32, num_attention_heads=4, intermediate_size=64,
         use_parallel_residual=True, max_position_embeddings=512))  # fmt: skip
-ARCHITECTURES = ["bert", "roberta", "distilbert", "gpt2", "llama", "mistral", "qwen2", "phi3", "gemma2", "neox"]
+ARCHITECTURES = [
+    "bert", "roberta", "distilbert", "modernbert", "gpt2", "llama", "mistral", "qwen2", "phi3", "gemma2", "neox"
+]  # fmt: skip
 # RMSNorms that compute in float32 whatever the model's dtype: a float64 model is float32-exact after them
 FLOAT32_NORMS = {"llama", "mistral", "qwen2", "phi3", "gemma2"}
 O_PROJ = {"bert": "attention.output.dense", "gpt2": "attn.c_proj", "llama": "self_attn.o_proj",
@@ -110,6 +112,49 @@ def test_tiny_components_sum_to_every_layer(architecture, tiny, bert_tokenizer):
     decompose(by_path, 0, model=path)
     check_sums(by_path, 1e-5)
     check_sums(run(load(path, torch.float64), bert_tokenizer), 1e-6 if architecture in FLOAT32_NORMS else 1e-10)
+
+
+def test_a_t5_encoder_decomposes_exactly(bert_tokenizer):
+    """T5: pre-RMSNorm blocks inside a per-block ModuleList, relative position bias, a final norm."""
+    from transformers import T5Config, T5EncoderModel
+
+    config = T5Config(vocab_size=bert_tokenizer.vocab_size, d_model=32, d_kv=8, num_heads=4, d_ff=64, num_layers=2)
+    torch.manual_seed(0)
+    model = T5EncoderModel(config).eval()
+    check_sums(run(model, bert_tokenizer), 1e-5)
+    check_sums(run(model.to(torch.float64), bert_tokenizer), 1e-6)  # T5's norm computes in float32
+
+
+# the value bias of query head h (GQA: of its key/value head) and W_O^h as x @ W, read from the modules by name
+VALUE_BIAS = {
+    "gpt2": lambda b, h: (b.attn.c_attn.bias[64 + 8 * h : 72 + 8 * h], b.attn.c_proj.weight[8 * h : 8 * h + 8]),
+    "neox": lambda b, h: (
+        b.attention.query_key_value.bias.view(4, 24)[h, 16:],
+        b.attention.dense.weight[:, 8 * h : 8 * h + 8].T,
+    ),
+    "qwen2": lambda b, h: (b.self_attn.v_proj.bias[:8], b.self_attn.o_proj.weight[:, 8 * h : 8 * h + 8].T),
+}
+
+
+@pytest.mark.parametrize("architecture", sorted(VALUE_BIAS))
+def test_value_bias_moves_between_its_head_and_the_correction(architecture, tiny, bert_tokenizer):
+    """value_bias="head" keeps b_V^h W_O^h in head h (fused, interleaved and GQA value projections alike)."""
+    model = load(tiny(architecture), torch.float64)
+    torch.manual_seed(1)
+    with torch.no_grad():  # the random init leaves biases at 0
+        for name, parameter in model.named_parameters():
+            if name.endswith("bias") and parameter.ndim == 1:
+                parameter.normal_(0.0, 0.5)
+    ex = run(model, bert_tokenizer)
+    blocks = next(m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == ex.n_layers)
+    check_sums(ex, 1e-10 if architecture != "qwen2" else 1e-6)
+    paper, kept = decompose(ex, 0), decompose(ex, 0, value_bias="head")
+    np.testing.assert_allclose(paper.total, kept.total, rtol=0, atol=1e-12)
+    for h in range(ex.n_heads):
+        bias, w_o = VALUE_BIAS[architecture](blocks[0], h)
+        sent = (bias.detach() @ w_o.detach()).numpy()
+        assert np.abs(sent).max() > 1e-3
+        np.testing.assert_allclose(kept.vector(1 + h) - paper.vector(1 + h), np.broadcast_to(sent, (N, 32)), atol=1e-12)
 
 
 @pytest.mark.parametrize("architecture", sorted(O_PROJ))
