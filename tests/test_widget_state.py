@@ -4,6 +4,8 @@ starts, and a started atlas reads as running for its own layer at once."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 
 import pytest
@@ -11,6 +13,7 @@ from recording_comm import wait_until
 
 from headsne_widget.capture.extraction import Extraction, extract
 from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.widget.headsne import HeadSNE
 
 SHORT_TEXT = TSNE_ABSTRACT[:260]
 
@@ -81,3 +84,21 @@ def test_start_atlas_marks_the_atlas_running_for_its_layer_at_once(ex, make):
         time.sleep(0.02)
     assert (w.atlas_state, w.atlas_layer) == ("done", 1)
     assert sorted(w.atlas_heads) == list(range(ex.n_heads))
+
+
+def test_a_button_pressed_on_another_thread_acts_on_the_owner_thread(ex, comms):
+    """ipykernel 7 may deliver a comm's messages on a subshell's thread (after the echo of a browser write, e.g.
+    a search's selection): the "compute atlas" button then did nothing (OwnerThreadError in the kernel's log)."""
+
+    async def press() -> tuple[str, int | None]:
+        w = HeadSNE(ex, autostart=False)  # its owner thread runs this event loop, as a kernel's does
+        try:
+            pressing = threading.Thread(target=w.widget.comm.control, args=("atlas",))
+            pressing.start()
+            pressing.join()
+            await asyncio.sleep(0.05)  # the loop applies what was handed to it
+            return w.widget.atlas_state, w.widget.atlas_layer
+        finally:
+            w.close()
+
+    assert asyncio.run(press()) in {("running", 0), ("done", 0)}

@@ -47,9 +47,14 @@ class Inbox:
         """The owner thread's event loop, if one was running when the inbox was made."""
         return self._loop
 
+    @property
+    def on_owner_thread(self) -> bool:
+        """Whether the caller runs on the owner thread."""
+        return threading.get_ident() == self._owner
+
     def check_owner(self, what: str = "this widget") -> None:
         """Raise :class:`OwnerThreadError` unless called on the owner thread."""
-        if threading.get_ident() != self._owner:
+        if not self.on_owner_thread:
             raise OwnerThreadError(
                 f"{what} belongs to the thread that made it (in a notebook, the kernel's); call it from there"
             )

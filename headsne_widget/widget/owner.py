@@ -331,9 +331,21 @@ class Owner(Results):
                                      k=change.new, kept=self.run.kept, workspace=workspace)  # fmt: skip
             self.slots["partners"].start(work)
 
+    def handed_over(self, method: Callable[..., None], *args: Any) -> bool:
+        """A browser message that arrived on another thread goes to the owner thread's event loop (True). ipykernel
+        7 hands a comm's messages to the subshell that last made the comm publish: after the echo of a browser
+        write, the buttons' messages came on a subshell's thread and check_owner refused them (nothing happened)."""
+        loop = self.inbox.loop
+        if self.inbox.on_owner_thread or loop is None:
+            return False
+        loop.call_soon_threadsafe(method, *args)
+        return True
+
     def on_browser(self, names: set[str], error: Exception | None) -> None:
         """After each browser update: an invalid run parameter stops the run and shows why; a refused or
         invalid display value is only shown."""
+        if self.handed_over(self.on_browser, names, error):
+            return
         if error is not None:
             if isinstance(error, PermissionError) or display_only(names):
                 self.widget.status = str(error) if isinstance(error, PermissionError) else (
@@ -347,6 +359,8 @@ class Owner(Results):
     def on_control(self, action: str) -> None:
         from .atlas import ATLAS_N_ITER
 
+        if self.handed_over(self.on_control, action):
+            return
         if action == "atlas":
             self.start_atlas(ATLAS_N_ITER)
             return
