@@ -266,3 +266,19 @@ def test_bad_input_is_refused_clearly(tiny, bert_tokenizer, tiny_gpt2):
     moe = extract("a short text about nothing much", mixtral, tokenizer=bert_tokenizer, device="cpu")
     with pytest.raises(UnsupportedAttentionError, match="MixtralModel"):
         decompose(moe, 1, model=mixtral)
+
+
+def test_gemma3n_altup_streams_are_refused_by_name(bert_tokenizer):
+    from transformers import Gemma3nTextConfig, Gemma3nTextModel
+
+    config = Gemma3nTextConfig(
+        vocab_size=bert_tokenizer.vocab_size, vocab_size_per_layer_input=bert_tokenizer.vocab_size, hidden_size=32,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8, intermediate_size=64,
+        num_kv_shared_layers=0, layer_types=["sliding_attention", "full_attention"], sliding_window=8,
+        hidden_size_per_layer_input=8, laurel_rank=4, activation_sparsity_pattern=[0.0] * 2,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = Gemma3nTextModel(config).eval()
+    ex = extract("a short text about nothing much", model, tokenizer=bert_tokenizer, device="cpu")
+    with pytest.raises(UnsupportedAttentionError, match=r"Gemma3nTextModel .*AltUp"):
+        decompose(ex, 0, model=model)

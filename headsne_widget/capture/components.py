@@ -94,7 +94,8 @@ def trace_of(ex: Extraction, model: Any = None) -> Trace:
 
 def _run_trace(ex: Extraction, loaded: LoadedModel) -> Trace:
     model, n = loaded.model, ex.n_tokens
-    name = f"{loaded.name} ({type(model).__name__})"
+    kind = type(model).__name__
+    name = loaded.name if kind in loaded.name else f"{loaded.name} ({kind})"
     if n < 2:
         raise ValueError(f"a decomposition needs at least 2 tokens, the text has {n}: give a longer text")
     if not can_capture(model):
@@ -113,6 +114,11 @@ def _run_trace(ex: Extraction, loaded: LoadedModel) -> Trace:
     if len(recorder.traces) != ex.n_layers:
         raise UnsupportedAttentionError(f"{name}: {len(recorder.traces)} of its {ex.n_layers} layers were traced")
     first = recorder.traces[0].x_in.to("cpu", ex.states.states.dtype)
+    if first.shape != ex.states.states[0].shape:
+        raise UnsupportedAttentionError(
+            f"{name} carries hidden states of shape {tuple(recorder.traces[0].x_in.shape)} between its layers, not "
+            "one (tokens, hidden) residual stream (e.g. Gemma 3n's AltUp streams): its states cannot be decomposed"
+        )
     if not torch.equal(first, ex.states.states[0]):
         raise ValueError(f"the model given ({name}) is not the one that made this extraction ({ex.model_name})")
     final = _final_norm(recorder, ex, name)
@@ -237,7 +243,10 @@ def _layer_end(recorder: _Recorder, index: int) -> Any:
         x_out = _first_tensor(output)
         if x_out is None or recorder.x_in is None:
             raise UnsupportedAttentionError(f"{recorder.name}: layer {index} returned no hidden states")
-        recorder.traces.append(layer_trace(recorder.events, recorder.x_in, x_out[0].detach().clone(), recorder.name))
+        trace = layer_trace(recorder.events, recorder.x_in, x_out[0].detach().clone(), recorder.name)
+        for name in ("x_in", "x_out", "context", "values", "attn_out", "mlp_out"):  # off an accelerator's memory
+            setattr(trace, name, getattr(trace, name).to("cpu"))
+        recorder.traces.append(trace)
         recorder.current = None
         recorder.events.clear()
 
@@ -250,7 +259,7 @@ def _final_norm(recorder: _Recorder, ex: Extraction, name: str) -> NormMap | Non
     if torch.equal(last.to("cpu", ex.states.states.dtype), ex.states.states[-1]):
         return None
     for _, module, inp, out in recorder.final:
-        if torch.equal(inp, last):
+        if inp.shape == last.shape and torch.equal(inp.to("cpu"), last):
             return norm_map(module, inp, out, name)
     raise UnsupportedAttentionError(
         f"{name}: its last hidden state is not its last layer's output nor a norm of it; it cannot be decomposed"
