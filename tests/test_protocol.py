@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from headsne_widget.widget import protocol
+from headsne_widget.widget import codegen
 from headsne_widget.widget.headsne import HeadSNE
 from headsne_widget.widget.protocol import BROWSER_WRITABLE, KEYWORDS, ROLES, TRAITS, markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 JS = ROOT / "js"
-GENERATED_JS = ROOT / protocol.JS_MODULE
+GENERATED_JS = ROOT / codegen.JS_MODULE
 NAMES = [spec.name for spec in TRAITS]
 
 
@@ -30,11 +30,11 @@ def _table_rows(markdown: str) -> list[list[str]]:
 
 
 def test_the_generated_files_are_what_protocol_py_generates():
-    """Each generated file is, byte for byte, what protocol.py generates from TRAITS now: a trait added, renamed,
-    retyped or rebounded there without ``python -m headsne_widget.widget.protocol`` fails here."""
-    for path, generate in ((GENERATED_JS, protocol.js_module), (ROOT / protocol.PY_MODULE, protocol.py_module)):
-        assert path.read_text() == generate(), f"{path.name} drifted: run python -m headsne_widget.widget.protocol"
-        assert protocol.GENERATED in path.read_text()[:300], f"{path.name} does not say it is generated"
+    """Each generated file is, byte for byte, what codegen.py generates from protocol.py's TRAITS now: a trait added,
+    renamed, retyped or rebounded there without ``python -m headsne_widget.widget.codegen`` fails here."""
+    for path, generate in ((GENERATED_JS, codegen.js_module), (ROOT / codegen.PY_MODULE, codegen.py_module)):
+        assert path.read_text() == generate(), f"{path.name} drifted: run python -m headsne_widget.widget.codegen"
+        assert codegen.GENERATED in path.read_text()[:300], f"{path.name} does not say it is generated"
 
 
 def test_the_generated_js_names_exactly_the_declared_traits():
@@ -52,7 +52,7 @@ def test_protocol_md_holds_the_generated_tables():
     text = (JS / "PROTOCOL.md").read_text()
     section = text[text.index("<!-- traits: begin") : text.index("<!-- traits: end -->")]
     generated = "\n".join(markdown_table(role) for role in ROLES)
-    assert _table_rows(section) == _table_rows(generated), "run python -m headsne_widget.widget.protocol"
+    assert _table_rows(section) == _table_rows(generated), "run python -m headsne_widget.widget.codegen"
 
 
 def test_protocol_md_names_every_js_module():

@@ -1,6 +1,6 @@
 // The model as the views use it: `write` (set + one `save_changes`), `preview`, `control`, and the host's events.
 // The trait names, types, writable set and bounds are generated from headsne_widget/widget/protocol.py into
-// js/model/protocol.generated.js (python -m headsne_widget.widget.protocol) and re-exported here; meanings:
+// js/model/protocol.generated.js (python -m headsne_widget.widget.codegen) and re-exported here; meanings:
 // js/PROTOCOL.md.
 
 import { BOUNDS, T, WRITABLE } from "./protocol.generated.js";
