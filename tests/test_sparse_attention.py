@@ -257,9 +257,8 @@ def test_torch_threads_and_results_are_the_same_on_one_core(tiny_model_dir, monk
 @pytest.mark.parametrize("architecture", ["llama", "mistral", "bert"])
 def test_capture_rows_and_p_equal_the_dense_head_truncated_the_same_way(architecture, model_1k, monkeypatch):
     """The capture's rows are affinity's ``largest_entries`` of the dense head (same entries, same values), so
-    the sparse P that ``selection_affinities`` builds from the capture above SPARSE_MIN_TOKENS equals the P of
+    the sparse P that ``selection_affinities`` builds from the capture (sparse=True) equals the P of
     the dense head's rows truncated the same way, and the dense head is never computed for it."""
-    from headsne_widget.affinity import builder
     from headsne_widget.affinity.selection import selection_affinities
     from headsne_widget.affinity.sparse import largest_entries, sparse_attention_affinities
     from headsne_widget.capture.extraction import Extraction
@@ -274,9 +273,8 @@ def test_capture_rows_and_p_equal_the_dense_head_truncated_the_same_way(architec
     A = ex.attention(1, 2)
     expected, expected_mass = sparse_attention_affinities(A, mass=0.9)
     fresh = extract_n(model_1k(architecture), 256)  # nothing cached: the rows come from the captured q and k
-    monkeypatch.setattr(builder, "SPARSE_MIN_TOKENS", 128)
     monkeypatch.setattr(Extraction, "attention", lambda *args, **kwargs: pytest.fail("the dense head was computed"))
-    sel = selection_affinities(fresh, "attention", 1, 2, mass=0.9, dtype=np.float32)
+    sel = selection_affinities(fresh, "attention", 1, 2, mass=0.9, dtype=np.float32, sparse=True)
     assert isinstance(sel.P, scipy.sparse.spmatrix | scipy.sparse.sparray)
     assert (sel.P != expected).nnz == 0
     assert sel.mass == pytest.approx(expected_mass, rel=1e-6)  # (a sparse A's rows count as 1, a dense A's as summed)

@@ -9,6 +9,7 @@ them, the binary search over the precisions ``beta_i = 1 / (2 sigma_i^2)`` run f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast, overload
 
 import numpy as np
@@ -17,6 +18,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from .._checks import real_array
 from ..errors import DegenerateAffinitiesError
+from .perplexity import EPSILON_DBL, N_STEPS, PERPLEXITY_TOLERANCE
 
 __all__ = [
     "attention_P",
@@ -27,10 +29,6 @@ __all__ = [
 ]
 
 MACHINE_EPSILON = np.finfo(np.double).eps
-# Same stopping rule and step budget as scikit-learn's _utils._binary_search_perplexity.
-PERPLEXITY_TOLERANCE = 1e-5
-N_STEPS = 100
-EPSILON_DBL = 1e-8
 
 
 @overload
@@ -193,12 +191,16 @@ def _captured_head(A: object) -> tuple[np.ndarray, float] | None:
     return (A, 2.0 * off) if np.isfinite(total) and negative == 0 else None
 
 
-def gaussian_affinities(X: ArrayLike, perplexity: float = 20.0) -> np.ndarray:
+def gaussian_affinities(
+    X: ArrayLike, perplexity: float = 20.0, *, check: Callable[[], None] | None = None
+) -> np.ndarray:
     """P of standard exact t-SNE for points X (n, d): ``p_ij = (p_{j|i} + p_{i|j}) / 2n``.
 
     Each ``p_{j|i}`` is a Gaussian around ``x_i`` whose width is found by binary search so that the
     perplexity of row i equals ``perplexity`` (the effective number of neighbours). Matches
-    ``sklearn.manifold._t_sne._joint_probabilities`` on squared euclidean distances.
+    ``sklearn.manifold._t_sne._joint_probabilities`` on squared euclidean distances. ``check()`` is called at
+    each step of the search (a widget's cancel point: the search over n x n distances takes seconds at 2048
+    points) and may raise to stop it.
     """
     X = np.asarray(X)
     if X.ndim != 2:
@@ -209,7 +211,7 @@ def gaussian_affinities(X: ArrayLike, perplexity: float = 20.0) -> np.ndarray:
         raise ValueError(f"X must have at least 2 points, got {n}")
     perplexity = _check_perplexity(perplexity, n)
     X = _distance_scaled(X)
-    conditional_P = binary_search_perplexity(squared_distances(X), perplexity)
+    conditional_P = binary_search_perplexity(squared_distances(X), perplexity, check=check)
     P = conditional_P + conditional_P.T
     return P / max(P.sum(), MACHINE_EPSILON)
 
@@ -253,7 +255,9 @@ def squared_distances(X: np.ndarray) -> np.ndarray:
     return D
 
 
-def binary_search_perplexity(distances: ArrayLike, perplexity: float) -> np.ndarray:
+def binary_search_perplexity(
+    distances: ArrayLike, perplexity: float, *, check: Callable[[], None] | None = None
+) -> np.ndarray:
     """Conditional probabilities ``p_{j|i}`` (rows sum to 1, zero diagonal) of the given perplexity.
 
     For every row, ``beta_i`` is bisected (doubled or halved until bracketed) until the row's entropy
@@ -273,6 +277,8 @@ def binary_search_perplexity(distances: ArrayLike, perplexity: float) -> np.ndar
     P = np.zeros((n, n))
     active = np.arange(n)
     for _ in range(N_STEPS):
+        if check is not None:
+            check()
         P_active, entropy = _gaussian_rows(D[active], beta[active], off_diagonal[active])
         P[active] = P_active
         entropy_diff = entropy - desired_entropy

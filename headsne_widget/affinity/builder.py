@@ -1,29 +1,73 @@
 """The one P builder: every P of a selection (the widget's runs, the prefetch, the atlas, a long text, the studies)
 is built by :func:`build_p`, so a head means the same P everywhere.
 
-Dense or sparse is one visible branch here: a sparse P (``scipy.sparse``, O(n x keys)) from
-:data:`~.sparse.SPARSE_MIN_TOKENS` kept tokens on where the source has one, unless the caller decides. The
-caller's memory is handed in as hooks: ``out`` (a leased array P is written into) and ``matrix`` (the head's
-matrix, already computed into a lease); ``progress`` is called while a long head's rows are selected and may
-raise to stop the build.
+Dense or sparse is one visible branch here. A sparse P (``scipy.sparse``, O(n x keys)) is tried from
+:data:`~.sparse.SPARSE_MIN_TOKENS` kept tokens on where the source has one, unless the caller decides. Every
+allocation that grows with n^2 or with a row's width is budgeted before it is made (:mod:`headsne_widget.budget`):
+
+- a sparse head keeps its rows within the budget's entries; where they would hold more entries than the dense P
+  costs in bytes (a broad head: near-uniform rows keep n^2 / 2 entries at mass 0.99) and the dense P fits, the
+  dense P is built instead (chosen by length alone, the two differed 5x in time at the threshold);
+- where neither fits, each row keeps at most its ``budget / n`` largest keys: P then holds less than ``mass`` of
+  the head's weights, which ``Selection.mass`` (in all) and the rows' ``kept`` (per row) report and the note says;
+- a source of points lowers the perplexity until its neighbours fit; a dense P over the budget is refused
+  (``MemoryBudgetError``) naming what to set.
+
+The caller's memory comes in as hooks: ``alloc(shape, role)`` gives the arrays a dense build writes ("matrix": the
+head's (n, n) matrix, "P"), ``check()`` is called before each n x n pass (a cancel point), ``progress(share)``
+while a long head's rows are selected; both may raise to stop the build.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .selection import Selection
-from .sources.base import Progress, PSource
+from ..budget import SPARSE_ENTRY_BYTES, memory_budget_bytes
+from ..errors import MemoryBudgetError
+from .sources.base import Built, HeadMatrixSource, Limits, Progress, PSource, Spec
 from .sparse import SPARSE_MIN_TOKENS
-from .spec import Spec
 
-__all__ = ["build_p", "wants_sparse"]
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
+
+__all__ = ["Alloc", "Selection", "build_p", "wants_sparse"]
+
+#: ``alloc(shape, role)``: a float32 array of ``shape`` for ``role`` ("matrix" or "P"), the caller's to release
+Alloc = Callable[[tuple[int, int], str], np.ndarray]
+_GiB = 2**30
+
+
+@dataclass(frozen=True, eq=False)
+class Selection:
+    """P of one selection and what it covers.
+
+    Attributes
+    ----------
+    P : float64 or float32 (m, m) array (the ``dtype`` asked for), or a ``scipy.sparse.csr_matrix`` (long texts);
+        symmetric, zero diagonal, sums to 1.
+    kept : int64 (m,), the token index of each row of P (query-key mode: the kept tokens twice).
+    label : "layer 2 head 5" or "hidden states of layer 2".
+    perplexity : the perplexity used (the modes of points, e.g. hidden), else None.
+    note : "" or why the perplexity was lowered.
+    mass : a sparse head P: the share of the head's weights its entries carry; else None.
+    rows : a sparse head P: the head's kept rows it was built from (the widget's hover lines); else None.
+    """
+
+    P: np.ndarray | csr_matrix
+    kept: np.ndarray
+    label: str
+    perplexity: float | None = None
+    note: str = ""
+    mass: float | None = None
+    rows: Any = None
 
 
 def wants_sparse(src: PSource, m: int, sparse: bool | None = None) -> bool:
-    """Whether the P of ``m`` kept tokens from ``src`` is sparse: as asked (``sparse``), else from
+    """Whether the P of ``m`` kept tokens from ``src`` is tried sparse: as asked (``sparse``), else from
     ``SPARSE_MIN_TOKENS`` kept tokens on where the source has a sparse P."""
     if sparse is not None:
         return sparse
@@ -31,14 +75,67 @@ def wants_sparse(src: PSource, m: int, sparse: bool | None = None) -> bool:
 
 
 def build_p(
-    ex: Any, spec: Spec, *, sparse: bool, dtype: Any = np.float32, out: np.ndarray | None = None,
-    matrix: np.ndarray | None = None, progress: Progress | None = None,
+    ex: Any, spec: Spec, *, sparse: bool | None, dtype: Any = np.float32, out: np.ndarray | None = None,
+    matrix: np.ndarray | None = None, progress: Progress | None = None, alloc: Alloc | None = None,
+    check: Callable[[], None] | None = None,
 ) -> Selection:  # fmt: skip
-    """P of the checked selection ``spec`` (see the module doc); the arguments are trusted (checked by the caller:
-    :func:`~.selection.selection_affinities` or the widget's protocol)."""
-    src = spec.source
-    if sparse:
-        built = src.sparse(ex, spec, dtype=dtype, progress=progress, matrix=matrix)
-    else:
-        built = src.dense(ex, spec, dtype=dtype, out=out, matrix=matrix)
+    """P of the checked selection ``spec`` (see the module doc): ``sparse`` True / False, or None to decide by
+    length and memory; the arguments are trusted (checked by :func:`~.selection.selection_affinities` or the
+    widget's protocol)."""
+    src, n, budget = spec.source, ex.n_tokens, memory_budget_bytes()
+    dense_cost = src.dense_bytes(n, spec.n_points, np.dtype(dtype).itemsize)
+    if wants_sparse(src, len(spec.kept), sparse):
+        instead = dense_cost if sparse is None and dense_cost <= budget else None
+        built = _sparse(ex, spec, dtype, progress, budget, instead)
+        if built is not None:
+            return _selection(spec, built)
+    elif dense_cost > budget and out is None:
+        raise MemoryBudgetError(
+            f"a dense P of {spec.label} for {len(spec.kept)} tokens needs {dense_cost / _GiB:.2f} GiB, over the "
+            f"{budget / _GiB:.2f} GiB memory budget: leave sparse=None (a sparse P for long texts), use fewer tokens "
+            "(max_tokens=), or raise the budget (headsne_widget.budget.set_memory_budget)",
+            needed_bytes=dense_cost,
+        )
+    return _selection(spec, _dense(ex, spec, dtype, out, matrix, alloc=alloc, check=check))
+
+
+def _sparse(
+    ex: Any, spec: Spec, dtype: Any, progress: Progress | None, budget: int, instead: int | None
+) -> Built | None:
+    """The sparse P within the budget; None where the dense P (``instead`` bytes, fitting) is the smaller."""
+    src, entries = spec.source, budget // SPARSE_ENTRY_BYTES
+    switch = None if instead is None else instead // SPARSE_ENTRY_BYTES
+    limit = entries if switch is None else min(entries, switch)
+    try:
+        return src.sparse(ex, spec, dtype=dtype, progress=progress, limits=Limits(max_entries=max(limit, 1)))
+    except MemoryBudgetError:
+        if not isinstance(src, HeadMatrixSource):
+            raise
+        if switch is not None and switch <= entries:
+            return None
+    cap = max(1, entries // ex.n_tokens)
+    built = src.sparse(ex, spec, dtype=dtype, progress=progress, limits=Limits(max_keys=cap))
+    held = f"{built.mass:.1%}" if built.mass is not None else "less"
+    note = f"each token keeps at most its {cap} largest keys (memory budget): P holds {held} of the head's weights"
+    return replace(built, note=note)
+
+
+def _dense(
+    ex: Any, spec: Spec, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, *, alloc: Alloc | None,
+    check: Callable[[], None] | None,
+) -> Built:  # fmt: skip
+    """The dense P, its arrays from ``alloc`` where given (the head's matrix first, then P)."""
+    src, n = spec.source, ex.n_tokens
+    if alloc is not None and matrix is None and isinstance(src, HeadMatrixSource):
+        if check is not None:
+            check()
+        matrix = src.matrix_into(ex, spec.layer, spec.head, alloc((n, n), "matrix"))
+    if alloc is not None and out is None:
+        if check is not None:
+            check()
+        out = alloc((spec.n_points, spec.n_points), "P")
+    return src.dense(ex, spec, dtype=dtype, out=out, matrix=matrix, check=check)
+
+
+def _selection(spec: Spec, built: Built) -> Selection:
     return Selection(built.P, built.points, spec.label, built.perplexity, built.note, built.mass, built.rows)

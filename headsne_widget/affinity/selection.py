@@ -14,49 +14,20 @@ record the value (analyses rows) and warn. A perplexity that is not a finite num
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .._checks import check_index
-from .spec import DEFAULT_MASS, MIN_TOKENS
-
-if TYPE_CHECKING:
-    from scipy.sparse import csr_matrix
+from .builder import Selection, build_p
+from .sources import HeadMatrixSource, source
+from .spec import DEFAULT_MASS, MIN_TOKENS, checked_spec
 
 __all__ = ["MIN_TOKENS", "Selection", "check_index", "selection_affinities", "selection_label"]
 
 
-@dataclass(frozen=True, eq=False)
-class Selection:
-    """P of one selection and what it covers.
-
-    Attributes
-    ----------
-    P : float64 or float32 (m, m) array (the ``dtype`` asked for), or a ``scipy.sparse.csr_matrix`` (long texts);
-        symmetric, zero diagonal, sums to 1.
-    kept : int64 (m,), the token index of each row of P (query-key mode: the kept tokens twice).
-    label : "layer 2 head 5" or "hidden states of layer 2".
-    perplexity : the perplexity used (the modes of points, e.g. hidden), else None.
-    note : "" or why the perplexity was lowered.
-    mass : a sparse head P: the share of the head's weights its entries carry; else None.
-    rows : a sparse head P: the head's kept rows it was built from (the widget's hover lines); else None.
-    """
-
-    P: np.ndarray | csr_matrix
-    kept: np.ndarray
-    label: str
-    perplexity: float | None = None
-    note: str = ""
-    mass: float | None = None
-    rows: Any = None
-
-
 def selection_label(mode: str, layer: int, head: int) -> str:
     """How a selection is named in status lines, titles and tables."""
-    from .sources import source
-
     return source(mode).label(layer, head)
 
 
@@ -77,8 +48,6 @@ def _check_sparse(sparse: Any, out: np.ndarray | None) -> bool | None:
 
 def _check_matrix(ex: Any, mode: str, attention: Any) -> np.ndarray | None:
     """``attention=``: the head's (n, n) matrix in place of the extraction's, for the modes built from one."""
-    from .sources import HeadMatrixSource, source
-
     if attention is None:
         return None
     if not isinstance(source(mode), HeadMatrixSource):
@@ -129,13 +98,9 @@ def selection_affinities(
     ------
     TypeError, ValueError : a bad mode, index, perplexity or mass, or fewer than ``MIN_TOKENS`` kept tokens.
     """
-    from .builder import build_p, wants_sparse
-    from .spec import checked_spec
-
     spec = checked_spec(
         ex, mode, layer, head, exclude_special=exclude_special, perplexity=perplexity, mass=mass
     )  # fmt: skip
     dt, asked = _check_dtype(dtype), _check_sparse(sparse, out)
     matrix = _check_matrix(ex, spec.source.name, attention)
-    sparse = wants_sparse(spec.source, len(spec.kept), asked)
-    return build_p(ex, spec, sparse=sparse, dtype=dt, out=out, matrix=matrix)
+    return build_p(ex, spec, sparse=asked, dtype=dt, out=out, matrix=matrix)

@@ -250,7 +250,7 @@ def knn_gaussian_affinities(
     ``max_entries // n`` where it is more, and the perplexity to k / 3 with it (``MemoryBudgetError`` when not
     even one neighbour a point fits). The returned matrix says what was used: ``P.perplexity`` and ``P.k``.
     """
-    from .affinities import EPSILON_DBL, N_STEPS, PERPLEXITY_TOLERANCE
+    from .perplexity import EPSILON_DBL, N_STEPS, PERPLEXITY_TOLERANCE
 
     X = real_array(np.asarray(X), "X").astype(np.float64, copy=False)
     if X.ndim != 2:

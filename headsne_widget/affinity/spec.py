@@ -9,45 +9,20 @@ trust ``_validate_params``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .._checks import check_index
+from .sources import source
+from .sources.base import Spec
 
-if TYPE_CHECKING:
-    from .sources.base import PSource
-
-__all__ = ["DEFAULT_MASS", "MIN_TOKENS", "Spec", "check_mass", "check_perplexity", "checked_spec", "kept_count"]
+__all__ = ["DEFAULT_MASS", "MIN_TOKENS", "check_mass", "check_perplexity", "checked_spec", "kept_count"]
 
 #: the least number of tokens t-SNE can place
 MIN_TOKENS = 4
 #: the share of each query row's attention a sparse P keeps unless told otherwise
 DEFAULT_MASS = 0.99
-
-
-@dataclass(frozen=True, eq=False)
-class Spec:
-    """One checked selection: the source of P, its layer and head (0 where the source has no heads), the mask of
-    excluded tokens and the kept tokens' indices, the perplexity asked for and the mass a sparse P keeps."""
-
-    source: PSource
-    layer: int
-    head: int
-    exclude: np.ndarray
-    kept: np.ndarray
-    perplexity: float
-    mass: float
-
-    @property
-    def label(self) -> str:
-        return self.source.label(self.layer, self.head)
-
-    @property
-    def n_points(self) -> int:
-        """The points t-SNE places: the kept tokens times the source's points per token."""
-        return len(self.kept) * self.source.points_per_token
 
 
 def _number(value: Any, name: str, what: str) -> float:
@@ -82,8 +57,6 @@ def checked_spec(
     mass: Any = DEFAULT_MASS,
 ) -> Spec:  # fmt: skip
     """The checked :class:`Spec` of a selection of ``ex``, else a TypeError or ValueError naming what to pass."""
-    from .sources import source
-
     src = source(mode)
     layer = check_index(layer, ex.n_layers, "layer", "layers")
     head = check_index(head, ex.n_heads, "head", "heads per layer") if src.per_head else 0

@@ -18,6 +18,7 @@ from typing import Any
 
 import traitlets as t
 
+from ..affinity.sources import SOURCES, PSource
 from .protocol import MIN_SPEED, MODES, TRAITS, Array, StrictFloat, TokenIndices, TraitSpec, describe, markdown_tables
 
 __all__ = ["GENERATED", "JS_MODULE", "PROTOCOL_MD", "PY_MODULE", "browser_bounds", "js_module", "protocol_md",
@@ -149,6 +150,18 @@ export const BOUNDS = Object.freeze({{
 export const MIRRORED = /** @type {{const}} */ ([
 {mirrored}
 ]);
+
+/**
+ * The sources of P (headsne_widget/affinity/sources), one per value of `mode`, in the mode control's order: its
+ * option's text, what a map of it is called, whether a run depends on the head and on the perplexity, points per
+ * token (2: queries then keys), and what the hover lines are ("rows" of the head, or nearest "neighbours").
+ * @typedef {{{{option: string, title: string, perHead: boolean, usesPerplexity: boolean, pointsPerToken: number,
+ *   partners: "rows" | "neighbours", prefetch: boolean, describes: string}}}} Source
+ * @type {{Readonly<Record<string, Source>>}}
+ */
+export const SOURCES = Object.freeze({{
+{sources}
+}});
 """
 
 
@@ -170,7 +183,20 @@ def js_module() -> str:
         writable="\n".join(f'      "{spec.name}",' for spec in TRAITS if spec.browser_writable),
         bounds="\n".join(bounds),
         mirrored="\n".join(f'  "{spec.name}",' for spec in TRAITS if spec.mirrored),
+        sources="\n".join(_js_source(src) for src in SOURCES.values()),
     )
+
+
+def _js_source(src: PSource) -> str:
+    """One entry of the page's ``SOURCES`` table."""
+    fields = {
+        "option": src.option, "title": src.title, "perHead": src.per_head, "usesPerplexity": src.uses_perplexity,
+        "pointsPerToken": src.points_per_token, "partners": src.partners, "prefetch": src.prefetch,
+        "describes": src.describes,
+    }  # fmt: skip
+    key = src.name if src.name.isidentifier() else json.dumps(src.name)
+    body = "".join(f"    {name}: {json.dumps(value)},\n" for name, value in fields.items())
+    return f"  {key}: Object.freeze({{\n{body}  }}),"  # (as prettier writes it)
 
 
 _PY_MODULE = '''"""The keyword parameters of ``HeadSNE(...)`` and the types of the synced traits, for ``help``, IDEs

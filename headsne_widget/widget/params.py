@@ -11,7 +11,7 @@ from typing import Any, Literal, TypedDict
 __all__ = ["HeadSNEParams", "Mode", "SyncedTraits"]
 
 #: the sources of P: the values of ``mode``
-Mode = Literal["attention", "hidden", "query-key"]
+Mode = Literal["attention", "hidden", "query-key", "norm", "head-output"]
 
 
 class HeadSNEParams(TypedDict, total=False):

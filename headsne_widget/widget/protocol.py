@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import traitlets as t
 
+from ..affinity.sources import MODES as SOURCE_MODES
 from ..capture.maximum_attention import GRID_NORMS
 from ..capture.scores import KINDS, SCORES
 from ..embedding.rescaling import MAX_QUANTILE_K
@@ -48,8 +49,8 @@ __all__ = [
 
 ROLES = ("data", "selection", "parameter", "display", "state")
 COLOR_MODES = ("position", "kind", "sentence", "max_attention", "user")
-#: P from one head, from a layer's hidden states, or from one head's queries and keys together
-MODES = ("attention", "hidden", "query-key")
+#: the sources of P (affinity/sources: one head, a layer's hidden states, a head's queries and keys, ...)
+MODES = SOURCE_MODES
 #: most iterations of one run: 100 000 at 512 tokens take about 30 s, at 8192 tokens 20 minutes
 MAX_N_ITER = 100_000
 #: the slowest playback but 0 (as fast as computed): a speed in (0, MIN_SPEED) is refused

@@ -14,6 +14,7 @@ import contextlib
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from ..affinity.sources import HeadMatrixSource, source
 from ..embedding.background import closing_frames
@@ -76,7 +77,8 @@ def run_job(
         if M_lease is not None:
             held.callback(M_lease.release)  # (released below once the partners are out; a cancel may come first)
         rows = hold if isinstance(hold, RowsHold) else None  # a sparse run's head, until its partners are out
-        at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX and not is_sparse(ex, key)
+        sparse = scipy.sparse.issparse(sel.P)
+        at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX and not sparse
         job.emit(RunStarted(request.run_id, sel.kept, sel.note, partners_later=not at_once))
         if at_once:
             matrix = None if M_lease is None else M_lease.array((ex.n_tokens, ex.n_tokens))
@@ -91,12 +93,12 @@ def run_job(
                                   len(record.kl_history), done=False))  # fmt: skip
                 if not at_once:  # a long text: the partners once the first frame is out
                     at_once = True
-                    _partners_now(job, ex, request, sel.kept, workspace, rows)
+                    _partners_now(job, ex, request, sel.kept, workspace, rows, sparse=sparse)
         if last is None:
             raise RuntimeError("the optimisation reported no frame")
         job.emit(RunFrame(request.run_id, last.iteration, last.kl, last.embedding, len(record.kl_history), done=True))
         if not at_once:
-            _partners_now(job, ex, request, sel.kept, workspace, rows)
+            _partners_now(job, ex, request, sel.kept, workspace, rows, sparse=sparse)
         if len(sel.kept) <= BEST_CHECK_MAX_TOKENS and last.kl is not None:
             _best_of(job, sel.P, request, last.kl)
 
@@ -117,12 +119,13 @@ def _best_of(job: Job, P: np.ndarray, request: RunRequest, kl: float) -> None:
 
 
 def _partners_now(
-    job: Job, ex: Any, request: RunRequest, kept: np.ndarray, workspace: Workspace, rows: RowsHold | None = None
-) -> None:
+    job: Job, ex: Any, request: RunRequest, kept: np.ndarray, workspace: Workspace, rows: RowsHold | None = None,
+    *, sparse: bool,
+) -> None:  # fmt: skip
     """The partners of a long text's run, after its first frame: a sparse run's from the head's ``rows``
     (computed again when None), a dense head's recomputed into a lease, a source of points' neighbours."""
     key, src = request.key, source(request.key.mode)
-    if rows is not None or is_sparse(ex, key) or not isinstance(src, HeadMatrixSource):
+    if sparse or not isinstance(src, HeadMatrixSource):
         traits = selection_partners(ex, key, request.edge_k, kept, rows=None if rows is None else rows.rows)
         if rows is not None:
             rows.release()  # P stays; the rows are not needed any more
@@ -139,4 +142,4 @@ def partners_job(
     job: Job, ex: Any, *, run_id: int, key: SelectionKey, k: int, kept: np.ndarray, workspace: Workspace
 ) -> None:
     """The partners again (``edge_k`` changed), for the run ``run_id``."""
-    _partners_now(job, ex, RunRequest(run_id, key, {}, k), kept, workspace)
+    _partners_now(job, ex, RunRequest(run_id, key, {}, k), kept, workspace, sparse=is_sparse(ex, key))

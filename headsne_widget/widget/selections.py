@@ -11,7 +11,9 @@ head again (:mod:`.sparse_partners`). Sources of points (hidden states) give nea
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +22,10 @@ import numpy as np
 from ..affinity.builder import build_p, wants_sparse
 from ..affinity.selection import Selection
 from ..affinity.sources import HeadMatrixSource, PointSource, source
-from ..affinity.spec import DEFAULT_MASS, Spec, checked_spec, kept_count
+from ..affinity.sources.base import Limits, Spec
+from ..affinity.spec import DEFAULT_MASS, checked_spec, kept_count
+from ..budget import entries_within
+from ..errors import MemoryBudgetError
 from .jobs import Job, Progress
 from .partners import partner_traits
 from .workspace import Lease, OwnArray, Workspace
@@ -87,44 +92,60 @@ def is_sparse(ex: Any, key: SelectionKey) -> bool:
     return wants_sparse(source(key.mode), kept_count(ex, key.exclude_special))
 
 
+class Arrays:
+    """The arrays a dense build asks for (``alloc``), leased from the workspace (query-key mode's (2m)^2 P: an
+    array of the run's own), by role: "matrix" (the head's, kept for the hover lines) and "P"."""
+
+    def __init__(self, workspace: Workspace, n: int) -> None:
+        self.workspace, self.n = workspace, n
+        self.held: dict[str, Lease | OwnArray] = {}
+
+    def alloc(self, shape: tuple[int, int], role: str) -> np.ndarray:
+        size = shape[0] * shape[1]
+        hold = OwnArray(size) if size > self.n * self.n else self.workspace.lease()
+        self.held[role] = hold
+        return hold.array(shape)
+
+    def release(self) -> None:
+        for hold in self.held.values():
+            hold.release()
+
+
 def build_selection(job: Job, ex: Any, key: SelectionKey, workspace: Workspace) -> tuple[Selection, Hold, Lease | None]:
-    """P of ``key`` and what holds it, and for a dense head source the head's matrix in another lease (for the
-    hover lines; the caller releases both). A cancel point before each n x n pass."""
+    """P of ``key`` (the one builder, deciding dense or sparse) and what holds it, and for a dense head source the
+    head's matrix in another lease (for the hover lines; the caller releases both). Sparse builds one at a time
+    in the process; a cancel point before each n x n pass and while a long head's rows are selected (their
+    progress goes to the status line)."""
     spec = key.spec(ex)
-    if wants_sparse(spec.source, len(spec.kept)):
-        return (*_build_sparse(job, ex, spec), None)
-    P_hold: Lease | OwnArray = OwnArray(spec.n_points**2) if spec.source.points_per_token > 1 else workspace.lease()
-    M_lease = None
+    arrays = Arrays(workspace, ex.n_tokens)
+    lock = _BUILDING if wants_sparse(spec.source, len(spec.kept)) else contextlib.nullcontext()
+    progress = lambda share: job.emit(Progress(f"selecting each token's keys ({share:.0%})", share))  # noqa: E731
     try:
-        job.check()
-        matrix = None
-        if isinstance(spec.source, HeadMatrixSource):
-            M_lease = workspace.lease()
-            n = ex.n_tokens
-            matrix = spec.source.matrix_into(ex, spec.layer, spec.head, M_lease.array((n, n)))
+        with _held(job, lock):
             job.check()
-        out = P_hold.array((spec.n_points, spec.n_points))
-        sel = build_p(ex, spec, sparse=False, dtype=np.float32, out=out, matrix=matrix)
-        return sel, P_hold, M_lease
+            sel = build_p(ex, spec, sparse=None, dtype=np.float32, progress=progress, alloc=arrays.alloc,
+                          check=job.check)  # fmt: skip
     except BaseException:
-        P_hold.release()
-        if M_lease is not None:
-            M_lease.release()
+        arrays.release()
         raise
+    if "P" not in arrays.held:
+        return sel, RowsHold(sel.rows), None
+    matrix = arrays.held.get("matrix")
+    return sel, arrays.held["P"], matrix if isinstance(matrix, Lease) else None
 
 
-def _build_sparse(job: Job, ex: Any, spec: Spec) -> tuple[Selection, RowsHold]:
-    """The sparse P of ``spec`` and the rows it came from, one build at a time in the process; cancel points
-    while it waits, and while the rows are selected (their progress goes to the status line)."""
-    while not _BUILDING.acquire(timeout=0.05):
+@contextlib.contextmanager
+def _held(job: Job, lock: Any) -> Iterator[None]:
+    """``lock`` held, waiting with cancel points (a sparse build: one at a time in the process)."""
+    if isinstance(lock, contextlib.nullcontext):
+        yield
+        return
+    while not lock.acquire(timeout=0.05):
         job.check()
     try:
-        job.check()
-        progress = lambda share: job.emit(Progress(f"selecting each token's keys ({share:.0%})", share))  # noqa: E731
-        sel = build_p(ex, spec, sparse=True, dtype=np.float32, progress=progress)
-        return sel, RowsHold(sel.rows)
+        yield
     finally:
-        _BUILDING.release()
+        lock.release()
 
 
 def selection_partners(
@@ -142,8 +163,18 @@ def selection_partners(
         from .sparse_partners import sparse_head_partners  # numba: imported on first use
 
         if rows is None:
-            rows = src.rows(ex, key.layer, key.head, SPARSE_MASS, None)
+            rows = _budgeted_rows(ex, src, key, k)
         to, by, edges = sparse_head_partners(rows, k, tokens)
         pack = lambda pair: {"indices": pair[0], "weights": pair[1]}  # noqa: E731
         return {"edges": pack(edges), "attends_to": pack(to), "attended_by": pack(by)}
     return partner_traits(src.matrix(ex, key.layer, key.head) if matrix is None else matrix, None, k, tokens)
+
+
+def _budgeted_rows(ex: Any, src: HeadMatrixSource, key: SelectionKey, k: int) -> Any:
+    """The head's kept rows again (new partners of a long text's run), within the memory budget: capped at the
+    keys a row the budget allows (at least ``k``) where every row's ``SPARSE_MASS`` would not fit."""
+    entries = entries_within()
+    try:
+        return src.rows(ex, key.layer, key.head, SPARSE_MASS, None, Limits(max_entries=max(entries, 1)))
+    except MemoryBudgetError:
+        return src.rows(ex, key.layer, key.head, SPARSE_MASS, None, Limits(max_keys=max(k, entries // ex.n_tokens)))

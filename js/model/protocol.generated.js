@@ -37,9 +37,9 @@
  *   job, about a second); a click sets `layer` and `head`
  * @property {number} layer selected layer
  * @property {number} head selected head (attention mode)
- * @property {"attention" | "hidden" | "query-key"} mode P from one attention head, from the layer's hidden states, or
- *   ("query-key") from the head's queries and keys: 2m points, the first `query_rows` rows of `frame` the queries, the
- *   rest the keys
+ * @property {"attention" | "hidden" | "query-key" | "norm" | "head-output"} mode P from one attention head, from the
+ *   layer's hidden states, or ("query-key") from the head's queries and keys: 2m points, the first `query_rows` rows of
+ *   `frame` the queries, the rest the keys
  * @property {number} perplexity hidden mode only
  * @property {number | null} learning_rate null = auto: max(m / early_exaggeration, 5)
  * @property {number} n_iter iterations of a run
@@ -267,3 +267,64 @@ export const MIRRORED = /** @type {const} */ ([
   "related",
   "query_rows",
 ]);
+
+/**
+ * The sources of P (headsne_widget/affinity/sources), one per value of `mode`, in the mode control's order: its
+ * option's text, what a map of it is called, whether a run depends on the head and on the perplexity, points per
+ * token (2: queries then keys), and what the hover lines are ("rows" of the head, or nearest "neighbours").
+ * @typedef {{option: string, title: string, perHead: boolean, usesPerplexity: boolean, pointsPerToken: number,
+ *   partners: "rows" | "neighbours", prefetch: boolean, describes: string}} Source
+ * @type {Readonly<Record<string, Source>>}
+ */
+export const SOURCES = Object.freeze({
+  attention: Object.freeze({
+    option: "attention head",
+    title: "attention-head t-SNE",
+    perHead: true,
+    usesPerplexity: false,
+    pointsPerToken: 1,
+    partners: "rows",
+    prefetch: true,
+    describes: "attention-head t-SNE: P = A + A^T of the selected head",
+  }),
+  hidden: Object.freeze({
+    option: "hidden states",
+    title: "hidden-state t-SNE",
+    perHead: false,
+    usesPerplexity: true,
+    pointsPerToken: 1,
+    partners: "neighbours",
+    prefetch: false,
+    describes: "standard t-SNE of the layer's output hidden states",
+  }),
+  "query-key": Object.freeze({
+    option: "queries and keys",
+    title: "query-key t-SNE",
+    perHead: true,
+    usesPerplexity: false,
+    pointsPerToken: 2,
+    partners: "rows",
+    prefetch: false,
+    describes: "the selected head's queries and keys in one t-SNE",
+  }),
+  norm: Object.freeze({
+    option: "value-weighted attention",
+    title: "value-weighted attention t-SNE",
+    perHead: true,
+    usesPerplexity: false,
+    pointsPerToken: 1,
+    partners: "rows",
+    prefetch: true,
+    describes: "value-weighted attention: each weight times the norm of what its key sends",
+  }),
+  "head-output": Object.freeze({
+    option: "what the head writes",
+    title: "head-output t-SNE",
+    perHead: true,
+    usesPerplexity: true,
+    pointsPerToken: 1,
+    partners: "neighbours",
+    prefetch: false,
+    describes: "what the selected head writes into each token (its output vectors)",
+  }),
+});

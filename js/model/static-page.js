@@ -6,6 +6,7 @@
 
 import { encodeArray } from "./codecs.js";
 import { decodeArray } from "./codecs.js";
+import { sourceOf } from "./sources.js";
 
 /**
  * What a saved page holds besides the state: its label and the heads it has a map of ("layer,head"), with
@@ -31,7 +32,7 @@ export function staticModel(state, offline) {
   /** The selected head's max attention per token, as the kernel sends it for colour mode max_attention. */
   function maxAttention() {
     const grid = decodeArray(state.max_attention);
-    if (!grid || state.mode !== "attention") return null;
+    if (!grid || !sourceOf(state.mode).perHead) return null;
     const n = grid.shape[2];
     const start = (state.layer * grid.shape[1] + state.head) * n;
     return encodeArray(grid.data.slice(start, start + n), [n]);

@@ -9,6 +9,7 @@ import { throttle } from "../lib/schedule.js";
 import { PREFETCH_MIN_N, createDwell } from "./prefetch.js";
 import { searchOf } from "../lib/search.js";
 import { headHeld } from "./state.js";
+import { sourceOf } from "../model/sources.js";
 
 // `hovered` reaches Python at most 20 times a second, at the end of each 50 ms window (never at once): the
 // host sends a model's next update only once the kernel has answered the one in flight (ipywidgets keeps
@@ -42,7 +43,7 @@ export function createIntents({ model, store, clock, metrics }) {
     report: (value) => write(model, { [T.hovered_head]: value }),
     wanted: (layer, head) =>
       store.state.doc.tokens.length >= PREFETCH_MIN_N &&
-      model.get(T.mode) !== "hidden" &&
+      sourceOf(model.get(T.mode)).prefetch &&
       (layer !== model.get(T.layer) || head !== model.get(T.head)),
     clock,
   });

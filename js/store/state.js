@@ -5,6 +5,7 @@
 
 import { partnersOf } from "../lib/partners.js";
 import { MIRRORED } from "../model/protocol.generated.js";
+import { sourceOf } from "../model/sources.js";
 
 /** Traits mirrored into the state under their own names (protocol.py declares which: `mirrored`). */
 export { MIRRORED };
@@ -130,7 +131,7 @@ export function partnersAt(state, token) {
     ...state.edges,
     k: state.edge_k ?? 5,
     tokenRow: state.rows.tokenRow,
-    hidden: state.mode === "hidden",
+    hidden: sourceOf(state.mode).partners === "neighbours",
   });
 }
 
@@ -159,5 +160,5 @@ export function headHeld(state, layer, head) {
  * @param {State} state
  */
 export function headOf(state) {
-  return { layer: state.layer ?? 0, head: state.head ?? 0, hidden: state.mode === "hidden" };
+  return { layer: state.layer ?? 0, head: state.head ?? 0, hidden: !sourceOf(state.mode).perHead };
 }

@@ -1,5 +1,6 @@
 // The header's subtitle (model, grid size, tokens) and the map's caption (the head or the hidden-state
 // layer on display).
+import { sourceOf } from "../model/sources.js";
 
 /**
  * @typedef {import("../store/state.js").State} State
@@ -14,12 +15,11 @@ export function headerText(s) {
   const shape = s.n_layers && s.n_heads ? `${s.n_layers} layers × ${s.n_heads} heads` : "";
   const tokens = s.doc.tokens.length ? `${s.doc.tokens.length} tokens` : "";
   const subtitle = [s.model_name, shape, tokens].filter(Boolean).join(" · ");
-  const caption =
-    s.mode === "hidden"
-      ? `t-SNE of the hidden states of layer ${s.layer} (perplexity ${s.perplexity})`
-      : s.mode === "query-key"
-        ? `queries (filled) and keys (rings) t-SNE · layer ${s.layer} · head ${s.head}`
-        : `attention-head t-SNE · layer ${s.layer} · head ${s.head}`;
+  const source = sourceOf(s.mode);
+  const where = source.perHead ? `layer ${s.layer} · head ${s.head}` : `layer ${s.layer}`;
+  const title = source.pointsPerToken === 2 ? "queries (filled) and keys (rings) t-SNE" : source.title;
+  const perplexity = source.usesPerplexity ? ` (perplexity ${s.perplexity})` : "";
+  const caption = `${title} · ${where}${perplexity}`;
   return { subtitle, caption };
 }
 

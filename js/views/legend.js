@@ -3,6 +3,7 @@
 // canvas (the PNG export).
 
 import { el, span } from "../lib/dom.js";
+import { sourceOf } from "../model/sources.js";
 
 /**
  * @typedef {import("../lib/colors.js").Legend} Legend
@@ -122,14 +123,14 @@ export function createLegend({ dom, store }) {
   dom.colourLegend.after(qkKey);
   const stops = [
     store.watch(["mode"], (s) => {
-      qkKey.hidden = s.mode !== "query-key";
+      qkKey.hidden = sourceOf(s.mode).pointsPerToken !== 2;
     }),
     store.watch(["colours", "doc"], (s) => {
       box.hidden = !s.doc.tokens.length; // nothing coloured yet (the text is being captured)
       if (s.colours) showLegend(box, s.colours.legend, s.colours.mode);
     }),
     store.watch(["edge_direction", "mode"], (s) => {
-      const styles = edgeStyles(s.edge_direction || "both", s.mode === "hidden");
+      const styles = edgeStyles(s.edge_direction || "both", sourceOf(s.mode).partners === "neighbours");
       dom.edgeKey.hidden = styles.length === 0;
       dom.edgeKey.title = "the edges drawn from the hovered token (hover edges, in the row above the map)";
       dom.edgeKey.replaceChildren(

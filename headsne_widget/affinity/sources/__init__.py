@@ -11,13 +11,15 @@ from typing import Any
 
 from .attention import Attention
 from .base import Built, HeadMatrixSource, PointSource, PSource
+from .head_output import HeadOutput
 from .hidden import Hidden
+from .norm import Norm
 from .query_key import QueryKey
 
 __all__ = ["MODES", "SOURCES", "Built", "HeadMatrixSource", "PSource", "PointSource", "source"]
 
 #: every source by its mode name, in the order the mode control lists them
-SOURCES: dict[str, PSource] = {s.name: s for s in (Attention(), Hidden(), QueryKey())}
+SOURCES: dict[str, PSource] = {s.name: s for s in (Attention(), Hidden(), QueryKey(), Norm(), HeadOutput())}
 #: the mode names
 MODES: tuple[str, ...] = tuple(SOURCES)
 

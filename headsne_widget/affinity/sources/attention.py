@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import HeadMatrixSource, Progress
+from .base import HeadMatrixSource, Limits, Progress
 
 __all__ = ["Attention"]
 
@@ -17,6 +17,7 @@ class Attention(HeadMatrixSource):
     name = "attention"
     describes = "attention-head t-SNE: P = A + A^T of the selected head"
     title = "attention-head t-SNE"
+    option = "attention head"
 
     def matrix(self, ex: Any, layer: int, head: int) -> np.ndarray:
         return np.asarray(ex.attention(layer, head))
@@ -24,8 +25,9 @@ class Attention(HeadMatrixSource):
     def matrix_into(self, ex: Any, layer: int, head: int, out: np.ndarray) -> np.ndarray:
         return np.asarray(ex.attention_into(layer, head, out))
 
-    def rows(self, ex: Any, layer: int, head: int, mass: float, progress: Progress | None) -> Any:
+    def rows(self, ex: Any, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits) -> Any:
         """The capture's own rows (never the n x n head) where the extraction has them."""
         if hasattr(ex, "sparse_attention"):
-            return ex.sparse_attention(layer, head, mass=mass, progress=progress)
-        return super().rows(ex, layer, head, mass, progress)
+            bounds = {"max_keys": limits.max_keys, "max_entries": limits.max_entries}
+            return ex.sparse_attention(layer, head, mass=mass, progress=progress, **bounds)
+        return super().rows(ex, layer, head, mass, progress, limits)

@@ -21,12 +21,44 @@ import numpy as np
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
-    from ..spec import Spec
-
-__all__ = ["Built", "HeadMatrixSource", "PSource", "PointSource", "Progress"]
+__all__ = ["Built", "Check", "HeadMatrixSource", "Limits", "PSource", "PointSource", "Progress", "Spec"]
 
 #: ``progress(share)``: called now and then while a sparse head's rows are selected; may raise to stop
 Progress = Callable[[float], None]
+#: ``check()``: called now and then during a long dense build; may raise to stop
+Check = Callable[[], None] | None
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    """One checked selection: the source of P, its layer and head (0 where the source has no heads), the mask of
+    excluded tokens and the kept tokens' indices, the perplexity asked for and the mass a sparse P keeps."""
+
+    source: PSource
+    layer: int
+    head: int
+    exclude: np.ndarray
+    kept: np.ndarray
+    perplexity: float
+    mass: float
+
+    @property
+    def label(self) -> str:
+        return self.source.label(self.layer, self.head)
+
+    @property
+    def n_points(self) -> int:
+        """The points t-SNE places: the kept tokens times the source's points per token."""
+        return len(self.kept) * self.source.points_per_token
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a sparse build may keep: at most ``max_keys`` entries a row, ``max_entries`` in all (None: no
+    bound). The builder sets them from the memory budget (:mod:`headsne_widget.budget`)."""
+
+    max_keys: int | None = None
+    max_entries: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +96,8 @@ class PSource:
     describes: ClassVar[str] = ""
     #: what a page or a plot of its map is called
     title: ClassVar[str] = "t-SNE"
+    #: the mode control's text for it
+    option: ClassVar[str] = ""
 
     def label(self, layer: int, head: int) -> str:
         return f"layer {layer} head {head}"
@@ -72,12 +106,19 @@ class PSource:
         """The token index of each point t-SNE places."""
         return kept
 
-    def dense(self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None) -> Built:
-        """P as an (m, m) array, written into ``out`` when given; ``matrix`` the head's matrix if already made."""
+    def dense(
+        self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, check: Check = None
+    ) -> Built:
+        """P as an (m, m) array, written into ``out`` when given; ``matrix`` the head's matrix if already made;
+        ``check()`` called now and then during a long build (a cancel point)."""
         raise NotImplementedError
 
-    def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, matrix: np.ndarray | None) -> Built:
-        """P as a CSR matrix (long texts); ``matrix`` the head's matrix if already made."""
+    def dense_bytes(self, n: int, points: int, itemsize: int) -> int:
+        """Peak bytes of a dense build for ``n`` tokens and ``points`` points: P and its temporaries."""
+        return points * points * itemsize
+
+    def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
+        """P as a CSR matrix (long texts), within ``limits``."""
         raise NotImplementedError(f"{self.name} mode has no sparse P")
 
 
@@ -95,26 +136,31 @@ class HeadMatrixSource(PSource):
         np.copyto(out, self.matrix(ex, layer, head))
         return out
 
-    def rows(self, ex: Any, layer: int, head: int, mass: float, progress: Progress | None) -> Any:
-        """Each row's smallest set of largest entries reaching ``mass`` of it, as a CSR matrix."""
+    def rows(self, ex: Any, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits) -> Any:
+        """Each row's smallest set of largest entries reaching ``mass`` of it, as a CSR matrix, within ``limits``
+        (``MemoryBudgetError`` as soon as it would exceed ``limits.max_entries``)."""
         from ..sparse import largest_entries
 
-        return largest_entries(self.matrix(ex, layer, head), mass)
+        M = self.matrix(ex, layer, head)
+        return largest_entries(M, mass, max_keys=limits.max_keys, max_entries=limits.max_entries)
 
-    def dense(self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None) -> Built:
+    def dense(
+        self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, check: Check = None
+    ) -> Built:
         from ..affinities import attention_P
 
         M = self.matrix(ex, spec.layer, spec.head) if matrix is None else matrix
         P, kept = attention_P(M, exclude=spec.exclude, dtype=dtype, out=out)
         return Built(P, kept)
 
-    def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, matrix: np.ndarray | None) -> Built:
-        from ..sparse import largest_entries, sparse_attention_affinities
+    def dense_bytes(self, n: int, points: int, itemsize: int) -> int:
+        """P, and the head's float32 (n, n) matrix beside it."""
+        return points * points * itemsize + 4 * n * n
 
-        if matrix is None:
-            rows = self.rows(ex, spec.layer, spec.head, spec.mass, progress)
-        else:
-            rows = largest_entries(matrix, spec.mass)
+    def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
+        from ..sparse import sparse_attention_affinities
+
+        rows = self.rows(ex, spec.layer, spec.head, spec.mass, progress, limits)
         P, mass, kept = cast(
             "tuple[csr_matrix, float, np.ndarray]", sparse_attention_affinities(rows, exclude=spec.exclude, dtype=dtype)
         )
@@ -132,21 +178,33 @@ class PointSource(PSource):
         """float (n, d) points, one per token, whose euclidean distances P is built from."""
         raise NotImplementedError
 
-    def dense(self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None) -> Built:
+    def dense(
+        self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, check: Check = None
+    ) -> Built:
         from ..affinities import gaussian_affinities
 
         used, note = effective_perplexity(spec.perplexity, len(spec.kept))
         X = np.asarray(self.space(ex, spec.layer, spec.head), dtype=np.float64)[spec.kept]
-        P = gaussian_affinities(X, perplexity=used).astype(dtype, copy=False)
+        P = gaussian_affinities(X, perplexity=used, check=check).astype(dtype, copy=False)
         if out is not None:
             np.copyto(out, P)
             P = out
         return Built(P, spec.kept, used, note)
 
-    def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, matrix: np.ndarray | None) -> Built:
+    def dense_bytes(self, n: int, points: int, itemsize: int) -> int:
+        """P and the exact Gaussians' float64 temporaries (distances, conditional P, its symmetric sum)."""
+        return points * points * (itemsize + 3 * 8)
+
+    def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
+        """The k-nearest-neighbour P (k = 3 x perplexity); the perplexity is lowered where the m x k neighbours
+        would exceed ``limits.max_entries``, and the note says so."""
         from ..sparse import knn_gaussian_affinities
 
-        used, note = effective_perplexity(spec.perplexity, len(spec.kept))
+        m = len(spec.kept)
+        used, note = effective_perplexity(spec.perplexity, m)
+        if limits.max_entries is not None and 3 * used * m > limits.max_entries:
+            used = max(1.0, limits.max_entries / (3 * m))
+            note = f"perplexity lowered to {used:.3g}: more neighbours a token would exceed the memory budget"
         X = np.asarray(self.space(ex, spec.layer, spec.head), dtype=np.float64)[spec.kept]
         return Built(knn_gaussian_affinities(X, used, dtype=dtype), spec.kept, used, note)
 

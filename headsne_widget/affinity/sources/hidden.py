@@ -18,6 +18,7 @@ class Hidden(PointSource):
     per_head = False
     describes = "standard t-SNE of the layer's output hidden states"
     title = "hidden-state t-SNE"
+    option = "hidden states"
 
     def label(self, layer: int, head: int) -> str:
         return f"hidden states of layer {layer}"

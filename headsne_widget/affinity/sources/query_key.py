@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .attention import Attention
-from .base import Built
-
-if TYPE_CHECKING:
-    from ..spec import Spec
+from .base import Built, Check, Spec
 
 __all__ = ["QUERY_KEY_MAX_TOKENS", "QueryKey"]
 
@@ -30,6 +27,7 @@ class QueryKey(Attention):
     prefetch = False
     describes = "the selected head's queries and keys in one t-SNE"
     title = "query-key t-SNE"
+    option = "queries and keys"
 
     def label(self, layer: int, head: int) -> str:
         return f"queries and keys of layer {layer} head {head}"
@@ -37,7 +35,9 @@ class QueryKey(Attention):
     def points(self, kept: np.ndarray) -> np.ndarray:
         return np.concatenate([kept, kept])
 
-    def dense(self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None) -> Built:
+    def dense(
+        self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, check: Check = None
+    ) -> Built:
         from ..affinities import query_key_affinities
 
         A = self.matrix(ex, spec.layer, spec.head) if matrix is None else matrix

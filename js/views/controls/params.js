@@ -5,6 +5,7 @@
 
 import { disposer, el } from "../../lib/dom.js";
 import { BOUNDS, T, outOfBounds } from "../../model/model.js";
+import { MODE_NAMES, sourceOf } from "../../model/sources.js";
 
 /**
  * A number typed in a field, checked against the trait's bounds (throws with the reason).
@@ -132,15 +133,9 @@ export function createParams({ dom, store, intents }) {
     "select",
     {
       dataset: { testid: "headsne-mode" },
-      title:
-        "affinities from an attention head, from a layer's hidden states, or a head's queries and keys in one " +
-        "map (query-key: queries filled, keys as rings)",
+      title: MODE_NAMES.map((name) => `${sourceOf(name).option}: ${sourceOf(name).describes}`).join("\n"),
     },
-    [
-      el("option", { value: "attention", text: "attention head" }),
-      el("option", { value: "hidden", text: "hidden states" }),
-      el("option", { value: "query-key", text: "queries and keys" }),
-    ],
+    MODE_NAMES.map((name) => el("option", { value: name, text: sourceOf(name).option })),
   );
   scope.listen(mode, "change", () => intents.write({ mode: mode.value }));
   const labels = el("input", {
@@ -190,7 +185,7 @@ export function createParams({ dom, store, intents }) {
     }
     for (const { trait, box } of checks) box.checked = Boolean(s[trait]);
     labels.value = String(s.label_density ?? 0.5);
-    inputs[0].input.disabled = s.mode !== "hidden"; // perplexity: hidden-state mode only
+    inputs[0].input.disabled = !sourceOf(s.mode).usesPerplexity; // perplexity: the modes of points only
     if (s.offline) {
       // a saved page: what needs the kernel (a new run, new partners) is off
       for (const node of [

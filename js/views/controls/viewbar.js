@@ -6,6 +6,7 @@
 import { button, disposer, el } from "../../lib/dom.js";
 import { T } from "../../model/model.js";
 import { changed } from "../../store/store.js";
+import { sourceOf } from "../../model/sources.js";
 
 const COLOUR_MODES = [
   ["position", "position"],
@@ -106,10 +107,10 @@ export function createViewBar({ dom, store, intents }) {
     e.colour.title = user.disabled ? `colour the tokens by; ${USER_HINT}` : "colour the tokens by";
     e.colour.value = s.color_mode || "position";
     e.edges.value = s.edge_direction || "both";
-    const hidden = s.mode === "hidden";
-    e.edges.disabled = hidden;
-    e.edges.title = hidden
-      ? "hidden-state mode: hover edges are the nearest neighbours"
+    const neighbours = sourceOf(s.mode).partners === "neighbours";
+    e.edges.disabled = neighbours;
+    e.edges.title = neighbours
+      ? `${sourceOf(s.mode).option}: hover edges are the nearest neighbours`
       : "hover edges of the selected head";
   }
 

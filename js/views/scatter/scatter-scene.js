@@ -7,6 +7,7 @@ import { partnerTokens, shownPartners } from "../../lib/partners.js";
 import { directionOf, partnersAt } from "../../store/state.js";
 import { MARGIN, RADIUS, isRing } from "../../paint/scatter-paint.js";
 import { axisTicks } from "../../paint/axes.js";
+import { sourceOf } from "../../model/sources.js";
 
 const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
 
@@ -86,7 +87,7 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot, poin
   const y = transform.rescaleY(scaleLinear(points.domains.y, [plot.y1, plot.y0]));
   points.toScreen(x, y, plot);
   // query-key mode: the first query_rows rows are the queries, the rest the keys (drawn as rings)
-  const queryRows = s.mode === "query-key" ? Number(s.query_rows ?? 0) || 0 : 0;
+  const queryRows = sourceOf(s.mode).pointsPerToken === 2 ? Number(s.query_rows ?? 0) || 0 : 0;
   const hoverRow = hoverRowOf(s, queryRows, pointerRow);
   const shown = shownPartners(hoverRow >= 0 ? partnersAt(s, s.hover) : NO_PARTNERS, directionOf(s));
   const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);
@@ -103,7 +104,7 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot, poin
  *   scene: Scene | null}} view
  */
 export function snapshotOf({ doc, rows, colours, mode, query_rows }, points, { width, height, lastBoxes, scene }) {
-  const queryRows = mode === "query-key" ? Number(query_rows ?? 0) || 0 : 0;
+  const queryRows = sourceOf(mode).pointsPerToken === 2 ? Number(query_rows ?? 0) || 0 : 0;
   const list = colours ? colours.colours : [];
   const pts = [];
   for (let r = 0; r < points.m; r++) {

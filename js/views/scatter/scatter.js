@@ -18,6 +18,7 @@ import { disposer } from "../../lib/dom.js";
 import { createRedraw } from "./scatter-draw.js";
 import { changed } from "../../store/store.js";
 import { sceneOf, snapshotOf } from "./scatter-scene.js";
+import { sourceOf } from "../../model/sources.js";
 
 const MIN_W = 200; // CSS px
 const MIN_H = 260; // widget.css's min-height of the map
@@ -86,7 +87,7 @@ function attachPointer({ canvas, points, hits, store, intents, scope, lasso, req
     const r = hits.nearest(points, [event.clientX - rect.left, event.clientY - rect.top], 10);
     const moved = r !== pointerRow;
     pointerRow = r;
-    if (moved && store.state.mode === "query-key") request(); // the same token's other point: no hover change
+    if (moved && sourceOf(store.state.mode).pointsPerToken === 2) request(); // the same token's other point: no hover change
     return r >= 0 ? store.state.rows.kept[r] : -1;
   }
   scope.listen(canvas, "mousemove", (/** @type {MouseEvent} */ event) => {
