@@ -35,6 +35,7 @@ _EXPORTS = {
     "quantile_rescale": "embedding.rescaling",
     "align": "embedding.alignment",
     "HeadSNE": "widget.headsne",
+    "word_contexts": "studies.contexts",
 }
 # modules reachable as attributes (``headsne_widget.plots``): the name -> where it lives
 _SUBMODULES = {

@@ -10,7 +10,10 @@ paragraphs, so that a head's structure can be compared across kinds of text with
 
 from __future__ import annotations
 
-__all__ = ["CORPUS", "TSNE_ABSTRACT"]
+from collections.abc import Mapping
+from types import MappingProxyType
+
+__all__ = ["CORPUS", "SENSES", "TSNE_ABSTRACT"]
 
 #: Abstract of van der Maaten and Hinton (2008), "Visualizing Data using t-SNE", verbatim from the thesis's
 #: Appendix A.4 (its two halves, split there by a page break, joined with one space).
@@ -208,4 +211,122 @@ CORPUS: tuple[str, ...] = (
     "Lunch is ready in five minutes.",
     "Please close the door behind you.",
     "Where is the nearest train station?",
+)
+
+#: Ambiguous English words, each with hand-written sentences of two senses (written for this project): word ->
+#: ((sentence, sense), ...), the word exactly once in every sentence, so the senses label its occurrences in
+#: order (``word_contexts(word, [s for s, _ in SENSES[word]])``). Immutable: a read-only mapping of tuples.
+SENSES: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType(
+    {
+        "bank": (
+            ("He withdrew money from his bank on Friday.", "finance"),
+            ("The bank raised its interest rates again this year.", "finance"),
+            ("She opened a savings account at the local bank.", "finance"),
+            ("The bank approved our mortgage after a long wait.", "finance"),
+            ("Robbers broke into the bank and emptied the vault.", "finance"),
+            ("My bank charges a fee for every transfer abroad.", "finance"),
+            ("The central bank printed more currency to pay the debt.", "finance"),
+            ("He works as a teller at a bank in the city centre.", "finance"),
+            ("Call the bank if your credit card is stolen.", "finance"),
+            ("The bank lent the company two million dollars.", "finance"),
+            ("He was fishing in the river from a sand bank.", "river"),
+            ("We sat on the grassy bank and watched the ducks.", "river"),
+            ("The flood waters rose over the bank of the stream.", "river"),
+            ("Reeds grew thickly along the muddy bank of the lake.", "river"),
+            ("The canoe drifted towards the far bank of the river.", "river"),
+            ("Otters dig their dens into the river bank.", "river"),
+            ("The children slid down the steep bank into the water.", "river"),
+            ("Willows lean over the bank where the creek bends.", "river"),
+            ("Erosion wore away the bank after the heavy rains.", "river"),
+            ("A heron stood still on the bank, waiting for fish.", "river"),
+        ),
+        "bark": (
+            ("The bark of the old oak was rough and deeply cracked.", "tree"),
+            ("Birch bark peels off in thin white sheets.", "tree"),
+            ("Beetles tunnel under the bark of dying pine trees.", "tree"),
+            ("Cinnamon is made from the dried inner bark of a tree.", "tree"),
+            ("Deer had stripped the bark from the young saplings.", "tree"),
+            ("Moss covered the bark on the north side of the trunk.", "tree"),
+            ("The canoe was built from the bark of a large birch.", "tree"),
+            ("Cork comes from the thick bark of the cork oak.", "tree"),
+            ("She carved her initials into the smooth bark of the beech.", "tree"),
+            ("The bark protects the living wood beneath it from insects.", "tree"),
+            ("The dog let out a loud bark when the doorbell rang.", "sound"),
+            ("We heard a sharp bark from the neighbour's yard.", "sound"),
+            ("The puppy gave a tiny bark at its own reflection.", "sound"),
+            ("His bark is worse than his bite, said the dog's owner.", "sound"),
+            ("A single bark from the sheepdog moved the whole flock.", "sound"),
+            ("The fox answered with a short bark in the dark woods.", "sound"),
+            ("The terrier's bark woke the whole street at dawn.", "sound"),
+            ("A deep bark echoed from the kennel behind the house.", "sound"),
+            ("The guard dog's bark warned us to keep away.", "sound"),
+            ("Seals on the rocks greeted the boat with a hoarse bark.", "sound"),
+        ),
+        "flies": (
+            ("Fruit flies like a banana.", "insect"),
+            ("Swarms of flies buzzed around the rotting fruit.", "insect"),
+            ("The frog caught two flies with its sticky tongue.", "insect"),
+            ("Horse flies bite hard on hot summer days.", "insect"),
+            ("She hung a sticky strip to trap the flies in the kitchen.", "insect"),
+            ("Biologists breed flies to study how genes work.", "insect"),
+            ("The spider wrapped the flies caught in its web.", "insect"),
+            ("Flies laid their eggs on the meat left in the sun.", "insect"),
+            ("Cows flick their tails to chase away the flies.", "insect"),
+            ("The trout rose to eat the flies on the surface of the pond.", "insect"),
+            ("Time flies like an arrow.", "moves"),
+            ("She flies to Paris every Monday for work.", "moves"),
+            ("The eagle flies high above the valley.", "moves"),
+            ("Time flies when you are having fun.", "moves"),
+            ("The flag flies over the castle on holidays.", "moves"),
+            ("My uncle flies small planes for a living.", "moves"),
+            ("The ball flies over the fence and into the street.", "moves"),
+            ("A kite flies best on a steady windy afternoon.", "moves"),
+            ("He flies into a rage whenever he loses.", "moves"),
+            ("The pilot flies the night route from Tokyo.", "moves"),
+        ),
+        "bat": (
+            ("A bat flew out of the cave at dusk.", "animal"),
+            ("The bat hung upside down from the roof of the barn.", "animal"),
+            ("Each bat eats thousands of mosquitoes in a night.", "animal"),
+            ("The fruit bat has a wingspan of over a metre.", "animal"),
+            ("A bat finds its prey in the dark by echolocation.", "animal"),
+            ("The vampire bat feeds on the blood of cattle.", "animal"),
+            ("We saw a bat swooping over the pond after sunset.", "animal"),
+            ("The injured bat was taken to a wildlife rescue centre.", "animal"),
+            ("A bat roosted in the attic of the old church.", "animal"),
+            ("The tiny bat folded its leathery wings and slept.", "animal"),
+            ("He swung the bat and hit the ball over the wall.", "sports"),
+            ("The cricket bat is made of willow.", "sports"),
+            ("She gripped the baseball bat with both hands.", "sports"),
+            ("The batter broke his bat on a fast pitch.", "sports"),
+            ("He oiled his new bat before the cricket season.", "sports"),
+            ("A wooden bat leaned against the dugout wall.", "sports"),
+            ("The coach handed the rookie a lighter bat.", "sports"),
+            ("She signed the bat after hitting the winning run.", "sports"),
+            ("The boy dropped the bat and ran to first base.", "sports"),
+            ("An aluminium bat makes the ball fly farther.", "sports"),
+        ),
+        "spring": (
+            ("The cherry trees blossom every spring.", "season"),
+            ("In spring the days grow longer and warmer.", "season"),
+            ("We plant the vegetables in late spring.", "season"),
+            ("The birds return north in the spring.", "season"),
+            ("Spring is the busiest season for the farm.", "season"),
+            ("The lambs are born in early spring.", "season"),
+            ("They married in the spring of that year.", "season"),
+            ("The snow melts quickly once spring arrives.", "season"),
+            ("The university term ends in the spring.", "season"),
+            ("Allergies get worse in spring when pollen fills the air.", "season"),
+            ("The villagers drew fresh water from a spring in the hills.", "water"),
+            ("A hot spring bubbled up from the volcanic rock.", "water"),
+            ("The stream begins at a spring high on the mountain.", "water"),
+            ("Travellers filled their bottles at the cold spring.", "water"),
+            ("The spring feeds a small pool where deer come to drink.", "water"),
+            ("Mineral water from the spring is bottled at the source.", "water"),
+            ("The old town was built around a natural spring.", "water"),
+            ("Water trickles from the spring even in dry summers.", "water"),
+            ("The hikers rested beside a clear spring in the forest.", "water"),
+            ("The spring dried up after years of drought.", "water"),
+        ),
+    }
 )

@@ -1,0 +1,162 @@
+"""word_contexts (issue 30): a word's occurrences across texts and their vectors at every layer, on the bundled
+MiniLM; oracles are extract()'s hidden states and offsets, a loop-by-loop nearest centroid and decompose()."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from headsne_widget import extract, word_contexts
+from headsne_widget.errors import TextTooLongError
+from headsne_widget.studies.contexts import find_word
+from headsne_widget.texts import SENSES
+
+TEXTS = [
+    "Bank holidays are long. The bank, by the river, opened its BANK vault.",
+    "No word here but banks and embankment, bankers too.",
+    "We rowed to the bank",
+    "Bats use echolocation; echolocation (not sight) finds the moths.",
+]
+
+
+def _pieces(ex, start: int, end: int) -> tuple[int, int]:
+    """Oracle token span: the tokens whose character spans lie inside the word's (extract's offsets)."""
+    inside = [i for i, o in enumerate(ex.offsets) if o is not None and o[0] >= start and o[1] <= end]
+    assert inside == list(range(inside[0], inside[-1] + 1))
+    return inside[0], inside[-1] + 1
+
+
+def test_occurrences_whole_words_any_case_in_order(minilm):
+    ctx = word_contexts("bank", TEXTS, minilm, progress=False)
+    occ = ctx.occurrences
+    assert occ["text"].tolist() == [0, 0, 0, 2]  # not "banks", "embankment", "bankers"; texts then position
+    assert [TEXTS[t][a:b] for t, a, b in zip(occ["text"], occ["start"], occ["end"])] == ["Bank", "bank", "BANK", "bank"]
+    starts = [0, TEXTS[0].index("The bank,") + 4, TEXTS[0].index("BANK vault"), len(TEXTS[2]) - 4]
+    assert occ["start"].tolist() == starts  # at the start, after "The " before ",", before " vault", at the end
+    assert occ["sentence"].tolist()[:2] == ["Bank holidays are long.", "The bank, by the river, opened its BANK vault."]
+    assert occ["sentence"].iat[3] == TEXTS[2] and occ["full_text"].iat[3] == TEXTS[2]
+    assert ctx.X.shape == (4, 384) and ctx.X.dtype == np.float32 and ctx.states.shape == (4, 7, 384)
+    assert find_word("bank", "bank's river-bank (bank) bank_x") == [(0, 4), (13, 17), (19, 23)]
+
+
+def test_rows_are_the_mean_of_the_pieces_in_extract(minilm):
+    ctx = word_contexts("echolocation", TEXTS, minilm, progress=False)
+    ex = extract(TEXTS[3], minilm)
+    assert len(ctx.occurrences) == 2 and ctx.layers == ex.n_layers + 1
+    for row, (start, end) in enumerate(find_word("echolocation", TEXTS[3])):
+        a, b = _pieces(ex, start, end)
+        assert b - a > 1  # split into word pieces: one occurrence
+        assert (ctx.occurrences["token_start"].iat[row], ctx.occurrences["token_end"].iat[row]) == (a, b)
+        expected = ex.hidden_states[:, a:b].mean(axis=1)
+        np.testing.assert_allclose(ctx.states[row], expected, rtol=1e-4, atol=2e-5)
+        np.testing.assert_allclose(ctx.at(2)[row], ex.layer_output(1)[a:b].mean(axis=0), rtol=1e-4, atol=2e-5)
+    np.testing.assert_array_equal(ctx.X, ctx.at(-1))
+    np.testing.assert_array_equal(word_contexts("echolocation", TEXTS, minilm, layer=0, progress=False).X, ctx.at(0))
+
+
+def test_the_same_sentence_twice_gives_identical_rows(minilm):
+    sentence = "He sat on the bank of the river."
+    ctx = word_contexts("bank", [sentence, "A bank lends money.", sentence], minilm, progress=False)
+    np.testing.assert_array_equal(ctx.states[0], ctx.states[2])
+    assert not np.array_equal(ctx.states[0, -1], ctx.states[1, -1])
+
+
+def _loo_oracle(X: np.ndarray, labels: list[str]) -> float:
+    """Leave-one-out nearest centroid by cosine, one occurrence at a time."""
+    labels_arr, right = np.asarray(labels), 0
+    for i in range(len(X)):
+        keep = np.arange(len(X)) != i
+        senses = sorted(set(labels))
+        cents = [X[keep & (labels_arr == s)].mean(axis=0) for s in senses]
+        cos = [X[i] @ c / np.linalg.norm(X[i]) / np.linalg.norm(c) for c in cents]
+        right += senses[int(np.argmax(cos))] == labels[i]
+    return right / len(X)
+
+
+def test_centroid_accuracy_is_leave_one_out_nearest_centroid(minilm):
+    rows = SENSES["spring"]
+    ctx = word_contexts("spring", [s for s, _ in rows], minilm, progress=False)
+    labels = [label for _, label in rows]
+    per_layer = ctx.centroid_accuracy(labels)
+    expected = [_loo_oracle(ctx.at(k).astype(np.float64), labels) for k in range(ctx.layers)]
+    np.testing.assert_allclose(per_layer.to_numpy(), expected)
+    assert ctx.centroid_accuracy(labels, layer=3) == expected[3]
+    rng = np.random.default_rng(0)  # three senses, uneven, random points
+    ctx.states = rng.normal(size=(20, 2, 5)).astype(np.float32) + np.repeat(np.eye(5)[:2], 10, axis=0)[:, None]
+    ctx.occurrences = ctx.occurrences.iloc[:20]
+    random_labels = list("aab" * 6 + "cc")
+    assert ctx.centroid_accuracy(random_labels, 1) == _loo_oracle(ctx.at(1).astype(np.float64), random_labels)
+
+
+def test_senses_separate_along_the_layers_on_every_word(minilm):
+    first, last = [], []
+    for word, rows in SENSES.items():
+        assert len(rows) >= 20 and len({label for _, label in rows}) == 2
+        ctx = word_contexts(word, [s for s, _ in rows], minilm, progress=False)
+        assert len(ctx.occurrences) == len(rows)  # the word once in every sentence: labels line up
+        accuracy = ctx.centroid_accuracy([label for _, label in rows])
+        first.append(accuracy.iat[0])
+        last.append(accuracy.iat[-1])
+    assert all(b >= a for a, b in zip(first, last)), (first, last)
+    assert np.mean(last) >= 0.9 and np.mean(last) >= np.mean(first) + 0.15, (first, last)
+
+
+def test_concatenation_pulls_towards_the_other_sense(minilm):
+    rows = SENSES["bank"]
+    ctx = word_contexts("bank", [s for s, _ in rows], minilm, progress=False)
+    ratio = ctx.concatenation_ratio([label for _, label in rows], seed=0)
+    assert ratio["layer"].tolist() == list(range(7))
+    assert (ratio["concatenated"].iloc[1:] > ratio["alone"].iloc[1:]).all()
+    alone = ctx.at(6).astype(np.float64)  # the text is the sentence: "alone" is the rows themselves
+    own = alone[11:20].mean(axis=0)  # occurrence 10 (river) against river without it and finance
+    other = alone[:10].mean(axis=0)
+    cos = [alone[10] @ c / np.linalg.norm(alone[10]) / np.linalg.norm(c) for c in (other, own)]
+    assert cos[0] / cos[1] < ratio["alone"].iat[6] + 0.2  # sanity of the measure's scale
+
+
+def test_decomposed_terms(minilm):
+    from headsne_widget.capture.decompose import decompose
+
+    text = "The bank of the river flooded."
+    hidden = word_contexts("bank", [text], minilm, progress=False)
+    attention = word_contexts("bank", [text], minilm, term="attention", progress=False)
+    np.testing.assert_allclose(word_contexts("bank", [text], minilm, term="input", progress=False).at(0), hidden.at(0))
+    assert not attention.at(0).any()
+    ex = extract(text, minilm)
+    parts = decompose(ex, 5, model=minilm)
+    a, b = _pieces(ex, 4, 8)
+    expected = parts.vectors[(parts.terms["term"] == "head").to_numpy()].sum(axis=0)[a:b].mean(axis=0)
+    np.testing.assert_allclose(attention.X[0], expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="'hidden', 'input', 'attention', 'mlp'"):
+        word_contexts("bank", [text], minilm, term="head")
+
+
+def test_bad_input(minilm):
+    with pytest.raises(ValueError, match=r"'zebra' occurs in none of the 4 texts"):
+        word_contexts("zebra", TEXTS, minilm, progress=False)
+    with pytest.raises(ValueError, match="empty"):
+        word_contexts("bank", [], minilm, progress=False)
+    with pytest.raises(TypeError, match="word must be a str"):
+        word_contexts(b"bank", TEXTS, minilm, progress=False)
+    with pytest.raises(TextTooLongError, match=r"is 600 tokens for .* at most 512 positions"):
+        word_contexts(" ".join(["bank"] * 600), TEXTS, minilm, progress=False)
+    one = word_contexts("river", TEXTS, minilm, progress=False)
+    assert one.X.shape == (1, 384)
+    with pytest.raises(ValueError, match="t-SNE needs at least 4 points: 'river' has 1 occurrence"):
+        one.tsne()
+    ctx = word_contexts("bank", TEXTS, minilm, progress=False)
+    with pytest.raises(ValueError, match="labels has 3 entries but 'bank' has 4 occurrences"):
+        ctx.centroid_accuracy(["a", "b", "a"])
+    with pytest.raises(ValueError, match="at least 2 senses with at least 2 occurrences"):
+        ctx.centroid_accuracy(["a", "a", "a", "b"])
+    with pytest.raises(IndexError, match="layer 7 is out of range"):
+        ctx.at(7)
+
+
+def test_threads_give_the_in_process_rows(minilm_path):
+    pytest.importorskip("distributed")
+    rows = [s for s, _ in SENSES["bat"][:6]]
+    here = word_contexts("bat", rows, minilm_path, client="sync", progress=False)
+    there = word_contexts("bat", rows, minilm_path, client="threads", progress=False)
+    np.testing.assert_allclose(here.states, there.states, rtol=1e-5, atol=5e-6)  # torch threads: 1 here, 2 there
+    assert here.occurrences.equals(there.occurrences)
