@@ -8,6 +8,36 @@ import numpy as np
 
 from .errors import IndexOutOfRangeError
 
+#: the share of each query row's attention a sparse head keeps unless told otherwise
+DEFAULT_MASS = 0.99
+
+
+def is_int(value: Any) -> bool:
+    """An integer, numpy's included, and never a bool (``True`` is not 1 here)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_number(value: Any) -> bool:
+    """A real number (int or float, numpy's included), never a bool."""
+    return is_int(value) or isinstance(value, (float, np.floating))
+
+
+def number(value: Any, name: str, what: str) -> float:
+    """``value`` as a float, else a TypeError naming ``name`` and what it is (the range is the caller's)."""
+    if not is_number(value):
+        raise TypeError(f"{name} must be a number ({what}), got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
+def check_mass(mass: Any) -> float:
+    """``mass`` as a float in (0, 1]: the share of each row's attention a sparse head keeps."""
+    value = number(mass, "mass", "the share of each row's attention to keep")
+    if not (0.0 < value <= 1.0):  # (NaN fails too)
+        raise ValueError(
+            f"mass must lie in (0, 1], the share of each row's attention to keep (e.g. mass=0.99); got {mass!r}"
+        )
+    return value
+
 
 def real_array(a: Any, name: str) -> np.ndarray:
     """``a`` as a numpy array of finite real numbers (dtype kept), else a TypeError or ValueError naming ``name``."""
@@ -23,7 +53,7 @@ def real_array(a: Any, name: str) -> np.ndarray:
 
 def int_at_least(value: Any, name: str, least: int) -> int:
     """``value`` as an int >= ``least``, else a TypeError or ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < least:
         bound = "non-negative" if least == 0 else f"at least {least}"
@@ -34,7 +64,7 @@ def int_at_least(value: Any, name: str, least: int) -> int:
 def check_index(value: Any, count: int, name: str, unit: str) -> int:
     """A 0-based index in ``[0, count)``; a bool, a non-integer or a negative index is refused (``True`` is not
     layer 1, and -1 is not the last layer: one meaning for every accessor)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if not 0 <= value < count:
         raise IndexOutOfRangeError(f"{name} {value} is out of range: the model has {count} {unit} (0 to {count - 1})")

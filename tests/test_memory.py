@@ -1,7 +1,7 @@
 """The widget's n x n memory at long texts stays under the ceiling it states (issue 23).
 
 Below ``SPARSE_MIN_TOKENS`` (4096) kept tokens every n x n array a widget makes is leased from its workspace
-(headsne_widget/widget/workspace.py: ``SLOTS`` arrays of 4 n^2 bytes at most: 427 MiB at 4000 tokens), beside
+(headsne_widget/widget/workspace.py: ``MAX_ARRAYS`` arrays of 4 n^2 bytes at most: 427 MiB at 4000 tokens), beside
 the extraction's cache of whole heads (capture/sources.py: ``DENSE_BUDGET_BYTES``, 512 MiB, evicted beyond); from
 there on the runs take a sparse P and lease none (widget/selections.py), so the same bound holds with room to
 spare. A scripted session of hovers (the P of the row the pointer rests on, built ahead), clicks that take it
@@ -25,7 +25,7 @@ from headsne_widget.capture.extraction import extract
 from headsne_widget.capture.sources import DENSE_BUDGET_BYTES
 from headsne_widget.embedding.background import start_warmup
 from headsne_widget.texts import TSNE_ABSTRACT
-from headsne_widget.widget.workspace import SLOTS
+from headsne_widget.widget.workspace import MAX_ARRAYS
 
 MIB = 2**20
 
@@ -74,7 +74,7 @@ def test_hovers_clicks_atlas_and_close_stay_under_the_ceiling(make, long_llama_d
         left = numpy_bytes()
     finally:
         tracemalloc.stop()
-    ceiling = SLOTS * 4 * n * n + DENSE_BUDGET_BYTES
+    ceiling = MAX_ARRAYS * 4 * n * n + DENSE_BUDGET_BYTES
     assert peak <= ceiling + 64 * MIB, f"peak {peak / MIB:.0f} MiB above the {ceiling / MIB:.0f} MiB ceiling"
     assert left < 16 * MIB + max_attention, f"{left / MIB:.0f} MiB of arrays left after close"
     print(f"n = {n}: peak {peak / MIB:.0f} MiB (ceiling {ceiling / MIB:.0f} MiB)")

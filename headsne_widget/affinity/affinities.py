@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._checks import real_array
+from .._checks import is_number, real_array
 from ..errors import DegenerateAffinitiesError
 from .perplexity import EPSILON_DBL, N_STEPS, PERPLEXITY_TOLERANCE
 
@@ -331,7 +331,7 @@ def _check_mask(exclude: ArrayLike, n: int) -> np.ndarray:
 
 
 def _check_perplexity(perplexity: float, n: int) -> float:
-    if isinstance(perplexity, bool) or not isinstance(perplexity, (int, float, np.integer, np.floating)):
+    if not is_number(perplexity):
         raise TypeError(f"perplexity must be a number, got {type(perplexity).__name__}")
     perplexity = float(perplexity)
     if not np.isfinite(perplexity) or perplexity <= 0:

@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_index
+from .._checks import DEFAULT_MASS
 from .builder import Selection, build_p
 from .sources import HeadMatrixSource, source
-from .spec import DEFAULT_MASS, MIN_TOKENS, checked_spec
+from .spec import MIN_TOKENS, checked_spec
 
-__all__ = ["MIN_TOKENS", "Selection", "check_index", "selection_affinities", "selection_label"]
+__all__ = ["MIN_TOKENS", "Selection", "selection_affinities", "selection_label"]
 
 
 def selection_label(mode: str, layer: int, head: int) -> str:

@@ -25,12 +25,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._checks import real_array
+from .._checks import DEFAULT_MASS, check_mass, is_number, real_array
 from ..errors import DegenerateAffinitiesError
 
 __all__ = [
     "SPARSE_MIN_TOKENS",
-    "check_mass",
     "check_sparse_affinities",
     "knn_gaussian_affinities",
     "largest_entries",
@@ -45,16 +44,6 @@ SPARSE_MIN_TOKENS = 4096
 _SYMMETRY_TOL = 1e-6  # relative to the largest entry, as the dense check
 _SUM_TOL = 1e-4
 _ROWS = 256  # rows per block where a dense matrix is read
-
-
-def check_mass(mass: Any) -> float:
-    """``mass`` as a float in (0, 1], else a TypeError or ValueError naming it."""
-    if isinstance(mass, bool) or not isinstance(mass, (int, float, np.integer, np.floating)):
-        raise TypeError(f"mass must be a number in (0, 1], got {type(mass).__name__}")
-    value = float(mass)
-    if not (0.0 < value <= 1.0):
-        raise ValueError(f"mass must be in (0, 1] (the share of each row's attention to keep), got {mass!r}")
-    return value
 
 
 def block_largest(B: np.ndarray, mass: float, first: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -84,7 +73,7 @@ def _block_rows(
 
 
 def largest_entries(
-    A: ArrayLike, mass: float = 0.99, *, max_keys: int | None = None, max_entries: int | None = None
+    A: ArrayLike, mass: float = DEFAULT_MASS, *, max_keys: int | None = None, max_entries: int | None = None
 ) -> sp.csr_matrix:
     """Each row's smallest set of largest entries reaching ``mass`` of the row's sum, as a CSR matrix (float64
     values of A, the rest not stored): what ``Extraction.sparse_attention(layer, head, mass)`` gives from the
@@ -143,7 +132,7 @@ def _symmetric_P(M: sp.spmatrix, dtype: DTypeLike) -> sp.csr_matrix:
 
 
 def sparse_attention_affinities(
-    A: Any, *, exclude: ArrayLike | None = None, dtype: DTypeLike = np.float32, mass: float = 0.99
+    A: Any, *, exclude: ArrayLike | None = None, dtype: DTypeLike = np.float32, mass: float = DEFAULT_MASS
 ) -> tuple[sp.csr_matrix, float] | tuple[sp.csr_matrix, float, np.ndarray]:
     """Sparse P of one attention head: ``p_ij = (a_ij + a_ji) / sum_{m != n} (a_mn + a_nm)`` over the kept entries.
 
@@ -258,7 +247,7 @@ def knn_gaussian_affinities(
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"X must have at least 2 points, got {n}")
-    if isinstance(perplexity, bool) or not isinstance(perplexity, (int, float, np.integer, np.floating)):
+    if not is_number(perplexity):
         raise TypeError(f"perplexity must be a number, got {type(perplexity).__name__}")
     if not (math.isfinite(perplexity) and 0 < perplexity < n):
         raise ValueError(f"perplexity must be in (0, {n}) for {n} points, got {perplexity!r}")

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_index
+from .._checks import DEFAULT_MASS, check_index, check_mass, number
 from .sources import source
 from .sources.base import Spec
 
@@ -21,29 +21,13 @@ __all__ = ["DEFAULT_MASS", "MIN_TOKENS", "check_mass", "check_perplexity", "chec
 
 #: the least number of tokens t-SNE can place
 MIN_TOKENS = 4
-#: the share of each query row's attention a sparse P keeps unless told otherwise
-DEFAULT_MASS = 0.99
-
-
-def _number(value: Any, name: str, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number ({what}), got {type(value).__name__} {value!r}")
-    return float(value)
 
 
 def check_perplexity(perplexity: Any) -> float:
     """``perplexity`` as a finite float > 0."""
-    value = _number(perplexity, "perplexity", "the effective number of neighbours")
+    value = number(perplexity, "perplexity", "the effective number of neighbours")
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"perplexity must be a finite number > 0, got {perplexity!r}")
-    return value
-
-
-def check_mass(mass: Any) -> float:
-    """``mass`` as a float in (0, 1]: the share of each row's attention a sparse P keeps."""
-    value = _number(mass, "mass", "the share of each row's attention to keep")
-    if not (0.0 < value <= 1.0):  # (NaN fails too)
-        raise ValueError(f"mass must lie in (0, 1], the share of each row's attention to keep; got {mass!r}")
     return value
 
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .._checks import check_index
+from .._checks import DEFAULT_MASS, check_index, check_mass
 from .scores import HeadStatistics
 from .sources import CapturedAttention, DenseAttention, check_budget, read_only
-from .sparse import check_limits, check_mass
+from .sparse import check_limits
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_array
@@ -139,7 +139,7 @@ class Extraction:
         self,
         layer: int,
         head: int,
-        mass: float = 0.99,
+        mass: float = DEFAULT_MASS,
         progress: Callable[[float], None] | None = None,
         *,
         max_keys: int | None = None,

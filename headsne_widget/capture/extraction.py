@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .._checks import text_characters
+from .._checks import is_int, text_characters
 from ..errors import AttentionUnavailableError, TextTooLongError, UnsupportedAttentionError
 from .attention import SUPPORTED, can_capture, capturing
 from .components import keep_trace
@@ -160,7 +160,7 @@ def check_text(text: Any, max_tokens: Any = None) -> None:
     text_characters(text, "text")
     if not text.strip():
         raise ValueError("text is empty or only whitespace; give some words to look at")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer))):
+    if max_tokens is not None and (not is_int(max_tokens)):
         raise TypeError(f"max_tokens must be an int or None, got {type(max_tokens).__name__}")
     if max_tokens is not None and max_tokens < 1:
         raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")

@@ -27,29 +27,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .._checks import int_at_least
+from .._checks import check_mass, int_at_least
 from ..budget import SPARSE_ENTRY_BYTES
 from ..errors import MemoryBudgetError
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_array
 
-__all__ = ["SparseRows", "check_entries", "check_limits", "check_mass", "sparse_from_dense", "top_mass"]
+__all__ = ["SparseRows", "check_entries", "check_limits", "sparse_from_dense", "top_mass"]
 
 FIRST_K = 16  # entries a row is first ranked by; a row that needs more is ranked again by four times as many
 _DENSE_BLOCK_BYTES = 4 * 2**20  # rows of a dense head selected at once
-
-
-def check_mass(mass: Any) -> float:
-    """``mass`` as a float in (0, 1], else a TypeError or ValueError naming it and what to pass."""
-    if isinstance(mass, bool) or not isinstance(mass, (int, float, np.integer, np.floating)):
-        raise TypeError(f"mass must be a number in (0, 1], the share of each row's attention to keep; got {mass!r}")
-    value = float(mass)
-    if not (0.0 < value <= 1.0):  # (NaN fails too)
-        raise ValueError(
-            f"mass must lie in (0, 1], the share of each row's attention to keep (e.g. mass=0.99); got {mass!r}"
-        )
-    return value
 
 
 def _largest(sub: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._checks import real_array
+from .._checks import is_int, real_array
 
 __all__ = ["QuantileMap", "quantile_rescale"]
 
@@ -79,7 +79,7 @@ def quantile_rescale(Y: ArrayLike, k: int = 100) -> tuple[np.ndarray, tuple[Quan
     if Y.ndim != 2 or Y.shape[0] < 1 or Y.shape[1] < 1:
         raise ValueError(f"Y must be a 2-D array of points (n, d), got shape {Y.shape}")
     Y = real_array(Y, "Y")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+    if not is_int(k):
         raise TypeError(f"k must be an int, got {type(k).__name__}")
     if not 2 <= k <= MAX_QUANTILE_K:
         raise ValueError(f"k must be between 2 and {MAX_QUANTILE_K} quantiles, got {k}")

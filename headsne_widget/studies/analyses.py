@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import int_at_least
-from ..affinity.selection import check_index
+from .._checks import check_index, int_at_least, is_number
 from .common import extract_ids as _extract_ids
 from .common import extract_text as _extract
 from .common import interrupted as _interrupted
@@ -250,7 +249,7 @@ def robustness(
 
 
 def _check_fraction(fraction: Any) -> None:
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.floating, np.integer)):
+    if not is_number(fraction):
         raise TypeError(f"fraction must be a number in (0, 1), got {type(fraction).__name__}")
     if not 0.0 < float(fraction) < 1.0:
         raise ValueError(f"fraction must be in (0, 1), got {fraction}")

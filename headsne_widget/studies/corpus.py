@@ -92,7 +92,7 @@ def _texts(texts: Any) -> list[str]:
 
 def _indices(value: Any, count: int, name: str, unit: str) -> list[int]:
     """``None`` -> all of ``range(count)``, else the given indices checked against ``count``; no repeats."""
-    from ..affinity.selection import check_index
+    from .._checks import check_index
 
     if value is None:
         return list(range(count))
@@ -202,12 +202,13 @@ def text_rows(
     (:func:`~headsne_widget.studies.common.study_seed`), so the result depends on nothing else.
     """
     from ..affinity.selection import selection_affinities
+    from ..affinity.spec import kept_count
     from ..capture.extraction import extract_token_ids, load_model
     from .common import study_seed, tsne_kls
 
     ex = extract_token_ids(np.asarray(token_ids, dtype=np.int64), load_model(model))
     table = _score_table(ex) if scores else None
-    kept = int(ex.n_tokens - (np.count_nonzero(ex.special) if exclude_special else 0))
+    kept = kept_count(ex, exclude_special)
     rows = []
     for layer in range(ex.n_layers) if layers is None else layers:
         for head in range(ex.n_heads) if heads is None else heads:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import int_at_least
+from .._checks import int_at_least, is_int
 from .common import extract_text, load, study_seed
 
 __all__ = ["OCCUPATIONS", "WordEmbeddings", "word_embeddings"]
@@ -178,7 +178,7 @@ def word_embeddings(
     loaded = load(model)
     first = extract_text(words[0], loaded)
     n_states = first.n_layers + 1
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+    if not is_int(layer):
         raise TypeError(f"layer must be an int, got {type(layer).__name__}")
     if not -n_states <= layer < n_states:
         raise ValueError(f"layer={layer} is out of range: the model has {n_states} hidden states (0..{n_states - 1})")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..affinity.selection import selection_affinities
+from ..affinity.spec import kept_count
 from ..embedding.background import closing_frames
 from ..embedding.tsne import tsne
 from .jobs import Job
@@ -85,7 +86,7 @@ def atlas_job(
     job: Job, ex: Any, layer: int, *, n_iter: int, seed: int, exclude_special: bool, workspace: Workspace
 ) -> None:
     """The atlas of ``layer`` for the widget, a head at a time (see the module doc)."""
-    m = ex.n_tokens - (int(np.count_nonzero(ex.special)) if exclude_special else 0)
+    m = kept_count(ex, exclude_special)
     job.emit(AtlasStarted(layer, ex.n_heads, m, n_iter, seed))
     for head in range(ex.n_heads):
         key = SelectionKey("attention", layer, head, exclude_special, 0.0)

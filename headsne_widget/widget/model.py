@@ -17,7 +17,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from ..affinity.selection import check_index
+from .._checks import check_index
 from .params import SyncedTraits
 from .protocol import BROWSER_WRITABLE, DISPLAY_ONLY, KEYWORDS, MIN_SPEED, TRAITS
 

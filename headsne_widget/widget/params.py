@@ -22,7 +22,7 @@ class HeadSNEParams(TypedDict, total=False):
     """float in [..., 10000], default 20.0: hidden mode only"""
 
     learning_rate: float | Literal["auto"] | None
-    """float in [..., 1e+09] or 'auto', default None: null = auto: max(m / early_exaggeration, 5)"""
+    """float in [..., 1e+09] or 'auto', default None: null = auto: max(m / early_exaggeration, min(5, m / 2))"""
 
     n_iter: int
     """int in [1, 100000], default 1000: iterations of a run"""

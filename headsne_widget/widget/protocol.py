@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import traitlets as t
 
+from .._checks import is_int
 from ..affinity.sources import MODES as SOURCE_MODES
 from ..capture.maximum_attention import GRID_NORMS
 from ..capture.scores import KINDS, SCORES
@@ -129,7 +130,7 @@ class TokenIndices(t.TraitType):
             raise t.TraitError(f"{self.name} takes a list of token indices, got {type(value).__name__}")
         indices = []
         for i in value:
-            if isinstance(i, bool) or not isinstance(i, int | np.integer):
+            if not is_int(i):
                 raise t.TraitError(f"{self.name} takes token indices (integers), got {type(i).__name__} {i!r}")
             indices.append(int(i))
         bad = [i for i in indices if not 0 <= i < n]
@@ -219,7 +220,8 @@ TRAITS: tuple[TraitSpec, ...] = (
     # run parameters
     _spec("perplexity", StrictFloat(20.0, positive=True, max=1e4), "parameter", "hidden mode only"),
     _spec("learning_rate", t.Union([StrictFloat(max=1e9), t.Enum(("auto",))], default_value=None,
-                                   allow_none=True), "parameter", "null = auto: max(m / early_exaggeration, 5)"),
+                                   allow_none=True), "parameter",
+          "null = auto: max(m / early_exaggeration, min(5, m / 2))"),
     _spec("n_iter", StrictInt(1000, min=1, max=MAX_N_ITER), "parameter", "iterations of a run"),
     _spec("early_exaggeration", StrictFloat(12.0, min=1.0, max=1000.0), "parameter", "P's factor at first",
           mirrored=False),

@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import DEFAULT_MASS
 from ..affinity.builder import build_p, wants_sparse
 from ..affinity.selection import Selection
 from ..affinity.sources import HeadMatrixSource, PointSource, source
 from ..affinity.sources.base import Limits, Spec
-from ..affinity.spec import DEFAULT_MASS, checked_spec, kept_count
+from ..affinity.spec import checked_spec, kept_count
 from ..budget import entries_within
 from ..errors import MemoryBudgetError
 from .jobs import Job, Progress

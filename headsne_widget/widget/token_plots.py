@@ -23,6 +23,7 @@ from bokeh.palettes import Category10_10, Category20_20, Viridis256
 from bokeh.plotting import figure
 from bokeh.transform import factor_cmap, linear_cmap
 
+from .._checks import is_int
 from .plot_style import LABEL_CHAR_PX, OUTPUT_WIDTH, TOOLS
 
 __all__ = ["embedding", "max_attention"]
@@ -58,7 +59,7 @@ def max_attention(ex: Any, *, layers: Sequence[int] | None = None) -> LayoutDOM:
     if not layers:
         raise ValueError("layers is empty: pass None for all layers or at least one layer index")
     for layer in layers:
-        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < L:
+        if not is_int(layer) or not 0 <= layer < L:
             raise ValueError(f"layers: {layer!r} is not a layer index of this model (0..{L - 1})")
 
     mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=max(float(M.max()), 1e-12))

@@ -9,7 +9,7 @@ widget's n x n memory never exceeds :attr:`Workspace.ceiling_bytes` = ``slots * 
 the sequence of clicks, hovers and atlas runs. Released arrays are kept for the next lease: a fresh 256 MiB
 array is faulted in page by page on its first write, which a click would otherwise pay (35 ms to 1 s).
 
-Who holds what (``SLOTS`` = 7): a run holds its P and, while it builds P and its partners, A; new partners
+Who holds what (``MAX_ARRAYS`` = 7): a run holds its P and, while it builds P and its partners, A; new partners
 (another ``edge_k``) hold A; the P built ahead for the hovered head holds its P and, while building, A; the
 atlas holds one head's A and P. From ``SPARSE_MIN_TOKENS`` kept tokens on, the attention and hidden runs, the
 partners, the P built ahead and the atlas take a sparse P and lease nothing (:mod:`.sparse_runs`): the workspace
@@ -23,10 +23,10 @@ from types import TracebackType
 
 import numpy as np
 
-__all__ = ["SLOTS", "Lease", "OwnArray", "Workspace", "WorkspaceFullError"]
+__all__ = ["MAX_ARRAYS", "Lease", "OwnArray", "Workspace", "WorkspaceFullError"]
 
 #: arrays a widget may hold at once: run (A, P), partners (A), hover prefetch (A, P), atlas (A, P)
-SLOTS = 7
+MAX_ARRAYS = 7
 
 
 class WorkspaceFullError(MemoryError):
@@ -71,7 +71,7 @@ class Lease:
 class Workspace:
     """At most ``slots`` float32 arrays of ``n * n`` elements, leased and given back explicitly."""
 
-    def __init__(self, n: int, slots: int = SLOTS) -> None:
+    def __init__(self, n: int, slots: int = MAX_ARRAYS) -> None:
         self.n, self.slots = int(n), int(slots)
         self._lock = threading.Lock()
         self._idle: list[np.ndarray] = []

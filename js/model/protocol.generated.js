@@ -41,7 +41,7 @@
  *   layer's hidden states, or ("query-key") from the head's queries and keys: 2m points, the first `query_rows` rows of
  *   `frame` the queries, the rest the keys
  * @property {number} perplexity hidden mode only
- * @property {number | null} learning_rate null = auto: max(m / early_exaggeration, 5)
+ * @property {number | null} learning_rate null = auto: max(m / early_exaggeration, min(5, m / 2))
  * @property {number} n_iter iterations of a run
  * @property {number} early_exaggeration P's factor at first
  * @property {number} exaggeration_iters iterations exaggerated
