@@ -18,6 +18,9 @@ __version__ = importlib.metadata.version("headsne-widget")  # the one place: pyp
 _EXPORTS = {
     "extract": "capture.extraction",
     "decompose": "capture.decompose",
+    "score_attribution": "capture.attribution",
+    "key_attribution": "capture.attribution",
+    "head_composition": "capture.composition",
     "Extraction": "capture.extraction",
     "load_model": "capture.extraction",
     "max_attention": "capture.maximum_attention",
@@ -36,6 +39,8 @@ _EXPORTS = {
     "align": "embedding.alignment",
     "HeadSNE": "widget.headsne",
     "word_contexts": "studies.contexts",
+    "term_shares": "studies.term_shares",
+    "compare_models": "studies.term_shares",
 }
 # modules reachable as attributes (``headsne_widget.plots``): the name -> where it lives
 _SUBMODULES = {

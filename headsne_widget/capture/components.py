@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from ..errors import UnsupportedAttentionError
 from .attention import can_capture, capture_attention_forward
 from .loading import LoadedModel, input_device, load_model
 from .masks import capture_mask
+from .qk_trace import find_qk
 from .trace_layers import LayerTrace, NormMap, layer_trace, norm_map
 
 if TYPE_CHECKING:
@@ -170,8 +172,26 @@ def _attention(
     out, weights = capture_attention_forward(module, query, key, value, *args, **kwargs)
     events = _EVENTS.get()
     if events is not None:
+        events.append(("qk", *_qk_inputs(module, query, key, value, args, kwargs)))
         events.append(("attention", value[0].detach().clone(), out[0].reshape(out.shape[1], -1).clone()))
     return out, weights
+
+
+def _qk_inputs(
+    module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, args: tuple, kwargs: dict
+) -> tuple:
+    """What turns the queries and keys into scores: (query, key, mask, scaling, softcap, position bias)."""
+    bound = inspect.signature(capture_attention_forward).bind(module, query, key, value, *args, **kwargs).arguments
+    scaling = bound.get("scaling")
+    bias = bound.get("position_bias")
+    return (
+        query[0].detach().clone(),
+        key[0].detach().clone(),
+        bound.get("attention_mask"),
+        float(query.shape[-1] ** -0.5 if scaling is None else scaling),
+        None if bound.get("softcap") is None else float(bound["softcap"]),
+        None if bias is None else bias.detach(),
+    )
 
 
 @contextlib.contextmanager
@@ -244,6 +264,7 @@ def _layer_end(recorder: _Recorder, index: int) -> Any:
         if x_out is None or recorder.x_in is None:
             raise UnsupportedAttentionError(f"{recorder.name}: layer {index} returned no hidden states")
         trace = layer_trace(recorder.events, recorder.x_in, x_out[0].detach().clone(), recorder.name)
+        trace.qk = find_qk(recorder.events, recorder.x_in, recorder.name)
         for name in ("x_in", "x_out", "context", "values", "attn_out", "mlp_out"):  # off an accelerator's memory
             setattr(trace, name, getattr(trace, name).to("cpu"))
         recorder.traces.append(trace)

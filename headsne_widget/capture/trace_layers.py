@@ -51,6 +51,7 @@ class LayerTrace:
     post_ln: tuple[NormMap, NormMap] | None = None  # after attention and after the feed-forward (BERT)
     attn_norm: NormMap | None = None  # on the attention's output before the residual (Gemma 2)
     mlp_norm: NormMap | None = None  # on the feed-forward's output before the residual
+    qk: Any = None  # the queries' and keys' maps (:class:`~.qk_trace.QKTrace`), for attribution
 
     @property
     def n_heads(self) -> int:

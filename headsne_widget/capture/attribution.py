@@ -1,0 +1,232 @@
+"""Why token i attends to token j: the pre-softmax score ``s_ij = (q_i . k_j) * scaling`` split exactly into the
+parts of (query-side component, key-side component) pairs.
+
+The residual stream entering layer ``l`` is a sum of components, as :func:`~.decompose.decompose` names them
+(the input embedding, every head and feed-forward of the earlier layers, one correction per layer); a pre-LN
+layer's input norm is a per-token linear map once its scale is held at its forward-pass value (its shift is one
+more component, "input norm"); the query and key projections are affine (their biases: "query bias", "key
+bias"), RoPE is a fixed rotation per position (:mod:`.qk_trace`), and GQA's query head reads its key/value head.
+So ``s_ij = sum_ab (q_i^a . k_j^b) * scaling`` plus the additive terms of the scores (T5's "position bias", a
+"mask" value that is not 0: ALiBi folded into the mask); Gemma 2's softcap comes after: the score split is the
+pre-cap one. :func:`key_attribution` and :func:`query_attribution` sum one side out over the edges a token
+takes part in most; :func:`~.composition.head_composition` links heads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .._checks import check_index, is_int
+from ..errors import UnsupportedAttentionError
+from .components import Trace, trace_of
+from .decompose import SELF_CHECK, _add_layer, _f64
+from .masks import additive_rows
+from .trace_layers import LayerTrace, NormMap
+
+if TYPE_CHECKING:
+    from .extracted import Extraction
+    from .qk_trace import QKTrace
+
+__all__ = ["key_attribution", "query_attribution", "score_attribution"]
+
+#: the pairs must sum to the model's own score to this share of its scale (float32: ~1e-6), else refused
+SCORE_CHECK = 1e-4
+SIDE_COLUMNS = ("term", "layer", "head")
+
+
+def _norm_rows(norm: NormMap | None, rows: np.ndarray) -> NormMap | None:
+    return None if norm is None else NormMap(norm.gain, norm.factor[rows], norm.center[rows], norm.bias)
+
+
+def _sliced(t: LayerTrace, rows: np.ndarray) -> LayerTrace:
+    index = torch.as_tensor(rows)
+    return dataclasses.replace(
+        t,
+        x_in=t.x_in[index],
+        x_out=t.x_out[index],
+        context=t.context[index],
+        attn_out=t.attn_out[index],
+        mlp_out=t.mlp_out[index],
+        post_ln=None if t.post_ln is None else (_norm_rows(t.post_ln[0], rows), _norm_rows(t.post_ln[1], rows)),  # type: ignore[arg-type]
+        attn_norm=_norm_rows(t.attn_norm, rows),
+        mlp_norm=_norm_rows(t.mlp_norm, rows),
+    )
+
+
+def stream(trace: Trace, layer: int, rows: np.ndarray) -> tuple[list[tuple[str, int, int]], np.ndarray]:
+    """The residual stream entering ``layer`` at token ``rows``: labels (term, layer, head) and float64 (K, r, d)
+    vectors (the decomposition of layer ``layer - 1``'s output, the input embedding for layer 0)."""
+    sliced = Trace(trace.model_name, [_sliced(t, rows) for t in trace.layers[:layer]])
+    labels: list[tuple[str, int, int]] = [("input", -1, -1)]
+    vectors = [_f64(trace.layers[0].x_in[torch.as_tensor(rows)])]
+    for index in range(layer):
+        _add_layer(sliced, index, True, labels, vectors)
+    stacked = np.stack(vectors)
+    target = _f64(trace.layers[layer].x_in[torch.as_tensor(rows)])
+    error = float(np.abs(stacked.sum(axis=0) - target).max())
+    if not error <= SELF_CHECK * max(1.0, float(np.abs(target).max())):
+        raise UnsupportedAttentionError(
+            f"{trace.model_name}: its components sum to layer {layer}'s input only within {error:.3g}"
+        )
+    return labels, stacked
+
+
+def layer_qk(trace: Trace, layer: int) -> QKTrace:
+    """The layer's :class:`~.qk_trace.QKTrace`, or an UnsupportedAttentionError naming the model and why."""
+    qk = trace.layers[layer].qk
+    if qk is None:
+        raise UnsupportedAttentionError(f"{trace.model_name}: layer {layer}'s queries and keys were not traced")
+    if qk.error:
+        raise UnsupportedAttentionError(f"{qk.error}; its attention scores cannot be attributed exactly")
+    return qk
+
+
+def head_stream(trace: Trace, layer: int, rows: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The earlier heads' components of the stream entering ``layer`` at ``rows``, through its input norm's
+    per-token scale: (layer, head) labels and float64 (K_heads, r, d)."""
+    qk = layer_qk(trace, layer)
+    labels, comps = stream(trace, layer, rows)
+    keep = [k for k, label in enumerate(labels) if label[0] == "head"]
+    comps = comps[keep]
+    if qk.norm is not None:
+        comps = comps * qk.norm.scale()[rows][None]
+    return [(labels[k][1], labels[k][2]) for k in keep], comps
+
+
+def side(
+    trace: Trace, layer: int, rows: np.ndarray, kind: str, head: int
+) -> tuple[list[tuple[str, int, int]], np.ndarray]:
+    """Each component's query (``kind`` "query", query head ``head``) or key ("key": the key/value head query
+    head ``head`` reads) at token ``rows``, rotated: labels and float64 (K, r, d_h)."""
+    qk = layer_qk(trace, layer)
+    labels, comps = stream(trace, layer, rows)
+    group = head if kind == "query" else head // (qk.query.shape[0] // qk.key.shape[0])
+    w, b = (qk.w_q, qk.b_q) if kind == "query" else (qk.w_k, qk.b_k)
+    assert w is not None and b is not None and qk.rotation is not None
+    if qk.norm is not None:
+        comps = comps * qk.norm.scale()[rows][None]
+        shift = qk.norm.shift()[rows]
+        if np.any(shift != 0):
+            labels, comps = [*labels, ("input norm", layer, -1)], np.concatenate([comps, shift[None]])
+    projected = comps @ w[:, group]
+    if np.any(b[group] != 0):
+        labels = [*labels, (f"{kind} bias", layer, group)]
+        projected = np.concatenate([projected, np.broadcast_to(b[group], (1, len(rows), len(b[group])))])
+    return labels, qk.rotation.apply(projected, rows)
+
+
+def _extra(qk: QKTrace, layer: int, head: int, i: int, j: int) -> list[tuple[str, float]]:
+    """The additive terms of s_ij besides q . k: T5's position bias, a mask value that is not 0; a masked pair is
+    refused."""
+    extra = []
+    if qk.bias is not None:
+        extra.append(("position bias", float(qk.bias[0, head, i, j])))
+    mask = additive_rows(qk.mask, [i], torch.device("cpu"))
+    if mask is not None:
+        value = float(mask[0, head if mask.shape[1] > 1 else 0, 0, j])
+        if value <= torch.finfo(torch.float32).min / 2 or not np.isfinite(value):
+            raise ValueError(
+                f"token {j} is not visible to token {i} in layer {layer} (masked: its score is -inf, the "
+                "attention weight 0); pick a key the query can see"
+            )
+        if value != 0:
+            extra.append(("mask", value))
+    return extra
+
+
+def _model_score(qk: QKTrace, head: int, i: int, j: int) -> float:
+    kv = head // (qk.query.shape[0] // qk.key.shape[0])
+    return float(qk.query[head, i].double() @ qk.key[kv, j].double()) * qk.scaling
+
+
+def _checked(ex: Extraction, layer: int, head: int, tokens: dict[str, Any]) -> tuple[int, int, dict[str, int]]:
+    layer = check_index(layer, ex.n_layers, "layer", "layers")
+    head = check_index(head, ex.n_heads, "head", "heads per layer")
+    checked = {}
+    for name, value in tokens.items():
+        if not is_int(value):
+            raise TypeError(f"{name} must be an int token index, got {type(value).__name__} {value!r}")
+        checked[name] = check_index(value, ex.n_tokens, f"token {name}", "tokens")
+    return layer, head, checked
+
+
+def score_attribution(ex: Extraction, layer: int, head: int, i: int, j: int, *, model: Any = None) -> pd.DataFrame:
+    """Query token ``i``'s pre-softmax score on key ``j`` in head ``head`` of ``layer`` as one row per (query-side
+    component, key-side component) pair (columns ``query_term``, ``query_layer``, ``query_head``, ``key_term``,
+    ``key_layer``, ``key_head``, ``score``) and one row per additive term ("position bias", "mask" on both sides);
+    the rows sum to the model's score (``attrs["score"]``; before Gemma 2's softcap, ``attrs["softcap"]``).
+    ``model``: the model that made ``ex`` when it was extracted without ``components=True``."""
+    layer, head, t = _checked(ex, layer, head, {"i": i, "j": j})
+    i, j = t["i"], t["j"]
+    trace = trace_of(ex, model)
+    qk = layer_qk(trace, layer)
+    extra = _extra(qk, layer, head, i, j)
+    q_labels, q = side(trace, layer, np.array([i]), "query", head)
+    k_labels, k = side(trace, layer, np.array([j]), "key", head)
+    scores = (q[:, 0] @ k[:, 0].T) * qk.scaling
+    rows = [(*a, *b) for a in q_labels for b in k_labels]
+    columns = [f"query_{c}" for c in SIDE_COLUMNS] + [f"key_{c}" for c in SIDE_COLUMNS]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["score"] = scores.reshape(-1)
+    if extra:
+        more = pd.DataFrame([(n, layer, head, n, layer, head, v) for n, v in extra], columns=[*columns, "score"])
+        frame = pd.concat([frame, more], ignore_index=True)
+    model_score = _model_score(qk, head, i, j) + sum(v for _, v in extra)
+    _check_total(trace.model_name, float(frame["score"].sum()), model_score, scores)
+    frame.attrs.update(score=model_score, softcap=qk.softcap, layer=layer, head=head, i=i, j=j)
+    return frame
+
+
+def _check_total(name: str, total: float, target: float, parts: np.ndarray) -> None:
+    scale = max(abs(target), float(np.abs(parts).max(initial=0.0)), 1e-30)
+    if not abs(total - target) <= SCORE_CHECK * scale:
+        raise UnsupportedAttentionError(
+            f"{name}: the attributed parts sum to {total:.6g}, the model's score is {target:.6g}; its attention "
+            "scores cannot be attributed exactly"
+        )
+
+
+def key_attribution(ex: Extraction, layer: int, head: int, j: int, *, top: int = 8, model: Any = None) -> pd.DataFrame:
+    """Each key-side component's part of the scores that the ``top`` queries attending most to key ``j`` give it:
+    one row per component (``term``, ``layer``, ``head``), ``score`` its mean part, ``share`` its part of the
+    summed ``q . k`` scores (the additive terms aside). ``attrs["tokens"]``: the queries used."""
+    return _one_side(ex, layer, head, j, top, model, kind="key")
+
+
+def query_attribution(
+    ex: Extraction, layer: int, head: int, i: int, *, top: int = 8, model: Any = None
+) -> pd.DataFrame:
+    """The twin of :func:`key_attribution`: each query-side component's part of query ``i``'s scores on the
+    ``top`` keys it attends to most."""
+    return _one_side(ex, layer, head, i, top, model, kind="query")
+
+
+def _one_side(ex: Extraction, layer: int, head: int, token: int, top: int, model: Any, *, kind: str) -> pd.DataFrame:
+    name = "j" if kind == "key" else "i"
+    layer, head, t = _checked(ex, layer, head, {name: token})
+    token = t[name]
+    if not is_int(top) or top < 1:
+        raise ValueError(f"top must be a positive int, got {top!r}")
+    trace = trace_of(ex, model)
+    qk = layer_qk(trace, layer)
+    weights = ex.attention(layer, head)
+    line = weights[:, token] if kind == "key" else weights[token]
+    others = np.argsort(-line, kind="stable")[: int(top)]
+    others = others[line[others] > 0]
+    kv = head // (qk.query.shape[0] // qk.key.shape[0])
+    labels, vectors = side(trace, layer, np.array([token]), kind, head)
+    opposite = (qk.query[head, others] if kind == "key" else qk.key[kv, others]).double().numpy()
+    parts = vectors[:, 0] @ opposite.T * qk.scaling  # (K, t)
+    totals = opposite @ (qk.key[kv, token] if kind == "key" else qk.query[head, token]).double().numpy()
+    totals = totals * qk.scaling
+    _check_total(trace.model_name, float(parts.sum()), float(totals.sum()), parts)
+    frame = pd.DataFrame(labels, columns=list(SIDE_COLUMNS))
+    frame["score"] = parts.mean(axis=1)
+    frame["share"] = parts.sum(axis=1) / totals.sum() if totals.sum() != 0 else np.nan
+    frame.attrs.update(tokens=others.tolist(), scores=totals.tolist(), layer=layer, head=head, token=token)
+    return frame

@@ -1,0 +1,203 @@
+"""A layer's queries, keys and values as the affine maps of its input they are (for :mod:`.attribution`).
+
+The attention call hands over the post-RoPE queries and keys; the projections that made them are found among the
+layer's ``Linear``/``Conv1D`` calls before it by matching columns bit for bit at position 0 (where RoPE is the
+identity), fused q/k/v and interleaved heads alike; the norm between the layer's input and the projections' input
+(pre-LN) is placed by what it reads and writes. RoPE is read off the data as a fixed rotation per position: each
+pair of dimensions (``rotate_half``'s ``(e, e + d_h/2)`` or the interleaved ``(2e, 2e+1)``) turns by one angle per
+position, shared by every head, fitted in closed form and then checked. Nothing here raises: a layer whose maps
+cannot be rebuilt exactly keeps a reason instead (:attr:`QKTrace.error`), and attribution refuses it by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import UnsupportedAttentionError
+from .trace_layers import NormMap, norm_map
+
+__all__ = ["QKTrace", "Rotation", "find_qk"]
+
+#: the rebuilt queries and keys must match the model's to this share of their largest entry
+QK_CHECK = 1e-4
+
+
+@dataclass
+class Rotation:
+    """RoPE as ``kind`` ("none", "half" or "interleaved") and per-position ``cos``, ``sin`` (n, d_h / 2)."""
+
+    kind: str
+    cos: np.ndarray
+    sin: np.ndarray
+
+    def pairs(self, d_h: int) -> tuple[np.ndarray, np.ndarray]:
+        half = np.arange(d_h // 2)
+        return (half, half + d_h // 2) if self.kind == "half" else (2 * half, 2 * half + 1)
+
+    def apply(self, v: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """``v`` (..., r, d_h) at token ``positions`` (r,), rotated as the model rotates them."""
+        if self.kind == "none":
+            return v
+        a, b = self.pairs(v.shape[-1])
+        cos, sin = self.cos[positions], self.sin[positions]
+        out = np.empty_like(v)
+        out[..., a] = v[..., a] * cos - v[..., b] * sin
+        out[..., b] = v[..., b] * cos + v[..., a] * sin
+        return out
+
+
+@dataclass
+class QKTrace:
+    """One layer's attention inputs: ``query`` (H, n, d_h) and ``key`` (H_kv, n, d_h) as the model attended with
+    them, ``mask``, ``scaling``, ``softcap``, ``bias`` (T5's (1, H, n, n) or None); and, unless ``error``, the
+    maps ``q = R(norm(x) W_Q + b_Q)`` (``w_q`` (d, H, d_h), ``b_q`` (H, d_h); keys alike), ``w_v``/``b_v`` (None
+    when the values' projection was not found), the input ``norm`` (None: the projections read the layer input)."""
+
+    query: torch.Tensor
+    key: torch.Tensor
+    mask: Any
+    scaling: float
+    softcap: float | None
+    bias: torch.Tensor | None
+    error: str = ""
+    norm: NormMap | None = None
+    w_q: np.ndarray | None = None
+    b_q: np.ndarray | None = None
+    w_k: np.ndarray | None = None
+    b_k: np.ndarray | None = None
+    w_v: np.ndarray | None = None
+    b_v: np.ndarray | None = None
+    rotation: Rotation | None = None
+
+
+def _projection(module: Any) -> tuple[np.ndarray, np.ndarray]:
+    weight = module.weight.detach().to("cpu", torch.float64)
+    weight = weight.T if isinstance(module, torch.nn.Linear) else weight
+    bias = getattr(module, "bias", None)
+    b = np.zeros(weight.shape[1]) if bias is None else bias.detach().to("cpu", torch.float64).numpy()
+    return weight.contiguous().numpy(), b
+
+
+def _gather(states: torch.Tensor, columns: dict[bytes, tuple[int, int]], full: bool) -> list[tuple[int, int]] | None:
+    """For each (head, e) of ``states`` (h, n, d_h) the (linear, column) whose output column it is (row 0 only, or
+    ``full``: every row), head-major; None when one is missing."""
+    flat = states.detach().to("cpu").permute(1, 0, 2).reshape(states.shape[1], -1)
+    bits = _bits(flat if full else flat[:1])
+    found = [columns.get(bits[:, c].tobytes()) for c in range(bits.shape[1])]
+    return None if any(f is None for f in found) else found  # type: ignore[return-value]
+
+
+def _bits(t: torch.Tensor) -> np.ndarray:
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.contiguous().view(ints).numpy()
+
+
+def find_qk(events: list[tuple], x_in: torch.Tensor, name: str) -> QKTrace | None:
+    """The layer's :class:`QKTrace` from its hooked calls (see :mod:`.components`); None without a "qk" call."""
+    at = next((i for i, e in enumerate(events) if e[0] == "qk"), None)
+    if at is None:
+        return None
+    _, query, key, mask, scaling, softcap, bias = events[at]
+    qk = QKTrace(query.to("cpu"), key.to("cpu"), mask, scaling, softcap, bias)
+    try:
+        values = next(e[1] for e in events if e[0] == "attention")
+        linears = [e for e in events[:at] if e[0] == "linear"]
+        _fill(qk, linears, [e for e in events[:at] if e[0] == "norm"], x_in, values)
+    except _Refused as refused:
+        qk.error = f"{name}: {refused}"
+    return qk
+
+
+class _Refused(Exception):
+    pass
+
+
+def _fill(qk: QKTrace, linears: list[tuple], norms: list[tuple], x_in: torch.Tensor, values: torch.Tensor) -> None:
+    row0: dict[bytes, tuple[int, int]] = {}
+    for index, (_, _, _, out) in enumerate(linears):
+        bits = _bits(out.detach().to("cpu").reshape(-1, out.shape[-1])[:1])
+        for c in range(bits.shape[1]):
+            row0.setdefault(bits[:, c].tobytes(), (index, c))
+    q_cols, k_cols = _gather(qk.query, row0, False), _gather(qk.key, row0, False)
+    if q_cols is None or k_cols is None:
+        raise _Refused("its queries or keys are not a projection's output columns (a norm or scale between them?)")
+    used = {i for i, _ in q_cols + k_cols}
+    inputs = [linears[i][2] for i in used]
+    if any(inp.shape != inputs[0].shape or not torch.equal(inp, inputs[0]) for inp in inputs):
+        raise _Refused("its query and key projections read different inputs")
+    x_attn = inputs[0]
+    qk.norm = _input_norm(x_attn, x_in, norms)
+    qk.w_q, qk.b_q = _weights(linears, q_cols, qk.query.shape)
+    qk.w_k, qk.b_k = _weights(linears, k_cols, qk.key.shape)
+    x = x_attn.detach().to("cpu", torch.float64).reshape(qk.query.shape[1], -1).numpy()
+    pre_q = np.einsum("nd,dhe->hne", x, qk.w_q) + qk.b_q[:, None, :]
+    pre_k = np.einsum("nd,dhe->hne", x, qk.w_k) + qk.b_k[:, None, :]
+    qk.rotation = _fit_rotation(np.concatenate([pre_q, pre_k]), torch.cat([qk.query, qk.key]).double().numpy())
+    _values(qk, linears, row0, values, x)
+
+
+def _input_norm(x_attn: torch.Tensor, x_in: torch.Tensor, norms: list[tuple]) -> NormMap | None:
+    if x_attn.shape == x_in.shape and torch.equal(x_attn, x_in):
+        return None
+    for _, module, inp, out in norms:
+        if (
+            inp.shape == x_in.shape
+            and torch.equal(inp, x_in)
+            and out.shape == x_attn.shape
+            and torch.equal(out, x_attn)
+        ):
+            try:
+                return norm_map(module, inp, out, "")
+            except UnsupportedAttentionError as error:  # a norm not known here: the layer's reason
+                raise _Refused(str(error)) from error
+    raise _Refused("its query and key projections read neither the layer's input nor a norm of it")
+
+
+def _weights(linears: list[tuple], cols: list[tuple[int, int]], shape: torch.Size) -> tuple[np.ndarray, np.ndarray]:
+    h, _, d_h = shape
+    cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    w_cols, b_cols = [], []
+    for index, c in cols:
+        if index not in cache:
+            cache[index] = _projection(linears[index][1])
+        w, b = cache[index]
+        w_cols.append(w[:, c])
+        b_cols.append(b[c])
+    return np.stack(w_cols, axis=1).reshape(-1, h, d_h), np.array(b_cols).reshape(h, d_h)
+
+
+def _fit_rotation(pre: np.ndarray, post: np.ndarray) -> Rotation:
+    """The per-position rotation taking ``pre`` (G, n, d_h) to ``post`` (every head alike), checked."""
+    n, d_h = pre.shape[1], pre.shape[2]
+    scale = max(1.0, float(np.abs(post).max()))
+    if np.abs(pre - post).max() <= QK_CHECK * scale:
+        return Rotation("none", np.ones((n, d_h // 2)), np.zeros((n, d_h // 2)))
+    for kind in ("half", "interleaved"):
+        rotation = Rotation(kind, np.ones((n, d_h // 2)), np.zeros((n, d_h // 2)))
+        a, b = rotation.pairs(d_h)
+        a1, a2, b1, b2 = pre[..., a], pre[..., b], post[..., a], post[..., b]
+        norm = np.maximum((a1**2 + a2**2).sum(axis=0), 1e-300)
+        rotation.cos = (a1 * b1 + a2 * b2).sum(axis=0) / norm
+        rotation.sin = (a1 * b2 - a2 * b1).sum(axis=0) / norm
+        if np.abs(rotation.apply(pre, np.arange(n)) - post).max() <= QK_CHECK * scale:
+            return rotation
+    raise _Refused(
+        "its queries and keys are not a fixed rotation per position of the projections' outputs (RoPE on part of "
+        "the head dimensions, or a per-head norm such as Qwen3's q_norm/k_norm)"
+    )
+
+
+def _values(qk: QKTrace, linears: list[tuple], row0: dict, values: torch.Tensor, x: np.ndarray) -> None:
+    """W_V and b_V (for V-composition) from the value columns of the projections' outputs, when found."""
+    cols = _gather(values, row0, False)
+    if cols is None:
+        return
+    w_v, b_v = _weights(linears, cols, values.shape)
+    rebuilt = np.einsum("nd,dhe->hne", x, w_v) + b_v[:, None, :]
+    target = values.detach().to("cpu", torch.float64).numpy()
+    if np.abs(rebuilt - target).max() <= QK_CHECK * max(1.0, float(np.abs(target).max())):
+        qk.w_v, qk.b_v = w_v, b_v
