@@ -110,3 +110,30 @@ def test_a_model_compared_with_itself_has_rho_one(minilm_path):
 def test_bad_input_is_refused_by_name(minilm_path, texts, layers, error, match):
     with pytest.raises(error, match=match):
         term_shares(texts, minilm_path, layers=layers, client="sync", progress=False)
+
+
+def test_the_plots_build(rows):
+    from bokeh.models import HoverTool, Line, Scatter, VBar
+
+    from headsne_widget import plots
+
+    table = term_share_summary(rows)
+    for given in (table, rows):
+        fig = plots.term_shares(given).children[0]
+        bars = [r for r in fig.renderers if isinstance(r.glyph, VBar)]
+        assert [r.name for r in bars] == [f"term_{t}" for t in TERMS]
+        assert len(fig.select(type=HoverTool)) == len(TERMS)
+        data = fig.select(name="term_shares")[0].data
+        assert list(data["layer"]) == [str(k) for k in range(6)]
+        np.testing.assert_allclose(data["mlp"], table["mlp"])
+        ends = np.array([data[f"{t}_{end}"] for t in TERMS for end in ("top", "bottom")])
+        np.testing.assert_allclose(ends.max(axis=0) + ends.min(axis=0), 1.0, atol=1e-9)  # + above 0, - below
+    with pytest.raises(ValueError, match="by head"):
+        plots.term_shares(rows.assign(from_layer=-1))
+    result = pd.DataFrame({"layer": [0, 1, 0, 1], "term": ["head", "head", "mlp", "mlp"], "rho": [1, 0.5, 0.2, -0.1]})
+    fig = plots.compare_models(result).children[0]
+    assert sum(isinstance(r.glyph, Line) for r in fig.renderers) == 2
+    assert sum(isinstance(r.glyph, Scatter) for r in fig.renderers) == 2
+    assert list(fig.select(name="model_rho_mlp")[0].data["rho"]) == [0.2, -0.1]
+    with pytest.raises(ValueError, match="empty"):
+        plots.compare_models(result.iloc[:0])

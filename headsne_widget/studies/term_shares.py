@@ -67,18 +67,20 @@ def text_shares(index: int, token_ids: np.ndarray, model: Any, *, layers: list[i
     rows: list[dict] = []
     for layer in layers:
         dec = decompose(ex, layer)
-        shares, terms = dec.shares, dec.terms
+        shares, kinds = dec.shares, dec.terms["term"].to_numpy()
+        sums = {term: shares[kinds == term].sum(axis=0) for term in TERMS}
+        heads = [
+            (k, int(dec.terms["layer"].iat[k]), int(dec.terms["head"].iat[k])) for k in np.flatnonzero(kinds == "head")
+        ]
         for t in range(ex.n_tokens):
             base = {"text": index, "token": t, "piece": ex.tokens[t], "special": bool(ex.special[t]), "layer": layer}
             for term in TERMS:
-                mask = (terms["term"] == term).to_numpy()
                 if by_head and term == "head":
-                    for k in np.flatnonzero(mask):
-                        head = {"from_layer": int(terms["layer"].iat[k]), "head": int(terms["head"].iat[k])}
-                        rows.append({**base, "term": term, **head, "share": float(shares[k, t])})
+                    rows += [{**base, "term": term, "from_layer": f, "head": h, "share": float(shares[k, t])}
+                             for k, f, h in heads]  # fmt: skip
                 else:
                     extra = {"from_layer": -1, "head": -1} if by_head else {}
-                    rows.append({**base, "term": term, **extra, "share": float(shares[mask, t].sum())})
+                    rows.append({**base, "term": term, **extra, "share": float(sums[term][t])})
     return rows
 
 

@@ -1,5 +1,5 @@
 """Bokeh figures of the thesis: max-attention grids (Fig. 13), token maps (Fig. 8-10), KL box plots (Fig. 12,
-15) and standard deviations (Fig. 16).
+15) and standard deviations (Fig. 16); and of the term shares of a decomposition (Mickus et al. 2022, Fig. 3a).
 
 Every function returns a bokeh layout that shows inline in a notebook (after ``bokeh.io.output_notebook()``)
 and saves with ``bokeh.io.save``. Tokens reach the page only as data: tick labels and text glyphs are drawn
@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from .head_plots import corpus_heads, head_map
 from .plot_style import METHOD_COLORS, OUTPUT_WIDTH
-from .study_plots import box_stats, kl_by_layer, kl_curve, robustness
+from .study_plots import TERM_COLORS, box_stats, compare_models, kl_by_layer, kl_curve, robustness, term_shares
 from .token_plots import embedding, max_attention
 
 __all__ = [
-    "METHOD_COLORS", "OUTPUT_WIDTH",
-    "box_stats", "corpus_heads", "embedding", "head_map", "kl_by_layer", "kl_curve", "max_attention", "robustness",
+    "METHOD_COLORS", "OUTPUT_WIDTH", "TERM_COLORS",
+    "box_stats", "compare_models", "corpus_heads", "embedding", "head_map", "kl_by_layer", "kl_curve", "max_attention",
+    "robustness", "term_shares",
 ]  # fmt: skip

@@ -1,5 +1,6 @@
 """The study figures of :mod:`.plots`: KL box plots per layer (thesis Fig. 12), the robustness conditions' box
-plots and standard deviations (Fig. 15, 16), and the KL curve of a run."""
+plots and standard deviations (Fig. 15, 16), the KL curve of a run, and the term shares of each layer's states
+(Mickus et al. 2022, Fig. 3a) with the rank correlation of two models' shares."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from bokeh.plotting import figure
 
 from .plot_style import LABEL_CHAR_PX, METHOD_COLORS, OUTPUT_WIDTH, TOOLS, as_records
 
-__all__ = ["box_stats", "kl_by_layer", "kl_curve", "robustness"]
+__all__ = ["TERM_COLORS", "box_stats", "compare_models", "kl_by_layer", "kl_curve", "robustness", "term_shares"]
+
+#: the colour of each kind of term of a decomposition (input, heads, feed-forwards, corrections)
+TERM_COLORS = {"input": "#999999", "head": "#d95f02", "mlp": "#7570b3", "correction": "#e7298a"}
 
 
 def box_stats(values: Any) -> dict[str, Any]:
@@ -91,18 +95,24 @@ def _box_figure(
     return p
 
 
+def _records(rows: Any, name: str, keys: set[str], hint: str) -> list[dict]:
+    """``rows`` as a list of dicts, refused when empty or without ``keys``."""
+    records = as_records(rows)
+    if not records:
+        raise ValueError(f"{name} is empty: there is nothing to plot")
+    missing = keys - set(records[0])
+    if missing:
+        raise ValueError(f"{name} lack{'s' if name == 'result' else ''} the keys {sorted(missing)}{hint}")
+    return records
+
+
 def kl_by_layer(rows: Any) -> LayoutDOM:
     """Box plots of the KL of attention-head and standard t-SNE per layer (thesis Fig. 12).
 
     ``rows`` is what :func:`headsne_widget.analyses.kl_by_layer` returns (DataFrame or list of dicts with
     keys ``layer``, ``method``, ``kl``). The attention box of a layer pools all its heads and runs.
     """
-    records = as_records(rows)
-    if not records:
-        raise ValueError("rows is empty: there is nothing to plot")
-    missing = {"layer", "method", "kl"} - set(records[0])
-    if missing:
-        raise ValueError(f"rows lack the keys {sorted(missing)}")
+    records = _records(rows, "rows", {"layer", "method", "kl"}, "")
     groups: dict[tuple[str, str], list[float]] = {}
     for r in sorted(records, key=lambda r: (int(r["layer"]), str(r["method"]) != "attention")):
         groups.setdefault((str(int(r["layer"])), str(r["method"])), []).append(float(r["kl"]))
@@ -160,4 +170,66 @@ def kl_curve(iterations: Any, kls: Any, *, title: str = "KL(P || Q) during the r
     p.add_tools(
         HoverTool(renderers=[line], tooltips=[("iteration", "@iteration"), ("KL", "@kl{0.0000}")], mode="vline")
     )
+    return column(p)
+
+
+def _term_table(table: Any) -> Any:
+    """The per-layer mean shares (index layer, one column per term): ``term_share_summary``'s table as given, or
+    computed from ``term_shares``'s rows (heads summed already)."""
+    import pandas as pd
+
+    if not isinstance(table, pd.DataFrame) or table.empty:
+        raise ValueError("pass term_share_summary(rows) or the rows of term_shares (a non-empty DataFrame)")
+    if "share" in table.columns:
+        if "from_layer" in table.columns:
+            raise ValueError("these rows are by head: pass term_share_summary(rows), which sums the heads first")
+        table = table.pivot_table(index="layer", columns="term", values="share", aggfunc="mean")
+    terms = [t for t in TERM_COLORS if t in table.columns]
+    if not terms:
+        raise ValueError(f"the table has none of the terms {list(TERM_COLORS)} as a column")
+    return table[terms].sort_index()
+
+
+def term_shares(table: Any, *, title: str = "share of each term in the token states, per layer") -> LayoutDOM:
+    """Stacked bars of the mean share of each term per layer (Mickus et al. 2022, Fig. 3a), from
+    ``term_share_summary(rows)`` or ``term_shares``'s rows. Negative means (a correction can pull a state back)
+    stack below 0, positive ones above, so that each bar's height above 0 less its depth below is 1."""
+    table = _term_table(table)
+    layers = [str(int(layer)) for layer in table.index]
+    data: dict[str, Any] = {"layer": layers}
+    up, down = np.zeros(len(layers)), np.zeros(len(layers))
+    for term in table.columns:
+        v = table[term].to_numpy(dtype=np.float64)
+        base = np.where(v >= 0, up, down)
+        data.update({term: v, f"{term}_bottom": base, f"{term}_top": base + v})
+        up, down = np.where(v >= 0, up + v, up), np.where(v < 0, down + v, down)
+    source = ColumnDataSource(data, name="term_shares")
+    p = figure(x_range=FactorRange(*layers), title=title, width=min(OUTPUT_WIDTH, 160 + 70 * len(layers)),
+               height=380, tools=TOOLS, x_axis_label="layer (0-based)", y_axis_label="mean share")  # fmt: skip
+    for term in table.columns:
+        bars = p.vbar("layer", 0.8, f"{term}_top", f"{term}_bottom", source=source, fill_color=TERM_COLORS[term],
+                      line_color="white", legend_label=term, name=f"term_{term}")  # fmt: skip
+        p.add_tools(HoverTool(renderers=[bars], tooltips=[("layer", "@layer"), (term, f"@{{{term}}}{{0.000}}")]))
+    p.legend.location, p.legend.orientation = "top_center", "horizontal"
+    p.xgrid.grid_line_color = None
+    return column(p)
+
+
+def compare_models(result: Any, *, title: str = "Spearman rho between two models' term shares") -> LayoutDOM:
+    """One line per term of ``compare_models``'s rho against the layer (rows ``layer``, ``term``, ``rho``)."""
+    records = _records(result, "result", {"layer", "term", "rho"}, ": pass what compare_models returns")
+    p = figure(title=title, width=620, height=320, tools=TOOLS, x_axis_label="layer (0-based)",
+               y_axis_label="Spearman rho", y_range=(-1.05, 1.05))  # fmt: skip
+    for term in [t for t in TERM_COLORS if any(r["term"] == t for r in records)]:
+        mine = sorted((r for r in records if r["term"] == term), key=lambda r: int(r["layer"]))
+        n = [int(r.get("n", 0)) for r in mine]
+        source = ColumnDataSource({"layer": [int(r["layer"]) for r in mine], "rho": [float(r["rho"]) for r in mine],
+                                   "n": n}, name=f"model_rho_{term}")  # fmt: skip
+        line = p.line("layer", "rho", source=source, color=TERM_COLORS[term], line_width=2, legend_label=term)
+        p.scatter("layer", "rho", source=source, color=TERM_COLORS[term], size=6, legend_label=term)
+        p.add_tools(
+            HoverTool(renderers=[line], tooltips=[(term, "@rho{0.000}"), ("layer", "@layer"), ("tokens", "@n")])
+        )
+    p.legend.location = "bottom_left"
+    p.xaxis.ticker.desired_num_ticks = 12
     return column(p)
