@@ -7,7 +7,8 @@ its output passes through before the destination: its own sandwich norm, a post-
 ``k = ||W_QK^d W_OV^s^T||_F / (...)`` (into the keys), ``v = ||W_OV^s W_OV^d||_F / (...)``; each in [0, 1]. Every
 matrix is a product of rank-d_h factors, ``||A C B^T||_F^2 = tr((A^T A) C (B^T B) C^T)``: d_h x d_h work per pair.
 
-Data-based (``q_data``, ``k_data``): over the destination head's ``edges`` strongest edges (i, j) of the text,
+Data-based (``q_data``, ``k_data``): over the destination head's ``edges`` strongest edges (i, j) of the text
+(each query's heaviest key, for the queries whose is heaviest),
 the source head's part of the scores ``s_ij`` on the query side (its query component with the whole key) and
 on the key side (:mod:`.attribution`), summed, over the summed scores.
 """
@@ -131,10 +132,13 @@ def _ratio(squared: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 
 
 def _strongest(ex: Extraction, layer: int, head: int, edges: int) -> tuple[np.ndarray, np.ndarray]:
+    """The head's strongest edges: each query's heaviest key, for the ``edges`` queries whose is heaviest."""
     weights = ex.attention(layer, head)
-    flat = np.argpartition(weights, -edges, axis=None)[-edges:] if weights.size > edges else np.arange(weights.size)
-    flat = flat[weights.reshape(-1)[flat] > 0]
-    return np.unravel_index(flat, weights.shape)  # type: ignore[return-value]
+    keys = weights.argmax(axis=1)
+    heaviest = weights[np.arange(len(keys)), keys]
+    queries = np.argsort(-heaviest, kind="stable")[:edges]
+    queries = queries[heaviest[queries] > 0]
+    return queries, keys[queries]
 
 
 def _data_shares(ex: Extraction, trace: Trace, frame: pd.DataFrame, edges: int) -> None:
