@@ -176,9 +176,10 @@ def score_attribution(ex: Extraction, layer: int, head: int, i: int, j: int, *, 
     q_labels, q = side(trace, layer, np.array([i]), "query", head)
     k_labels, k = side(trace, layer, np.array([j]), "key", head)
     scores = (q[:, 0] @ k[:, 0].T) * qk.scaling
-    rows = [(*a, *b) for a in q_labels for b in k_labels]
     columns = [f"query_{c}" for c in SIDE_COLUMNS] + [f"key_{c}" for c in SIDE_COLUMNS]
-    frame = pd.DataFrame(rows, columns=columns)
+    q_side = pd.DataFrame(q_labels, columns=columns[:3]).loc[np.repeat(np.arange(len(q_labels)), len(k_labels))]
+    k_side = pd.DataFrame(k_labels, columns=columns[3:]).loc[np.tile(np.arange(len(k_labels)), len(q_labels))]
+    frame = pd.concat([q_side.reset_index(drop=True), k_side.reset_index(drop=True)], axis=1)
     frame["score"] = scores.reshape(-1)
     if extra:
         more = pd.DataFrame([(n, layer, head, n, layer, head, v) for n, v in extra], columns=[*columns, "score"])

@@ -73,6 +73,13 @@ class QKTrace:
     b_v: np.ndarray | None = None
     rotation: Rotation | None = None
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the queries, keys and maps kept (the mask is its function, the bias shared by reference)."""
+        arrays = (self.w_q, self.b_q, self.w_k, self.b_k, self.w_v, self.b_v)
+        tensors = self.query.numel() * self.query.element_size() + self.key.numel() * self.key.element_size()
+        return tensors + sum(0 if a is None else a.nbytes for a in arrays)
+
 
 def _projection(module: Any) -> tuple[np.ndarray, np.ndarray]:
     weight = module.weight.detach().to("cpu", torch.float64)

@@ -64,7 +64,8 @@ class LayerTrace:
     @property
     def nbytes(self) -> int:
         tensors = (self.x_in, self.x_out, self.context, self.values, self.attn_out, self.mlp_out)
-        return sum(t.numel() * t.element_size() for t in tensors) + self.w_o.nbytes
+        kept = sum(t.numel() * t.element_size() for t in tensors) + self.w_o.nbytes
+        return kept + (0 if self.qk is None else self.qk.nbytes)
 
 
 #: a norm's map must reproduce its output to this share of the output's largest entry (else: not a norm we know)
