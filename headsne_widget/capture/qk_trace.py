@@ -116,6 +116,8 @@ def find_qk(events: list[tuple], x_in: torch.Tensor, name: str) -> QKTrace | Non
         _fill(qk, linears, [e for e in events[:at] if e[0] == "norm"], x_in, values)
     except _Refused as refused:
         qk.error = f"{name}: {refused}"
+    except (RuntimeError, ValueError, IndexError, KeyError) as error:  # an unforeseen layout: refused, never raised
+        qk.error = f"{name}: its queries and keys could not be rebuilt ({type(error).__name__}: {error})"
     return qk
 
 
@@ -193,8 +195,8 @@ def _fit_rotation(pre: np.ndarray, post: np.ndarray) -> Rotation:
         if np.abs(rotation.apply(pre, np.arange(n)) - post).max() <= QK_CHECK * scale:
             return rotation
     raise _Refused(
-        "its queries and keys are not a fixed rotation per position of the projections' outputs (RoPE on part of "
-        "the head dimensions, or a per-head norm such as Qwen3's q_norm/k_norm)"
+        "its queries and keys are not a fixed rotation per position of the projections' outputs in pairs (e, e + "
+        "d_h/2) or (2e, 2e + 1) (RoPE on part of a head in other pairs, or a per-head norm such as Qwen3's q_norm)"
     )
 
 
