@@ -3,7 +3,9 @@
 // word did not return in 60 s, and a page running it on its own thread would have frozen with it. A
 // worker that is late is terminated (a fresh one takes the next query) and the search says why. Where a
 // page may not start workers (a strict content security policy), only patterns without nested or
-// repeated quantified groups and without back-references run, on the page's thread.
+// repeated quantified groups and without back-references run, on the page's thread. The REGEX_MS clock
+// starts when the worker says it has begun the query, not when the page asks: starting a worker and
+// handing it a long text can take seconds on a loaded machine, and that is not the pattern's fault.
 
 import { found, spanless } from "../lib/search.js";
 
@@ -25,6 +27,7 @@ function workerMain() {
       spanless = m.spanless;
       return;
     }
+    self.postMessage({ id: m.id, started: true });
     try {
       const all = new RegExp(m.source, `${m.flags}g`);
       const one = new RegExp(m.source, m.flags);
@@ -92,10 +95,14 @@ export function createSearcher({ store, clock, makeWorker = startWorker }) {
   const finish = (/** @type {Partial<import("../store/state.js").Search>} */ result) => {
     if (!running) return;
     const { search, timer } = running;
-    clock.cancel(timer);
+    if (timer !== null) clock.cancel(timer);
     running = null;
     if (store.state.search === search) store.set({ search: { ...search, ...result, pending: false } });
   };
+  function overrun() {
+    stopWorker();
+    finish({ error: `the pattern ran over ${REGEX_MS / 1000} s and was stopped: make it simpler` });
+  }
   function stopWorker() {
     if (worker) worker.terminate();
     worker = null;
@@ -116,16 +123,19 @@ export function createSearcher({ store, clock, makeWorker = startWorker }) {
       return;
     }
     const id = nextId++;
-    const timer = clock.later(() => {
-      stopWorker();
-      finish({ error: `the pattern ran over ${REGEX_MS / 1000} s and was stopped: make it simpler` });
-    }, REGEX_MS);
-    running = { id, search, doc, timer };
+    running = { id, search, doc, timer: null };
     worker.onmessage = (/** @type {MessageEvent} */ event) => {
       const answer = event.data;
       if (!running || answer.id !== running.id) return;
-      if (answer.error) finish({ error: answer.error });
+      if (answer.started) running.timer = clock.later(overrun, REGEX_MS);
+      else if (answer.error) finish({ error: answer.error });
       else finish(found(search.query, running.doc, answer.spans, answer.hits));
+    };
+    worker.onerror = () => {
+      // the worker could not start after all (a policy refusing it shows only here): the page's thread
+      stopWorker();
+      running = null;
+      runHere(search, doc, source, flags);
     };
     if (textSent !== doc) worker.postMessage({ type: "text", text: doc.text, spanless: spanless(doc) });
     textSent = doc;
@@ -166,7 +176,7 @@ export function createSearcher({ store, clock, makeWorker = startWorker }) {
   return {
     destroy() {
       stop();
-      if (running) clock.cancel(running.timer);
+      if (running && running.timer !== null) clock.cancel(running.timer);
       running = null;
       stopWorker();
     },

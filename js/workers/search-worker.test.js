@@ -16,10 +16,11 @@ const DOC = {
 }; // prettier-ignore
 
 /**
- * A worker that runs the query as the real one does (postMessage answers after `delay` ms of the fake clock),
- * or never answers (`delay` Infinity: a catastrophic pattern); `terminated` counts its ends.
+ * A worker that runs the query as the real one does: says it has started after `startup` ms of the fake
+ * clock (a worker starting and taking the text on a loaded machine), then answers `delay` ms later, or never
+ * (`delay` Infinity: a catastrophic pattern); `terminated` counts its ends.
  */
-function fakeWorkers(clock, delay) {
+function fakeWorkers(clock, delay, startup = 0) {
   const made = [];
   const make = () => {
     let text = "";
@@ -28,10 +29,15 @@ function fakeWorkers(clock, delay) {
       onmessage: null,
       postMessage(m) {
         if (m.type === "text") return void (text = m.text);
-        if (!Number.isFinite(delay)) return;
-        const spans = [];
-        for (const x of text.matchAll(new RegExp(m.source, `${m.flags}g`))) spans.push(x.index, x.index + x[0].length);
-        clock.later(() => !worker.terminated && worker.onmessage({ data: { id: m.id, spans, hits: [] } }), delay);
+        const answer = (data) => !worker.terminated && worker.onmessage({ data });
+        clock.later(() => {
+          answer({ id: m.id, started: true });
+          if (!Number.isFinite(delay)) return;
+          const spans = [];
+          for (const x of text.matchAll(new RegExp(m.source, `${m.flags}g`)))
+            spans.push(x.index, x.index + x[0].length);
+          clock.later(() => answer({ id: m.id, spans, hits: [] }), delay);
+        }, startup);
       },
       terminate() {
         worker.terminated = true;
@@ -75,6 +81,23 @@ test("a catastrophic pattern is stopped after REGEX_MS and says so; the next que
   assert.equal(never.made[0].terminated, true, "the runaway worker is ended");
   store.set({ search: searchOf("/present/", DOC) });
   assert.equal(never.made.length, 2, "a fresh worker");
+  clock.advance(1); // the fresh worker starts the query: its REGEX_MS clock runs
+  searcher.destroy();
+  assert.equal(clock.timers, 0);
+});
+
+test("a worker slow to start is not charged for it: REGEX_MS counts from the query's start in the worker", () => {
+  store.set({ doc: DOC, search: searchOf("", DOC) });
+  const clock = fakeClock();
+  const loaded = fakeWorkers(clock, 20, 10 * REGEX_MS);
+  const searcher = createSearcher({ store, clock, makeWorker: loaded.make });
+  store.set({ search: searchOf("/t-?sne/i", DOC) });
+  clock.advance(10 * REGEX_MS + 10);
+  assert.equal(store.state.search.pending, true, "still starting, not stopped");
+  clock.advance(20);
+  assert.equal(store.state.search.error, "");
+  assert.deepEqual([...store.state.search.matches], [2, 3, 4, 5]);
+  assert.equal(loaded.made[0].terminated, false);
   searcher.destroy();
   assert.equal(clock.timers, 0);
 });
