@@ -282,3 +282,10 @@ def test_gemma3n_altup_streams_are_refused_by_name(bert_tokenizer):
     ex = extract("a short text about nothing much", model, tokenizer=bert_tokenizer, device="cpu")
     with pytest.raises(UnsupportedAttentionError, match=r"Gemma3nTextModel .*AltUp"):
         decompose(ex, 0, model=model)
+
+
+def test_value_norms_are_computed_once_per_extraction(tiny, bert_tokenizer):
+    """Each norm-mode click reads every head's value norms: the second read is the first's (read-only) array."""
+    ex = run(load(tiny("llama"), torch.float64), bert_tokenizer)
+    first = value_norms(ex)
+    assert value_norms(ex) is first and not first.flags.writeable

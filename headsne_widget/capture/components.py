@@ -53,6 +53,8 @@ class Trace:
     layers: list[LayerTrace]
     final_norm: NormMap | None = None
     dtype: torch.dtype = torch.float32
+    #: ``decompose.value_norms`` of this trace, once computed (every head's, for each norm-mode click)
+    value_norms: Any = field(default=None, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -199,20 +201,21 @@ def _hooked(model: Any, recorder: _Recorder) -> Iterator[None]:
     from .attention import _SWITCH_LOCK
 
     _register()
-    handles = []
     in_layer = {id(m) for block in recorder.layers for m in block.modules()}
-    for module in model.modules():
-        if _is_linear(module) and id(module) in in_layer:
-            handles.append(module.register_forward_hook(_event_hook("linear", recorder)))
-        elif _is_norm(module):
-            handles.append(module.register_forward_hook(_event_hook("norm", recorder, id(module) in in_layer)))
-    for index, block in enumerate(recorder.layers):
-        handles.append(block.register_forward_pre_hook(_layer_start(recorder, index), with_kwargs=True))
-        handles.append(block.register_forward_hook(_layer_end(recorder, index)))
+    # the hooks go on under the lock: another thread's capture forward on this model must not run them
     with _SWITCH_LOCK:
+        handles = []
         previous = model.config._attn_implementation
         token = _EVENTS.set(recorder.events)
         try:
+            for module in model.modules():
+                if _is_linear(module) and id(module) in in_layer:
+                    handles.append(module.register_forward_hook(_event_hook("linear", recorder)))
+                elif _is_norm(module):
+                    handles.append(module.register_forward_hook(_event_hook("norm", recorder, id(module) in in_layer)))
+            for index, block in enumerate(recorder.layers):
+                handles.append(block.register_forward_pre_hook(_layer_start(recorder, index), with_kwargs=True))
+                handles.append(block.register_forward_hook(_layer_end(recorder, index)))
             model.set_attn_implementation(COMPONENTS_IMPLEMENTATION)
             yield
         finally:

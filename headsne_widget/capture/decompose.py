@@ -163,8 +163,10 @@ def _f64(t: Any) -> np.ndarray:
 
 def value_norms(ex: Extraction, model: Any = None) -> np.ndarray:
     """float32 (L, H, n): ``||(x_j W_V^h + b_V^h) W_O^h||`` of every key j, through W_O's Gram matrix (GQA: the
-    key/value head query head h reads)."""
+    key/value head query head h reads); computed once per trace, kept with it."""
     trace = trace_of(ex, model)
+    if trace.value_norms is not None:
+        return trace.value_norms
     out = np.empty((ex.n_layers, ex.n_heads, ex.n_tokens), dtype=np.float32)
     for index, t in enumerate(trace.layers):
         values = _f64(t.values)
@@ -172,7 +174,8 @@ def value_norms(ex: Extraction, model: Any = None) -> np.ndarray:
             v = values[h // t.kv_groups]
             gram = t.w_o[h] @ t.w_o[h].T
             out[index, h] = np.sqrt(np.maximum(np.einsum("nk,kl,nl->n", v, gram, v), 0.0))
-    return read_only(out)
+    trace.value_norms = read_only(out)
+    return trace.value_norms
 
 
 def norm_attention(ex: Extraction, layer: int, head: int, model: Any = None) -> np.ndarray:
