@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .context_states import TERMS, check_labels, check_term, occurrence_states, run_here, token_span
-from .corpus import _texts
+from .corpus import check_texts
 from .workers import LOCAL_CLIENTS, check_client, progress_bar, run_tasks, session
 
 __all__ = ["POOLING", "TERMS", "WordContexts", "word_contexts"]
@@ -206,7 +206,7 @@ def word_contexts(
     """
     from ..capture.extraction import load_model
 
-    word, items, term = check_word(word), _texts(texts), check_term(term)
+    word, items, term = check_word(word), check_texts(texts), check_term(term)
     _check_client(client)
     loaded = load_model(model)
     _check_word_length(word, loaded)

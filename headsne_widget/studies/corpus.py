@@ -72,7 +72,7 @@ _METHOD_ORDER = {"attention": 0, "hidden": 1}
 # -------------------------------------------------------------------------------------------- input
 
 
-def _texts(texts: Any) -> list[str]:
+def check_texts(texts: Any) -> list[str]:
     """The corpus as a list of strings: any iterable of str (a pandas Series by its values, in order)."""
     if isinstance(texts, (str, bytes)):
         raise TypeError("texts must be a collection of strings (a list, tuple or pandas Series), not one string")
@@ -313,14 +313,14 @@ def corpus_study(
     ValueError : an empty corpus or a bad argument. TypeError : a text that is not a str, a model that
     cannot be sent to the workers. TextTooLongError : see ``max_tokens``. RuntimeError : a closed client.
     """
-    items = _texts(texts)
+    items = check_texts(texts)
     settings, retries = _settings(
         runs=runs, n_iter=n_iter, seed=seed, retries=retries, kl=kl, scores=scores, perplexity=perplexity
     )
     loaded, jobs, short = _prepare(items, model, max_tokens, client, bool(exclude_special))
     if not jobs:
         return _frame([])
-    settings.update(_selected(loaded, jobs, layers, heads), exclude_special=bool(exclude_special))
+    settings.update(selected_indices(loaded, jobs, layers, heads), exclude_special=bool(exclude_special))
     with session(client) as active, progress_bar(len(items), len(short), bool(progress)) as bar:
         rows = run_tasks(text_rows, jobs, settings, model, client=active, retries=retries, bar=bar, on_text=on_text)
     return _warn_lowered(_frame(rows), settings["perplexity"], asked=perplexity)
@@ -368,7 +368,7 @@ def _prepare(
     return loaded, jobs, short
 
 
-def _selected(loaded: Any, jobs: dict[int, np.ndarray], layers: Any, heads: Any) -> dict[str, list[int]]:
+def selected_indices(loaded: Any, jobs: dict[int, np.ndarray], layers: Any, heads: Any) -> dict[str, list[int]]:
     """``layers`` and ``heads`` as lists of indices, checked against the model's shape (from its first text)."""
     from ..capture.extraction import extract_token_ids
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .corpus import _selected, _texts
+from .corpus import check_texts, selected_indices
 from .workers import progress_bar, run_tasks, session
 
 __all__ = ["COLUMNS", "TERMS", "compare_models", "term_share_summary", "term_shares"]
@@ -111,10 +111,10 @@ def term_shares(
     from .._checks import flag
     from ..capture.extraction import load_model
 
-    items, by_head = _texts(texts), flag(by_head, "by_head")
+    items, by_head = check_texts(texts), flag(by_head, "by_head")
     loaded = load_model(model)
     jobs, spans = _encode(items, loaded)
-    settings = {"layers": _selected(loaded, jobs, layers, None)["layers"], "by_head": by_head}
+    settings = {"layers": selected_indices(loaded, jobs, layers, None)["layers"], "by_head": by_head}
     with session(client) as active, progress_bar(len(items), 0, bool(progress)) as bar:
         shipped = loaded if active is None else model  # workers load a name or path once each (corpus_study)
         rows = run_tasks(text_shares, jobs, settings, shipped, client=active, retries=0, bar=bar, on_text=None)
@@ -173,7 +173,7 @@ def compare_models(
     """
     from scipy.stats import spearmanr
 
-    items = _texts(texts)
+    items = check_texts(texts)
     left = term_shares(items, a, layers=layers, client=client, progress=progress)
     right = term_shares(items, b, layers=layers, client=client, progress=progress)
     pairs = _paired(left, right, exclude_special)

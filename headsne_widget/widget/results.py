@@ -46,6 +46,7 @@ class RunState:
     kl_count: int = 0  # entries of record.kl_history up to the frame shown
     frames: int = 0  # frames of this run shown so far (none: what is shown is an earlier run's)
     note: str = ""  # why the perplexity was lowered, shown with every status line
+    sparse: bool = False  # the builder made P sparse (not decided by length: a broad head's P may be dense)
     ended: bool = False
     error: BaseException | None = None
 
@@ -189,7 +190,7 @@ class Results:
         run, w = self.current_run(job, started.run_id), self.widget
         if run is None:
             return
-        run.kept, run.note = started.kept, started.note
+        run.kept, run.note, run.sparse = started.kept, started.note, started.sparse
         with w.hold_sync():
             if w.kept != started.kept.tolist():  # the old frame's rows no longer match: withdraw it
                 self.withdraw_frame()

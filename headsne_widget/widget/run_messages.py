@@ -31,6 +31,7 @@ class RunStarted:
     kept: np.ndarray
     note: str
     partners_later: bool  # a long text: the partners come after the first frame (the old ones go now)
+    sparse: bool = False  # P was built sparse (the partners of a new edge_k come from the rows again)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from .jobs import Job
 from .pacing import Pace, RunRecord, paced_frames
 from .prefetch import Prefetch
 from .run_messages import BestKL, Partners, RunFrame, RunRequest, RunStarted
-from .selections import Hold, RowsHold, SelectionKey, build_selection, is_sparse, selection_partners
+from .selections import Hold, RowsHold, SelectionKey, build_selection, selection_partners
 from .workspace import Workspace
 
 __all__ = [
@@ -79,7 +79,7 @@ def run_job(
         rows = hold if isinstance(hold, RowsHold) else None  # a sparse run's head, until its partners are out
         sparse = scipy.sparse.issparse(sel.P)
         at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX and not sparse
-        job.emit(RunStarted(request.run_id, sel.kept, sel.note, partners_later=not at_once))
+        job.emit(RunStarted(request.run_id, sel.kept, sel.note, partners_later=not at_once, sparse=sparse))
         if at_once:
             matrix = None if M_lease is None else M_lease.array((ex.n_tokens, ex.n_tokens))
             job.emit(Partners(request.run_id, selection_partners(ex, key, request.edge_k, sel.kept, matrix=matrix)))
@@ -126,7 +126,8 @@ def _partners_now(
     (computed again when None), a dense head's recomputed into a lease, a source of points' neighbours."""
     key, src = request.key, source(request.key.mode)
     if sparse or not isinstance(src, HeadMatrixSource):
-        traits = selection_partners(ex, key, request.edge_k, kept, rows=None if rows is None else rows.rows)
+        held = None if rows is None else rows.rows
+        traits = selection_partners(ex, key, request.edge_k, kept, rows=held, sparse=sparse)
         if rows is not None:
             rows.release()  # P stays; the rows are not needed any more
         job.emit(Partners(request.run_id, traits))
@@ -139,7 +140,7 @@ def _partners_now(
 
 
 def partners_job(
-    job: Job, ex: Any, *, run_id: int, key: SelectionKey, k: int, kept: np.ndarray, workspace: Workspace
+    job: Job, ex: Any, *, run_id: int, key: SelectionKey, k: int, kept: np.ndarray, workspace: Workspace, sparse: bool
 ) -> None:
-    """The partners again (``edge_k`` changed), for the run ``run_id``."""
-    _partners_now(job, ex, RunRequest(run_id, key, {}, k), kept, workspace, sparse=is_sparse(ex, key))
+    """The partners again (``edge_k`` changed), for the run ``run_id``, whose P was ``sparse`` or dense."""
+    _partners_now(job, ex, RunRequest(run_id, key, {}, k), kept, workspace, sparse=sparse)

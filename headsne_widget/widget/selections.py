@@ -150,17 +150,21 @@ def _held(job: Job, lock: Any) -> Iterator[None]:
 
 
 def selection_partners(
-    ex: Any, key: SelectionKey, k: int, kept: np.ndarray, *, matrix: np.ndarray | None = None, rows: Any = None
-) -> dict[str, Any]:
+    ex: Any, key: SelectionKey, k: int, kept: np.ndarray, *, matrix: np.ndarray | None = None, rows: Any = None,
+    sparse: bool | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """The partner traits of a selection, per token (``kept`` lists a query-key selection's tokens twice): a head
     source's from its dense ``matrix`` or sparse ``rows`` (computed when neither is given), a source of points'
-    nearest neighbours in its space."""
+    nearest neighbours in its space. ``sparse``: whether the run's P was sparse (None: the builder's rule by
+    length, for a selection not built yet)."""
     src = source(key.mode)
     tokens = kept[: len(kept) // src.points_per_token]
     if isinstance(src, PointSource):
         return partner_traits(None, src.space(ex, key.layer, key.head), k, tokens)
     assert isinstance(src, HeadMatrixSource)
-    if matrix is None and (rows is not None or is_sparse(ex, key)):
+    if sparse is None:
+        sparse = is_sparse(ex, key)
+    if matrix is None and (rows is not None or sparse):
         from .sparse_partners import sparse_head_partners  # numba: imported on first use
 
         if rows is None:
