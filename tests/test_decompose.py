@@ -289,3 +289,29 @@ def test_value_norms_are_computed_once_per_extraction(tiny, bert_tokenizer):
     ex = run(load(tiny("llama"), torch.float64), bert_tokenizer)
     first = value_norms(ex)
     assert value_norms(ex) is first and not first.flags.writeable
+
+
+def test_decompose_and_norm_attention_are_refused_beyond_the_memory_budget(tiny, bert_tokenizer):
+    """decompose keeps K (n, d) float64 components (K = 1 + each layer's heads, feed-forward and correction) and
+    stacks them once; norm_attention has (n, n) float64 temporaries: both are refused before allocating past the
+    budget, with what to do, and run at the budget."""
+    from headsne_widget import budget
+    from headsne_widget.errors import MemoryBudgetError
+
+    ex = run(load(tiny("llama"), torch.float64), bert_tokenizer)
+    n, d = ex.layer_output(0).shape
+    last = ex.n_layers - 1
+    needed = 2 * (1 + ex.n_layers * (ex.n_heads + 2)) * n * d * 8
+    try:
+        budget.set_memory_budget(needed - 1)
+        with pytest.raises(MemoryBudgetError, match=r"earlier layer.*max_tokens=.*set_memory_budget"):
+            decompose(ex, last)
+        budget.set_memory_budget(needed)
+        assert len(decompose(ex, last).terms) == 1 + ex.n_layers * (ex.n_heads + 2)
+        budget.set_memory_budget(24 * n * n - 1)
+        with pytest.raises(MemoryBudgetError, match=r"norm_attention.*max_tokens="):
+            norm_attention(ex, 1, 2)
+        budget.set_memory_budget(24 * n * n)
+        assert norm_attention(ex, 1, 2).shape == (n, n)
+    finally:
+        budget.set_memory_budget(None)

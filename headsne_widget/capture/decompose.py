@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from .._checks import check_index
-from ..errors import UnsupportedAttentionError
+from ..budget import memory_budget_bytes
+from ..errors import MemoryBudgetError, UnsupportedAttentionError
 from .components import Trace, trace_of
 from .sources import read_only
 from .trace_layers import LayerTrace, NormMap
@@ -86,6 +87,12 @@ def decompose(ex: Extraction, layer: int, *, value_bias: str = "correction", mod
     if value_bias not in VALUE_BIAS:
         raise ValueError(f"value_bias must be one of {VALUE_BIAS}, got {value_bias!r}")
     trace = trace_of(ex, model)
+    count = 1 + sum(t.n_heads + 2 for t in trace.layers[: layer + 1])
+    _within_budget(
+        2 * count * int(np.prod(trace.layers[0].x_in.shape)) * 8,
+        f"decompose(ex, {layer}): {count} components of {ex.n_tokens} tokens",
+        "an earlier layer, a shorter text (max_tokens=)",
+    )
     labels: list[tuple[str, int, int]] = [("input", -1, -1)]
     vectors = [_f64(trace.layers[0].x_in)]
     for index in range(layer + 1):
@@ -102,6 +109,17 @@ def decompose(ex: Extraction, layer: int, *, value_bias: str = "correction", mod
         )
     terms = pd.DataFrame(labels, columns=["term", "layer", "head"])
     return Decomposition(layer, terms, stacked, ex.model_name)
+
+
+def _within_budget(needed: int, what: str, instead: str) -> None:
+    """MemoryBudgetError before ``needed`` bytes of float64 temporaries are allocated past the memory budget."""
+    budget = memory_budget_bytes()
+    if needed > budget:
+        raise MemoryBudgetError(
+            f"{what} need {needed / 2**30:.2f} GiB in float64, over the {budget / 2**30:.2f} GiB memory budget: use "
+            f"{instead}, or raise the budget (headsne_widget.budget.set_memory_budget)",
+            needed_bytes=needed,
+        )
 
 
 def _add_layer(
@@ -183,6 +201,8 @@ def norm_attention(ex: Extraction, layer: int, head: int, model: Any = None) -> 
     row whose keys all send nothing stays 0."""
     layer = check_index(layer, ex.n_layers, "layer", "layers")
     head = check_index(head, ex.n_heads, "head", "heads per layer")
+    n = ex.n_tokens
+    _within_budget(24 * n * n, f"norm_attention(ex, {layer}, {head}) over {n} tokens", "a shorter text (max_tokens=)")
     norms = value_norms(ex, model)[layer, head].astype(np.float64)
     weighted = ex.attention(layer, head).astype(np.float64) * norms[None, :]
     sums = weighted.sum(axis=1, keepdims=True)
