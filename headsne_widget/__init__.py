@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = importlib.metadata.version("headsne-widget")  # the one place: pyproject.toml
 
@@ -51,6 +51,33 @@ _SUBMODULES = {
 }
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES)
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs (tests/test_package.py: one list)
+    from .affinity.affinities import attention_affinities as attention_affinities
+    from .affinity.affinities import gaussian_affinities as gaussian_affinities
+    from .affinity.selection import Selection as Selection
+    from .affinity.selection import selection_affinities as selection_affinities
+    from .capture.attribution import key_attribution as key_attribution
+    from .capture.attribution import score_attribution as score_attribution
+    from .capture.composition import head_composition as head_composition
+    from .capture.decompose import decompose as decompose
+    from .capture.extraction import Extraction as Extraction
+    from .capture.extraction import extract as extract
+    from .capture.extraction import load_model as load_model
+    from .capture.induction import induction_scores as induction_scores
+    from .capture.maximum_attention import max_attention as max_attention
+    from .capture.scores import head_scores as head_scores
+    from .embedding.alignment import align as align
+    from .embedding.rescaling import quantile_rescale as quantile_rescale
+    from .embedding.tsne import Frame as Frame
+    from .embedding.tsne import TSNEResult as TSNEResult
+    from .embedding.tsne import kl_divergence as kl_divergence
+    from .embedding.tsne import tsne as tsne
+    from .embedding.tsne import tsne_frames as tsne_frames
+    from .studies.contexts import word_contexts as word_contexts
+    from .studies.term_shares import compare_models as compare_models
+    from .studies.term_shares import term_shares as term_shares
+    from .widget.headsne import HeadSNE as HeadSNE
 
 
 def __getattr__(name: str) -> Any:
