@@ -31,7 +31,7 @@ def _imported(path: Path) -> set[str]:
     found = set()
     package = path.relative_to(PACKAGE).parts[:-1]
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level:
+        if isinstance(node, ast.ImportFrom) and node.level and (node.module or "").split(".")[0] in STAGES:
             base = package[: len(package) - node.level + 1]
             target = [*base, *(node.module.split(".") if node.module else [])]
             names = [target[0]] if target else [alias.name for alias in node.names]
