@@ -315,3 +315,32 @@ def test_decompose_and_norm_attention_are_refused_beyond_the_memory_budget(tiny,
         assert norm_attention(ex, 1, 2).shape == (n, n)
     finally:
         budget.set_memory_budget(None)
+
+
+def test_components_made_on_demand_with_the_allowed_model_and_within_the_budget(tiny, bert_tokenizer):
+    """An extraction without components: a clear error, until a model is allowed for it (the widget's text); then
+    the first decomposition makes the trace with that model, equal to one made with the model passed. The trace is
+    refused before its forward pass past the memory budget, and what it keeps is within its estimate."""
+    from headsne_widget import budget
+    from headsne_widget.capture.components import allow_components, trace_bytes
+    from headsne_widget.errors import MemoryBudgetError
+
+    model = load(tiny("llama"), torch.float64)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "text truncated", UserWarning)
+        ex, twin = (extract(TSNE_ABSTRACT, model, tokenizer=bert_tokenizer, device="cpu", max_tokens=N) for _ in "ab")
+    with pytest.raises(ValueError, match=r"components=True"):
+        decompose(ex, 1)
+    n, d = ex.layer_output(0).shape
+    estimate = ex.n_layers * 10 * n * d * 8  # float64 model: ten (n, d) arrays a layer
+    assert trace_bytes(ex) == estimate
+    allow_components(ex, model)
+    try:
+        budget.set_memory_budget(estimate - 1)
+        with pytest.raises(MemoryBudgetError, match=r"components of \d+ tokens over \d+ layers.*max_tokens="):
+            decompose(ex, 1)
+    finally:
+        budget.set_memory_budget(None)
+    made = decompose(ex, 1)
+    np.testing.assert_array_equal(made.vectors, decompose(twin, 1, model=model).vectors)
+    assert keep_trace(twin, model).nbytes <= estimate

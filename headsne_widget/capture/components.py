@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..errors import UnsupportedAttentionError
+from ..budget import memory_budget_bytes
+from ..errors import MemoryBudgetError, UnsupportedAttentionError
 from .attention import can_capture, capture_attention_forward
 from .loading import LoadedModel, input_device, load_model
 from .masks import capture_mask
@@ -36,11 +37,23 @@ from .trace_layers import LayerTrace, NormMap, layer_trace, norm_map
 if TYPE_CHECKING:
     from .extracted import Extraction
 
-__all__ = ["COMPONENTS_IMPLEMENTATION", "Trace", "keep_trace", "trace_of"]
+__all__ = [
+    "COMPONENTS_IMPLEMENTATION",
+    "TRACE_ARRAYS_PER_LAYER",
+    "Trace",
+    "allow_components",
+    "keep_trace",
+    "trace_bytes",
+    "trace_of",
+]
 
 COMPONENTS_IMPLEMENTATION = "headsne_components"
 _EVENTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("headsne_component_events", default=None)
 _TRACES: weakref.WeakKeyDictionary[Extraction, Trace] = weakref.WeakKeyDictionary()
+_MODELS: weakref.WeakKeyDictionary[Extraction, Any] = weakref.WeakKeyDictionary()
+#: (n, d) arrays a layer's trace keeps, at most: its input and output, the heads' context, the values, the
+#: attention's and the feed-forward's outputs, the queries and keys, and the forward pass's own working set
+TRACE_ARRAYS_PER_LAYER = 10
 _REGISTERED = False
 
 
@@ -72,9 +85,30 @@ class _Recorder:
     name: str = ""
 
 
+def trace_bytes(ex: Extraction) -> int:
+    """The estimated bytes of ``ex``'s trace (:data:`TRACE_ARRAYS_PER_LAYER` (n, d) arrays a layer)."""
+    states = ex.states.states
+    return ex.n_layers * TRACE_ARRAYS_PER_LAYER * int(states[0].numel()) * states.element_size()
+
+
+def allow_components(ex: Extraction, model: Any) -> None:
+    """Let :func:`trace_of` make ``ex``'s components with ``model`` when first asked (the widget: the model its
+    text was given with), so that a view that needs them works without ``extract(..., components=True)``."""
+    _MODELS[ex] = model
+
+
 def keep_trace(ex: Extraction, model: Any) -> Trace:
     """Run ``model`` on ``ex``'s tokens with the component hooks and keep the trace with ``ex``
-    (``extract(..., components=True)``): later :func:`trace_of` calls need no model."""
+    (``extract(..., components=True)``): later :func:`trace_of` calls need no model. Refused before the forward
+    pass where the trace would exceed the memory budget."""
+    needed, budget = trace_bytes(ex), memory_budget_bytes()
+    if needed > budget:
+        raise MemoryBudgetError(
+            f"the components of {ex.n_tokens} tokens over {ex.n_layers} layers take about {needed / 2**20:,.0f} MiB, "
+            f"over the {budget / 2**20:,.0f} MiB memory budget: use a shorter text (max_tokens=), or raise the budget "
+            "(headsne_widget.budget.set_memory_budget)",
+            needed_bytes=needed,
+        )
     if isinstance(model, torch.nn.Module):  # a loaded model: its tokenizer is not needed, the tokens are given
         model = LoadedModel(model, None, type(model).__name__, input_device(model))  # type: ignore[arg-type]
     _TRACES[ex] = trace = _run_trace(ex, model if isinstance(model, LoadedModel) else load_model(model))
@@ -82,11 +116,12 @@ def keep_trace(ex: Extraction, model: Any) -> Trace:
 
 
 def trace_of(ex: Extraction, model: Any = None) -> Trace:
-    """The trace kept with ``ex`` (``model`` then unused), else one made now from ``model`` and kept with ``ex``;
-    neither: a clear error."""
+    """The trace kept with ``ex`` (``model`` then unused), else one made now from ``model`` (or the model
+    :func:`allow_components` gave) and kept with ``ex``; neither: a clear error."""
     trace = _TRACES.get(ex)
     if trace is not None:
         return trace
+    model = _MODELS.get(ex) if model is None else model
     if model is None:
         raise ValueError(
             f"this extraction of {ex.model_name} holds no components: extract it with "
