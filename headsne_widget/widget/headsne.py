@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import traitlets
 
-from ..capture.extraction import Extraction, check_text
+from ..capture.extraction import Extraction, check_text, load_model
 from .atlas import ATLAS_N_ITER
 from .loading import NOT_GIVEN, Asked, check_tokens, data_traits, load_job
 from .model import HeadSNEModel, check_keywords
@@ -29,6 +29,8 @@ from .protocol import TRAITS, TraitSpec, keyword_signature
 if TYPE_CHECKING:
     import pandas as pd
     from typing_extensions import Unpack  # typing's from Python 3.11
+
+    from ..capture.decompose import Decomposition
 
 __all__ = ["HeadSNE"]
 
@@ -90,6 +92,7 @@ class HeadSNE:
             load = functools.partial(load_job, text=text, model=model, tokenizer=tokenizer, device=device,
                                      max_tokens=max_tokens)  # fmt: skip
             self._owner = Owner.start_loading(self.widget, asked, load)
+            self._owner.decomposition.model = functools.partial(load_model, model, tokenizer=tokenizer, device=device)
 
     @property
     def extraction(self) -> Extraction:
@@ -109,6 +112,18 @@ class HeadSNE:
         from ..capture.scores import head_scores
 
         return head_scores(self._owner.ready())
+
+    @property
+    def decomposition(self) -> Decomposition:
+        """The selected layer's output split by what wrote it, ``decompose(w.extraction, w.layer)`` (waits for the
+        capture; see :func:`headsne_widget.capture.decompose.decompose`): computed on first use (one more forward
+        pass, with hooks) and kept per extraction and layer; beyond the memory budget a ``MemoryBudgetError``. A
+        widget made from an extraction needs one extracted with ``components=True``. The decomposition panel
+        shows its shares summed per term kind and per head of the layer."""
+        from .decomposition_view import widget_decomposition
+
+        ex = self._owner.ready()
+        return widget_decomposition(ex, self.widget.layer, self._owner.decomposition.load())
 
     @property
     def kl_history(self) -> np.ndarray:

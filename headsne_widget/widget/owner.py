@@ -21,6 +21,7 @@ from ..affinity.heads import head_features, related_heads
 from ..affinity.sources import source
 from ..capture.extraction import Extraction
 from ..capture.scores import SCORES
+from . import decomposition_view as parts
 from .atlas import AtlasDone, AtlasHead, AtlasStarted, atlas_job
 from .colors import color_traits
 from .head_map import HeadMapDone, head_map_job
@@ -39,7 +40,7 @@ from .workspace import Workspace
 __all__ = ["HANDLERS", "RELATED_K", "SLOTS", "Owner", "head_order"]
 
 #: the kinds of background work, one job at a time each
-SLOTS = ("load", "run", "prefetch", "partners", "atlas", "heads")
+SLOTS = ("load", "run", "prefetch", "partners", "atlas", "heads", "decomposition")
 #: how many related heads ``related`` lists
 RELATED_K = 8
 
@@ -70,6 +71,7 @@ class Owner(Results):
         self.user_colors = None
         self.features: np.ndarray | None = None  # every head's feature vector (affinity/heads.py), once loaded
         self.pending = self.closed = False
+        self.decomposition = parts.DecompositionState()  # the decomposition panel's (decomposition_view.py)
         widget.on_browser, widget.on_control = self.on_browser, self.on_control
         widget.observe(self.on_run_trait, names=sorted(RESTARTS_RUN))
         widget.observe(self.on_hovered_head, names="hovered_head")
@@ -293,6 +295,7 @@ class Owner(Results):
 
     def on_selection(self, change: Any) -> None:
         self.update_related()
+        parts.follow_layer(self, change)
 
     def on_sort(self, change: Any) -> None:
         self.update_order()
@@ -364,6 +367,9 @@ class Owner(Results):
         if action == "atlas":
             self.start_atlas(ATLAS_N_ITER)
             return
+        if action == "decomposition":
+            parts.start_decomposition(self)
+            return
         {"pause": self.pause, "resume": self.resume, "restart": self.restart, "stop": self.stop,
          "atlas_stop": self.stop_atlas}[action]()  # fmt: skip
 
@@ -381,4 +387,5 @@ HANDLERS: dict[type, Callable[[Owner, Job, Any], None]] = {
     AtlasHead: Owner.on_atlas_head,
     AtlasDone: Owner.on_atlas_done,
     HeadMapDone: Owner.on_head_map,
+    parts.DecompositionDone: parts.on_decomposition,
 }

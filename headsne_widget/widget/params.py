@@ -140,3 +140,7 @@ class SyncedTraits:
     head_order: Any  # int32 array, 2-D, or None
     related: list[dict[str, Any]]
     query_rows: int
+    decomposition_state: str
+    decomposition_layer: int | None
+    decomposition_terms: Any  # float32 array, 2-D, or None
+    decomposition_heads: Any  # float32 array, 2-D, or None

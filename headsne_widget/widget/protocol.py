@@ -296,6 +296,17 @@ TRAITS: tuple[TraitSpec, ...] = (
           "received attention); [] in hidden mode; a click sets `layer` and `head`"),
     _spec("query_rows", t.Int(0), "state", "query-key mode: rows 0..query_rows-1 of `frame` are the queries and "
           "the rest the keys of the same tokens (`kept` lists each token twice); 0 in the other modes"),
+    _spec("decomposition_state", t.Enum(("idle", "running", "done", "error"), default_value="idle"), "state",
+          "the decomposition panel's job: idle until the browser asks (control \"decomposition\"), then it follows "
+          "the selected layer; a refusal (beyond the memory budget) is \"error\" with `status` saying why"),
+    _spec("decomposition_layer", t.Int(None, allow_none=True), "state", "the layer of `decomposition_terms` and "
+          "`decomposition_heads`, or null"),
+    _spec("decomposition_terms", _array("float32", 2), "state", "float32 (4, n): each token's state at "
+          "`decomposition_layer` split by what wrote it, shares t.e/||e||^2 summed per kind: input, attention, "
+          "feed-forward, correction (sum 1 per token, each may be negative; docs/what-a-head-writes.md)",
+          mirrored=True),
+    _spec("decomposition_heads", _array("float32", 2), "state", "float32 (H, n): the share of each head of "
+          "`decomposition_layer` in each token's state at that layer", mirrored=True),
 )  # fmt: skip
 
 _BY_ROLE = {role: tuple(s.name for s in TRAITS if s.role == role) for role in ROLES}

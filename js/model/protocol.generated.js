@@ -98,6 +98,15 @@
  *   click sets `layer` and `head`
  * @property {number} query_rows query-key mode: rows 0..query_rows-1 of `frame` are the queries and the rest the keys
  *   of the same tokens (`kept` lists each token twice); 0 in the other modes
+ * @property {"idle" | "running" | "done" | "error"} decomposition_state the decomposition panel's job: idle until the
+ *   browser asks (control "decomposition"), then it follows the selected layer; a refusal (beyond the memory budget) is
+ *   "error" with `status` saying why
+ * @property {number | null} decomposition_layer the layer of `decomposition_terms` and `decomposition_heads`, or null
+ * @property {WireArray | null} decomposition_terms float32 (4, n): each token's state at `decomposition_layer` split by
+ *   what wrote it, shares t.e/||e||^2 summed per kind: input, attention, feed-forward, correction (sum 1 per token,
+ *   each may be negative; docs/what-a-head-writes.md)
+ * @property {WireArray | null} decomposition_heads float32 (H, n): the share of each head of `decomposition_layer` in
+ *   each token's state at that layer
  */
 
 /** @typedef {keyof Traits} TraitName */
@@ -166,6 +175,10 @@ export const T = Object.freeze({
   head_order: "head_order",
   related: "related",
   query_rows: "query_rows",
+  decomposition_state: "decomposition_state",
+  decomposition_layer: "decomposition_layer",
+  decomposition_terms: "decomposition_terms",
+  decomposition_heads: "decomposition_heads",
 });
 
 /**
@@ -266,6 +279,10 @@ export const MIRRORED = /** @type {const} */ ([
   "atlas_seed",
   "related",
   "query_rows",
+  "decomposition_state",
+  "decomposition_layer",
+  "decomposition_terms",
+  "decomposition_heads",
 ]);
 
 /**

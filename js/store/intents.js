@@ -147,6 +147,8 @@ export function createIntents({ model, store, clock, metrics }) {
     run: (action) => control(model, action),
     /** Compute the head atlas of the layer, or stop computing it. */
     toggleAtlas: () => control(model, model.get(T.atlas_state) === "running" ? "atlas_stop" : "atlas"),
+    /** Ask Python for the selected layer's decomposition (the decomposition panel; it then follows the layer). */
+    decompose: () => control(model, "decomposition"),
     /** Show recorded frame `index` (null: follow the run). @param {number | null} index */
     scrub: (index) => store.emit("scrub", index),
     toggleReplay: () => store.emit("replay"),

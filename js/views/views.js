@@ -17,6 +17,7 @@ import { createControls } from "./controls/controls.js";
 import { createParams } from "./controls/params.js";
 import { createAtlas } from "./heads/atlas.js";
 import { createHeadMap } from "./heads/head-map.js";
+import { createDecomposition } from "./decomposition/decomposition.js";
 import { createExporter } from "../export/export.js";
 import { createLoading } from "./loading.js";
 import { createPanels } from "./panels.js";
@@ -53,6 +54,7 @@ export const VIEWS = [
   ["params", createParams],
   ["atlas", createAtlas],
   ["headMap", createHeadMap],
+  ["decomposition", createDecomposition],
   ["panels", createPanels],
   ["exporter", (ctx, views) => createExporter(ctx, { grid: views.grid, scatter: views.scatter })],
 ];

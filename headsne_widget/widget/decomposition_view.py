@@ -1,0 +1,163 @@
+"""The widget's decomposition: each token's state at the selected layer split by what wrote it (Mickus et al. 2022,
+:func:`~headsne_widget.capture.decompose.decompose`), for the decomposition panel and ``w.decomposition``.
+
+It costs one more forward pass with the component hooks and (K, n, d) float64 vectors (K = 1 + (layer + 1)(H + 2)
+components), so it is computed only when asked for (the panel's button sends the control action
+``"decomposition"``; ``w.decomposition`` in Python), in the background slot ``"decomposition"``, and kept per
+extraction and layer (:func:`widget_decomposition`). Before anything is allocated, :func:`decomposition_bytes`
+estimates the peak and a text beyond ``budget.memory_budget_bytes()`` is refused with a ``MemoryBudgetError``
+whose message the widget's status line shows. The browser receives two small float32 arrays per layer:
+``decomposition_terms`` (4, n), the shares summed per term kind, and ``decomposition_heads`` (H, n), the
+selected layer's heads' shares (``t . e / ||e||^2``, negative where a term points against the state).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..budget import memory_budget_bytes
+from ..capture.components import trace_of
+from ..capture.decompose import Decomposition, decompose
+from ..errors import MemoryBudgetError
+
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
+
+__all__ = [
+    "PEAK_VECTORS",
+    "TERM_KINDS",
+    "DecompositionDone",
+    "DecompositionState",
+    "decomposition_bytes",
+    "decomposition_job",
+    "follow_layer",
+    "head_shares",
+    "on_decomposition",
+    "start_decomposition",
+    "term_shares",
+    "widget_decomposition",
+]
+
+#: the term kinds of ``Decomposition.terms``, in the rows of ``decomposition_terms`` (the panel says "input",
+#: "attention", "feed-forward", "correction")
+TERM_KINDS = ("input", "head", "mlp", "correction")
+#: peak bytes of a decomposition in units of its (K, n, d) float64 vectors: the list of components and their
+#: stacked copy live together, and the trace (float32, about 10 (n, d) arrays per layer) comes on top
+PEAK_VECTORS = 2
+TRACE_ARRAYS_PER_LAYER = 10
+
+_CACHE: weakref.WeakKeyDictionary[Extraction, dict[int, Decomposition]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def decomposition_bytes(ex: Extraction, layer: int) -> int:
+    """The estimated peak bytes of ``decompose(ex, layer)``, the trace's forward pass included."""
+    n, d = int(ex.n_tokens), int(ex.states.states.shape[-1])
+    components = 1 + (layer + 1) * (ex.n_heads + 2)
+    return PEAK_VECTORS * components * n * d * 8 + ex.n_layers * TRACE_ARRAYS_PER_LAYER * n * d * 4
+
+
+def widget_decomposition(ex: Extraction, layer: int, model: Any = None) -> Decomposition:
+    """``decompose(ex, layer)`` kept with ``ex`` (a second call returns the same object); ``model`` makes the trace
+    when ``ex`` holds none. Beyond the memory budget: ``MemoryBudgetError`` before anything is allocated."""
+    with _LOCK:
+        done = _CACHE.get(ex, {}).get(layer)
+    if done is not None:
+        return done
+    needed, budget = decomposition_bytes(ex, layer), memory_budget_bytes()
+    if needed > budget:
+        raise MemoryBudgetError(
+            f"the decomposition of layer {layer} at {ex.n_tokens} tokens would take about {needed / 2**20:.0f} MiB, "
+            f"beyond the memory budget of {budget / 2**20:.0f} MiB: choose an earlier layer, a shorter text, or "
+            "raise HEADSNE_MEMORY_BUDGET",
+            needed_bytes=needed,
+        )
+    trace_of(ex, model)  # the forward pass, once per extraction
+    result = decompose(ex, layer)
+    with _LOCK:
+        return _CACHE.setdefault(ex, {}).setdefault(layer, result)
+
+
+def term_shares(dec: Decomposition) -> np.ndarray:
+    """float32 (4, n): each token's share summed per term kind, rows in the order of :data:`TERM_KINDS`."""
+    shares = dec.shares
+    kinds = dec.terms["term"].to_numpy()
+    return np.stack([shares[kinds == kind].sum(axis=0) for kind in TERM_KINDS]).astype(np.float32)
+
+
+def head_shares(dec: Decomposition) -> np.ndarray:
+    """float32 (H, n): the share of each head of the decomposition's own layer in each token's state."""
+    terms = dec.terms
+    rows = terms.index[(terms["term"] == "head") & (terms["layer"] == dec.layer)].to_numpy()
+    order = np.argsort(terms["head"].to_numpy()[rows], kind="stable")
+    return dec.shares[rows[order]].astype(np.float32)
+
+
+@dataclass(frozen=True)
+class DecompositionDone:
+    """The decomposition of ``layer`` for the widget (``error`` set, and no arrays, when it was refused)."""
+
+    layer: int
+    terms: np.ndarray | None = None
+    heads: np.ndarray | None = None
+    error: str = ""
+
+
+def decomposition_job(job: Any, ex: Extraction, layer: int, model: Callable[[], Any]) -> None:
+    """The selected layer's decomposition, as a background job; a refusal or error is handed over as a message."""
+    job.check()
+    try:
+        dec = widget_decomposition(ex, layer, model())
+    except (MemoryError, ValueError, RuntimeError, OSError) as err:
+        job.emit(DecompositionDone(layer, error=f"cannot decompose layer {layer}: {err}"))
+        return
+    job.emit(DecompositionDone(layer, term_shares(dec), head_shares(dec)))
+
+
+@dataclass
+class DecompositionState:
+    """The owner's side of the panel: ``wanted`` once asked for (then it follows the layer); ``model()`` gives the
+    model that makes the trace (None: the extraction must hold its components, ``extract(..., components=True)``)."""
+
+    wanted: bool = False
+    model: Callable[[], Any] | None = None
+
+    def load(self) -> Any:
+        return None if self.model is None else self.model()
+
+
+def start_decomposition(owner: Any) -> None:
+    """The selected layer's decomposition for the panel, in the background (owner thread)."""
+    ex, w = owner.ready(), owner.widget
+    owner.decomposition.wanted = True
+    if w.decomposition_layer == w.layer and w.decomposition_state == "done":
+        return
+    work = functools.partial(decomposition_job, ex=ex, layer=w.layer, model=owner.decomposition.load)
+    owner.slots["decomposition"].start(work)
+    w.decomposition_state = "running"
+
+
+def follow_layer(owner: Any, change: Any) -> None:
+    """A new layer: its decomposition, once the panel has asked for one."""
+    if change.name == "layer" and owner.decomposition.wanted and owner.ex is not None:
+        start_decomposition(owner)
+
+
+def on_decomposition(owner: Any, job: Any, done: DecompositionDone) -> None:
+    """The job's result: the panel's arrays, or the refusal in the status line (owner thread)."""
+    w = owner.widget
+    if done.layer != w.layer:
+        return  # an earlier layer's: the current one is on its way
+    with w.hold_sync():
+        if done.error:
+            w.decomposition_state, w.status = "error", done.error
+            return
+        w.decomposition_terms, w.decomposition_heads = done.terms, done.heads
+        w.decomposition_layer, w.decomposition_state = done.layer, "done"

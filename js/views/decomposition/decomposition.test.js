@@ -1,0 +1,133 @@
+// The decomposition panel (js/views/decomposition/): the pure parts, and the wiring with a fake model: opening the
+// fold asks Python once, the chart follows the hovered token with the shares Python sent, the heads x tokens map
+// draws and a click on a head row selects that head in one write; token text is text, never HTML.
+
+import { test, before } from "node:test";
+import assert from "node:assert/strict";
+import { installDom } from "../../test-helpers/fake-dom.js";
+import { encodeArray } from "../../model/codecs.js";
+import { H, TOKENS, mount as mountOn } from "../../test-helpers/widget-fixture.js";
+import { rowAt, shareRgb, shareText, stackShares, tokenShares, TERMS } from "./decomposition-parts.js";
+import { decompositionNote } from "./decomposition.js";
+
+let widget;
+before(async () => {
+  installDom();
+  widget = (await import("../../widget.js")).default;
+});
+
+const n = TOKENS.length;
+// token t's shares: input 0.1 t, attention 0.5, feed-forward 0.6 - 0.1 t, correction -0.1 (sum 1)
+const TERM_DATA = Float32Array.from({ length: 4 * n }, (_, i) => {
+  const [k, t] = [Math.floor(i / n), i % n];
+  return [0.1 * t, 0.5, 0.6 - 0.1 * t, -0.1][k];
+});
+const HEAD_DATA = Float32Array.from({ length: H * n }, (_, i) => (i % 5) / 10 - 0.1);
+
+const decomposed = (layer = 0) => ({
+  decomposition_state: "done",
+  decomposition_layer: layer,
+  decomposition_terms: encodeArray(TERM_DATA, [4, n]),
+  decomposition_heads: encodeArray(HEAD_DATA, [H, n]),
+});
+
+const $ = (root, id) => root.querySelector(`[data-testid=${id}]`);
+const openFold = (root) => $(root, "headsne-decomposition-panel").querySelector(".hs-fold-button").click();
+
+test("a token's shares, their stack, the diverging colour and the head rows", () => {
+  const terms = { data: TERM_DATA, shape: [4, n] };
+  assert.deepEqual(
+    tokenShares(terms, 2).map((v) => Number(v.toFixed(6))),
+    [0.2, 0.5, 0.4, -0.1],
+  );
+  assert.equal(tokenShares(terms, n), null);
+  assert.equal(tokenShares({ data: TERM_DATA, shape: [2, 2 * n] }, 0), null);
+  const { segments, low, high } = stackShares([0.2, 0.5, 0.4, -0.1]);
+  assert.deepEqual(
+    segments.map((s) => [s.term, Number(s.y0.toFixed(6)), Number(s.y1.toFixed(6))]),
+    [
+      [0, 0, 0.2],
+      [1, 0.2, 0.7],
+      [2, 0.7, 1.1],
+      [3, -0.1, 0],
+    ],
+  );
+  assert.equal(Number(high.toFixed(6)), 1.1);
+  assert.equal(low, -0.1);
+  assert.deepEqual(shareRgb(0, 1, [247, 247, 247]), [247, 247, 247]);
+  assert.deepEqual(shareRgb(2, 1, [247, 247, 247]), [202, 0, 32]);
+  assert.deepEqual(shareRgb(-1, 1, [247, 247, 247]), [5, 113, 176]);
+  assert.equal(rowAt(25, 3, 10), 2);
+  assert.equal(rowAt(35, 3, 10), -1);
+  assert.equal(shareText(-0.0314), "−0.031");
+  assert.equal(TERMS.map((t) => t.label).join(), "input,attention,feed-forward,correction");
+  assert.match(decompositionNote(/** @type {any} */ ({ layer: 2 })), /open to decompose layer 2/);
+  assert.equal(decompositionNote(/** @type {any} */ ({ layer: 2, decomposition_state: "error", status: "no" })), "no");
+});
+
+test("opening the fold asks Python once; nothing is asked while it stays folded", async () => {
+  const { model, root, cleanup } = mount({ decomposition_state: "idle" });
+  await Promise.resolve();
+  const sends = () => model.calls.filter(([kind]) => kind === "send").map(([, m]) => m);
+  assert.deepEqual(sends(), []);
+  assert.equal($(root, "headsne-decomposition-panel").dataset.open, "false");
+  openFold(root);
+  assert.deepEqual(sends(), [{ type: "control", action: "decomposition" }]);
+  model.emit({ decomposition_state: "running" });
+  assert.match($(root, "headsne-decomposition-note").textContent, /decomposing layer 0/);
+  openFold(root); // fold and open again while it runs: no second request
+  openFold(root);
+  assert.equal(sends().length, 1);
+  cleanup();
+});
+
+test("the chart follows the hovered token; a head row's click selects the head", async () => {
+  const { model, root, cleanup } = mount({ ...decomposed(0), tokens: ["[CLS]", "<b>x</b>", "world", ".", "[SEP]"] });
+  await Promise.resolve();
+  openFold(root);
+  const chart = $(root, "headsne-decomposition-chart");
+  assert.equal(chart.dataset.state, "waiting", "no token hovered yet");
+  model.emit({ hovered: 1 });
+  assert.equal(chart.dataset.state, "drawn");
+  assert.equal(chart.dataset.token, "1");
+  assert.deepEqual(
+    JSON.parse(chart.dataset.shares).map((v) => Number(v.toFixed(6))),
+    [0.1, 0.5, 0.5, -0.1],
+  );
+  assert.match($(root, "headsne-decomposition-token").textContent, /token #1 "<b>x<\/b>" · layer 0/);
+  assert.equal($(root, "headsne-decomposition-panel").querySelectorAll("b").length, 0, "token text is text");
+  model.emit({ hovered: 3 });
+  assert.equal(chart.dataset.token, "3");
+  model.emit({ hovered: null }); // the pointer left: the last token stays
+  assert.equal(chart.dataset.token, "3");
+
+  const heads = $(root, "headsne-decomposition-heads");
+  assert.equal(heads.dataset.state, "drawn");
+  assert.equal(heads.dataset.heads, String(H));
+  const rowH = Number(heads.dataset.rowHeight);
+  model.calls.length = 0;
+  heads.dispatchEvent(new MouseEvent("click", { clientX: 60, clientY: 2.5 * rowH, bubbles: true }));
+  assert.deepEqual(model.calls, [["set", "layer", 0], ["set", "head", 2], ["save_changes"]]);
+  model.emit({ head: 2 });
+  assert.equal(heads.dataset.selected, "2");
+
+  model.emit({ layer: 1 }); // another layer: the arrays shown are layer 0's, so nothing is drawn until Python's come
+  assert.equal(chart.dataset.state, "waiting");
+  assert.equal(heads.dataset.state, "waiting");
+  model.emit(decomposed(1));
+  assert.equal(chart.dataset.state, "drawn");
+  assert.equal(chart.dataset.layer, "1");
+  cleanup();
+});
+
+test("a refusal is shown as Python words it", async () => {
+  const { model, root, cleanup } = mount({ decomposition_state: "idle" });
+  await Promise.resolve();
+  openFold(root);
+  model.emit({ decomposition_state: "error", status: "cannot decompose layer 0: beyond the memory budget" });
+  assert.match($(root, "headsne-decomposition-note").textContent, /memory budget/);
+  assert.equal($(root, "headsne-decomposition-chart").dataset.state, "waiting");
+  cleanup();
+});
+
+const mount = (extra) => mountOn(widget, extra);
