@@ -120,3 +120,15 @@ def test_the_widget_runs_the_new_modes(make, ex, mode):
     P = selection_affinities(ex, mode, LAYER, HEAD, perplexity=5.0).P
     assert w.state == "done" and kl == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
     assert mode in w.status or "output" in w.status or "value-weighted" in w.status
+
+
+@pytest.mark.parametrize("mode", ["norm", "head-output"])
+def test_a_widget_made_from_a_text_runs_the_new_modes_without_components_asked(make, minilm_path, mode):
+    """As a user makes it: ``HeadSNE(text, model)`` (no ``components=True``), then the mode control: the widget
+    traces the components with its model on demand, and the map's KL is that of the source's own P."""
+    w, _ = make(TEXT, minilm_path, n_iter=60, speed=0.0, perplexity=5.0, layer=LAYER, head=HEAD)
+    w.wait(60)
+    w.mode = mode
+    kl = w.wait(60)
+    P = selection_affinities(w.extraction, mode, LAYER, HEAD, perplexity=5.0).P
+    assert w.state == "done" and kl == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)

@@ -17,7 +17,8 @@ from typing import Any, Final
 import numpy as np
 
 from ..affinity.selection import MIN_TOKENS
-from ..capture.extraction import Extraction, extract
+from ..capture.components import allow_components
+from ..capture.extraction import Extraction, extract, load_model
 from ..capture.scores import SCORES, head_scores, statistics
 from ..embedding.background import start_warmup
 from .jobs import Job, Progress, Slot
@@ -70,6 +71,8 @@ def load_job(
         job.emit(Progress(what, fraction))
 
     ex = extract(text, model, tokenizer=tokenizer, device=device, max_tokens=max_tokens, progress=progress)
+    # the modes and panels that need the components trace them with this (cached) model when first asked
+    allow_components(ex, load_model(model, tokenizer=tokenizer, device=device))
     job.emit(Loaded(ex))
     ex.attention_source.prefetch(job.check)
 
