@@ -81,6 +81,29 @@ def test_mypy_checks_the_keywords(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert status == 0, report
 
 
+def test_mypy_checks_the_attributes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A HeadSNE's synced attributes as mypy sees them: typed (``w.kl`` a float or None), those a user may set
+    checked against their type, the others read-only (``w.kl = 0.5`` is an error, as it is at run time)."""
+    report, status = _mypy(
+        tmp_path,
+        """
+        w = HeadSNE(text)
+        reveal_type(w.kl)
+        w.kl = 0.5
+        w.perplexity = "x"
+        w.layer, w.head, w.mode = 2, 5, "hidden"
+        reveal_type(w.state)
+        """,
+        monkeypatch,
+    )
+    lines = report.splitlines()
+    assert any(":6:" in line and 'Revealed type is "float | None"' in line for line in lines), report
+    assert any(":7:" in line and "read-only" in line for line in lines), report
+    assert any(":8:" in line and '"str"' in line and '"float"' in line for line in lines), report
+    assert not any(":9:" in line for line in lines), report
+    assert any(":10:" in line and "Literal['loading']" in line for line in lines), report
+
+
 @pytest.mark.parametrize("timeout", ["1", True, [1], b"1"])
 def test_wait_refuses_a_timeout_that_is_no_number(make, abstract_ex, timeout):
     w, _ = make(abstract_ex, autostart=False)

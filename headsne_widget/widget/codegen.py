@@ -207,9 +207,9 @@ and mypy.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-__all__ = ["HeadSNEParams", "Mode", "SyncedTraits"]
+__all__ = ["HeadSNEAttributes", "HeadSNEParams", "Mode", "SyncedTraits"]
 
 #: the sources of P: the values of ``mode``
 {mode}
@@ -226,6 +226,14 @@ class SyncedTraits:
     is a str the trait checks, an array any array-like (read back as a read-only numpy array, or None)."""
 
 {traits}
+
+
+class HeadSNEAttributes:
+    """``HeadSNE``'s synced attributes, declared for type checkers (``HeadSNE`` makes each a property from
+    ``protocol.TRAITS``): those a user may set as attributes of the type they may be set to, the others read-only."""
+
+    if TYPE_CHECKING:
+{attributes}
 '''
 
 
@@ -251,7 +259,20 @@ def py_module() -> str:
         mode=_py_literal("Mode", tuple(MODES)),
         keywords="\n".join(keywords),
         traits="\n".join(f"    {spec.name}: {_attribute(spec.trait)}" for spec in TRAITS),
+        attributes="\n".join(
+            [_user_attribute(s) for s in TRAITS if s.browser_writable]
+            + [""]
+            + [_user_attribute(s) for s in TRAITS if not s.browser_writable]
+        ),
     )
+
+
+def _user_attribute(spec: TraitSpec) -> str:
+    """``HeadSNE``'s attribute of a trait: settable where the user may set it, else a read-only property."""
+    if spec.browser_writable:
+        return f"        {spec.name}: {_attribute(spec.trait)}"
+    kind = "Any" if isinstance(spec.trait, Array) else _type(spec.trait, js=False)
+    return f"        @property\n        def {spec.name}(self) -> {kind}: ..."
 
 
 def _attribute(trait: t.TraitType) -> str:

@@ -23,7 +23,7 @@ from .atlas import ATLAS_N_ITER
 from .loading import NOT_GIVEN, Asked, check_tokens, data_traits, load_job
 from .model import HeadSNEModel, check_keywords
 from .owner import Owner
-from .params import HeadSNEParams, Mode
+from .params import HeadSNEAttributes, HeadSNEParams, Mode
 from .protocol import TRAITS, TraitSpec, keyword_signature
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["HeadSNE"]
 
 
-class HeadSNE:
+class HeadSNE(HeadSNEAttributes):
     """Layer-wise maximum attention and a live attention-head t-SNE of a text, as a Jupyter widget.
 
     Parameters
@@ -56,10 +56,6 @@ class HeadSNE:
     has finished; changes made together (``w.layer, w.head = 2, 5``) start one run. ``w.widget`` is the
     ipywidget itself (for ``ipywidgets.VBox([w.widget])``, ``traitlets.link`` or ``mo.ui.anywidget``).
     """
-
-    if TYPE_CHECKING:  # the synced traits, made properties below from protocol.TRAITS
-
-        def __getattr__(self, name: str) -> Any: ...
 
     def __init__(
         self,

@@ -330,8 +330,9 @@ class Owner(Results):
             self.recolour(change.old)
         elif self.run is not None and self.run.kept is not None and self.ex is not None:  # edge_k
             ex, workspace = self.loaded()
-            work = functools.partial(partners_job, ex=ex, run_id=self.run.request.run_id, key=self.run.request.key,
-                                     k=change.new, kept=self.run.kept, workspace=workspace, sparse=self.run.sparse)  # fmt: skip
+            request, kept = self.run.request, self.run.kept
+            work = functools.partial(partners_job, ex=ex, run_id=request.run_id, key=request.key, k=change.new,
+                                     kept=kept, workspace=workspace, sparse=self.run.sparse)  # fmt: skip
             self.slots["partners"].start(work)
 
     def handed_over(self, method: Callable[..., None], *args: Any) -> bool:
