@@ -43,6 +43,8 @@ def _type(trait: t.TraitType, js: bool) -> str:
     none = " | null" if js else " | None"
     if isinstance(trait, Array):
         return "WireArray | null"  # Python: see _attribute
+    if isinstance(trait, t.Dict) and trait.allow_none and "to_json" not in trait.metadata:  # a small reply
+        return "Record<string, any> | null" if js else "dict[str, Any] | None"
     if isinstance(trait, t.Dict) and trait.allow_none:  # the partners
         return "WireEdges | null" if js else "dict[str, Any] | None"
     if isinstance(trait, t.Dict):  # an entry of a list

@@ -39,7 +39,7 @@ export default {
 """
 
 #: control messages ``{"type": "control", "action": name}`` the browser may send
-CONTROL_ACTIONS = ("pause", "resume", "restart", "stop", "atlas", "atlas_stop", "decomposition")
+CONTROL_ACTIONS = ("pause", "resume", "restart", "stop", "atlas", "atlas_stop", "composition", "decomposition")
 
 
 def _front_end(path: Path, missing: str) -> str | Path:

@@ -21,6 +21,7 @@ from ..affinity.heads import head_features, related_heads
 from ..affinity.sources import source
 from ..capture.extraction import Extraction
 from ..capture.scores import SCORES
+from . import attribution_view as why
 from . import decomposition_view as parts
 from .atlas import AtlasDone, AtlasHead, AtlasStarted, atlas_job
 from .colors import color_traits
@@ -40,7 +41,7 @@ from .workspace import Workspace
 __all__ = ["HANDLERS", "RELATED_K", "SLOTS", "Owner", "head_order"]
 
 #: the kinds of background work, one job at a time each
-SLOTS = ("load", "run", "prefetch", "partners", "atlas", "heads", "decomposition")
+SLOTS = ("load", "run", "prefetch", "partners", "atlas", "heads", "attribution", "composition", "decomposition")
 #: how many related heads ``related`` lists
 RELATED_K = 8
 
@@ -78,6 +79,7 @@ class Owner(Results):
         widget.observe(self.on_display, names=["edge_k", "color_mode", "speed"])
         widget.observe(self.on_selection, names=["layer", "head", "mode"])
         widget.observe(self.on_sort, names="sort_heads")
+        widget.observe(functools.partial(why.on_attribution_request, self), names="attribution_request")
 
     @classmethod
     def from_extraction(cls, widget: HeadSNEModel, ex: Extraction, asked: Asked) -> Owner:
@@ -296,6 +298,7 @@ class Owner(Results):
     def on_selection(self, change: Any) -> None:
         self.update_related()
         parts.follow_layer(self, change)
+        why.update_composition(self)
 
     def on_sort(self, change: Any) -> None:
         self.update_order()
@@ -368,6 +371,9 @@ class Owner(Results):
         if action == "atlas":
             self.start_atlas(ATLAS_N_ITER)
             return
+        if action == "composition":
+            why.start_composition(self)
+            return
         if action == "decomposition":
             parts.start_decomposition(self)
             return
@@ -389,4 +395,6 @@ HANDLERS: dict[type, Callable[[Owner, Job, Any], None]] = {
     AtlasDone: Owner.on_atlas_done,
     HeadMapDone: Owner.on_head_map,
     parts.DecompositionDone: parts.on_decomposition,
+    why.AttributionDone: why.on_attribution,
+    why.CompositionDone: why.on_composition,
 }

@@ -140,6 +140,9 @@ class SyncedTraits:
     head_order: Any  # int32 array, 2-D, or None
     related: list[dict[str, Any]]
     query_rows: int
+    attribution_request: list[int] | None
+    attribution: dict[str, Any] | None
+    composition: dict[str, Any] | None
     decomposition_state: str
     decomposition_layer: int | None
     decomposition_terms: Any  # float32 array, 2-D, or None
@@ -174,6 +177,7 @@ class HeadSNEAttributes:
         edge_direction: str
         grid_norm: str
         sort_heads: str
+        attribution_request: list[int] | None
 
         @property
         def text(self) -> str: ...
@@ -251,6 +255,10 @@ class HeadSNEAttributes:
         def related(self) -> list[dict[str, Any]]: ...
         @property
         def query_rows(self) -> int: ...
+        @property
+        def attribution(self) -> dict[str, Any] | None: ...
+        @property
+        def composition(self) -> dict[str, Any] | None: ...
         @property
         def decomposition_state(self) -> Literal["idle", "running", "done", "error"]: ...
         @property

@@ -296,6 +296,17 @@ TRAITS: tuple[TraitSpec, ...] = (
           "received attention); [] in hidden mode; a click sets `layer` and `head`"),
     _spec("query_rows", t.Int(0), "state", "query-key mode: rows 0..query_rows-1 of `frame` are the queries and "
           "the rest the keys of the same tokens (`kept` lists each token twice); 0 in the other modes"),
+    _spec("attribution_request", t.List(StrictInt(min=0), default_value=None, allow_none=True, minlen=4, maxlen=4),
+          "display", "[layer, head, i, j]: why query i attends to key j in that head (a click on a token's "
+          "partner); Python answers in `attribution`", keyword=False, mirrored=False),
+    _spec("attribution", t.Dict(default_value=None, allow_none=True), "state", "the answer to "
+          "`attribution_request`: {layer, head, i, j, state (\"running\" / \"done\" / \"error\"), error, score, "
+          "pairs: [{query, key, score, share}] (the largest (query-side, key-side) component pairs of the "
+          "pre-softmax score, `score_attribution`), n_pairs, seconds}", mirrored=True),
+    _spec("composition", t.Dict(default_value=None, allow_none=True), "state", "after the control message "
+          "\"composition\": {state, error, layer, head, links: [{kind (\"q\" / \"k\" / \"v\"), layer, head, "
+          "score}], seconds}: the earlier heads feeding the selected head most (`head_composition`, once per "
+          "text); follows the selection", mirrored=True),
     _spec("decomposition_state", t.Enum(("idle", "running", "done", "error"), default_value="idle"), "state",
           "the decomposition panel's job: idle until the browser asks (control \"decomposition\"), then it follows "
           "the selected layer; a refusal (beyond the memory budget) is \"error\" with `status` saying why"),
@@ -339,8 +350,8 @@ def describe(trait: t.TraitType) -> str:
         return " / ".join(f'"{v}"' for v in trait.values or ())
     if isinstance(trait, t.Union):
         return " or ".join(describe(part) for part in trait.trait_types)
-    if isinstance(trait, t.Dict):
-        return "{indices: int32 (n, k), weights: float32 (n, k)}"
+    if isinstance(trait, t.Dict):  # the partners (serialized arrays), or a small reply
+        return "{indices: int32 (n, k), weights: float32 (n, k)}" if "to_json" in trait.metadata else "dict or null"
     if isinstance(trait, TokenIndices):
         return "list of token indices"
     kind = {t.Bool: "bool", t.Int: "int", t.Float: "float", t.Unicode: "str", t.List: "list"}

@@ -98,6 +98,14 @@
  *   click sets `layer` and `head`
  * @property {number} query_rows query-key mode: rows 0..query_rows-1 of `frame` are the queries and the rest the keys
  *   of the same tokens (`kept` lists each token twice); 0 in the other modes
+ * @property {number[] | null} attribution_request [layer, head, i, j]: why query i attends to key j in that head (a
+ *   click on a token's partner); Python answers in `attribution`
+ * @property {Record<string, any> | null} attribution the answer to `attribution_request`: {layer, head, i, j, state
+ *   ("running" / "done" / "error"), error, score, pairs: [{query, key, score, share}] (the largest (query-side,
+ *   key-side) component pairs of the pre-softmax score, `score_attribution`), n_pairs, seconds}
+ * @property {Record<string, any> | null} composition after the control message "composition": {state, error, layer,
+ *   head, links: [{kind ("q" / "k" / "v"), layer, head, score}], seconds}: the earlier heads feeding the selected head
+ *   most (`head_composition`, once per text); follows the selection
  * @property {"idle" | "running" | "done" | "error"} decomposition_state the decomposition panel's job: idle until the
  *   browser asks (control "decomposition"), then it follows the selected layer; a refusal (beyond the memory budget) is
  *   "error" with `status` saying why
@@ -175,6 +183,9 @@ export const T = Object.freeze({
   head_order: "head_order",
   related: "related",
   query_rows: "query_rows",
+  attribution_request: "attribution_request",
+  attribution: "attribution",
+  composition: "composition",
   decomposition_state: "decomposition_state",
   decomposition_layer: "decomposition_layer",
   decomposition_terms: "decomposition_terms",
@@ -211,6 +222,7 @@ export const WRITABLE = Object.freeze(
       "edge_direction",
       "grid_norm",
       "sort_heads",
+      "attribution_request",
     ]),
   ),
 );
@@ -279,6 +291,8 @@ export const MIRRORED = /** @type {const} */ ([
   "atlas_seed",
   "related",
   "query_rows",
+  "attribution",
+  "composition",
   "decomposition_state",
   "decomposition_layer",
   "decomposition_terms",

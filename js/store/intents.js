@@ -156,6 +156,16 @@ export function createIntents({ model, store, clock, metrics }) {
     /** @param {"png" | "svg"} kind */
     exportImage: (kind) => store.emit("export", kind),
     toggleRecording: () => store.emit("record"),
+    /** Keep token `token` as the query the attribution panel asks about (a click on the map). @param {number} token */
+    pin: (token) => store.emit("pin", token),
+    /**
+     * Ask Python why query `i` attends to key `j` in head (layer, head): `attribution_request` (the answer comes
+     * as `attribution`).
+     * @param {number} layer @param {number} head @param {number} i @param {number} j
+     */
+    askAttribution: (layer, head, i, j) => write(model, { [T.attribution_request]: [layer, head, i, j] }),
+    /** Ask Python for the composition links (`composition`, computed once per text). */
+    askComposition: () => control(model, "composition"),
     destroy() {
       hoverWriter.cancel();
       dwell.cancel();

@@ -21,6 +21,7 @@ import { createDecomposition } from "./decomposition/decomposition.js";
 import { createExporter } from "../export/export.js";
 import { createLoading } from "./loading.js";
 import { createPanels } from "./panels.js";
+import { createAttribution } from "./attribution/attribution.js";
 
 /**
  * What every view gets.
@@ -54,6 +55,7 @@ export const VIEWS = [
   ["params", createParams],
   ["atlas", createAtlas],
   ["headMap", createHeadMap],
+  ["attribution", createAttribution],
   ["decomposition", createDecomposition],
   ["panels", createPanels],
   ["exporter", (ctx, views) => createExporter(ctx, { grid: views.grid, scatter: views.scatter })],

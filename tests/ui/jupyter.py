@@ -21,6 +21,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -629,6 +631,43 @@ def open_widget(
         OpenedWidget(context, page, log, ui, None).close()
         raise
     return OpenedWidget(context, page, log, ui, root)
+
+
+def with_esm(cell: str) -> str:
+    """``cell`` run against the front-end bundle at ``HEADSNE_ESM`` when set (mutation testing), else as is."""
+    esm = os.environ.get("HEADSNE_ESM")
+    if not esm:
+        return cell
+    return f"from headsne_widget.widget.model import HeadSNEModel\nHeadSNEModel._esm = open({esm!r}).read()\n{cell}"
+
+
+@contextmanager
+def lab_widget(browser: Any, name: str, cell: str, timeout: float = 120.0) -> Iterator[OpenedWidget]:
+    """The widget of ``cell`` in notebook ``name`` in JupyterLab, in a server of its own, its first run done."""
+    server = start_server()
+    try:
+        opened = open_widget(server, browser, name, [with_esm(cell)], "lab")
+    except BaseException:
+        server.stop()
+        raise
+    try:
+        wait_state(opened.root, ("done",), timeout=timeout)
+        yield opened
+    finally:
+        opened.close()
+        server.stop()
+
+
+def kernel_until(opened: OpenedWidget, expression: str, expected: Any, timeout: float = 30.0) -> Any:
+    """Poll ``expression`` in the kernel until it equals ``expected``; the last value."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = opened.ui.query(expression)
+        if value == expected:
+            return value
+        opened.page.wait_for_timeout(250)
+    raise AssertionError(f"kernel {expression} = {value!r}, expected {expected!r}")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -99,6 +99,11 @@ function attachPointer({ canvas, points, hits, store, intents, scope, lasso, req
     pointerRow = -1;
     intents.hover(-1, null);
   });
+  scope.listen(canvas, "click", (/** @type {MouseEvent} */ event) => {
+    if (event.shiftKey || store.state.boxMode || lasso.active()) return; // a lasso or a box, not a pin
+    const token = pointAt(event);
+    if (token >= 0) intents.pin(token);
+  });
   return { row: () => pointerRow };
 }
 
