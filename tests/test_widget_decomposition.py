@@ -98,3 +98,18 @@ def test_beyond_the_memory_budget_it_is_refused_with_a_reason(make, minilm_path)
         assert _TRACES.get(ex) is None, "refused before the forward pass"
     finally:
         set_memory_budget(None)
+
+
+def test_colour_by_the_selected_heads_share(make, minilm_path, oracle):
+    w, c = make(TEXT, minilm_path, autostart=False, layer=3, head=4)
+    w.wait_ready()
+    c.from_browser(color_mode="head_share")  # asks for the decomposition: the colours come with it
+    wait_until(lambda: w.color_values is not None, 120, "the head's shares as colours")
+    assert w.color_mode == "head_share" and w.color_categories == []
+    _, heads = oracle(3)
+    np.testing.assert_allclose(w.color_values, heads[4], atol=2e-5)
+    w.head = 9  # another head of the layer: its row, at once (the decomposition is kept)
+    np.testing.assert_allclose(w.color_values, heads[9], atol=2e-5)
+    w.layer = 1
+    wait_until(lambda: w.decomposition_layer == 1 and w.color_values is not None, 120, "layer 1's colours")
+    np.testing.assert_allclose(w.color_values, oracle(1)[1][9], atol=2e-5)

@@ -35,6 +35,7 @@ __all__ = [
     "TERM_KINDS",
     "DecompositionDone",
     "DecompositionState",
+    "colour_by_share",
     "decomposition_bytes",
     "decomposition_job",
     "follow_layer",
@@ -145,8 +146,25 @@ def start_decomposition(owner: Any) -> None:
 
 
 def follow_layer(owner: Any, change: Any) -> None:
-    """A new layer: its decomposition, once the panel has asked for one."""
+    """A new layer: its decomposition, once the panel or the colour mode has asked for one; a new head: its shares
+    as the colours in "head_share" mode."""
     if change.name == "layer" and owner.decomposition.wanted and owner.ex is not None:
+        start_decomposition(owner)
+    if change.name in ("layer", "head") and owner.widget.color_mode == "head_share" and owner.ex is not None:
+        colour_by_share(owner)
+
+
+def colour_by_share(owner: Any) -> None:
+    """``color_values`` in "head_share" mode: the selected head's share of each token's state at its layer, from the
+    decomposition (asked for now when it is not there yet: the colours come with it)."""
+    w = owner.widget
+    heads = w.decomposition_heads
+    if w.decomposition_state == "done" and w.decomposition_layer == w.layer and heads is not None:
+        with w.hold_sync():
+            w.color_values, w.color_categories = heads[w.head], []
+        return
+    w.color_values = None
+    if w.decomposition_state != "running":
         start_decomposition(owner)
 
 
@@ -161,3 +179,5 @@ def on_decomposition(owner: Any, job: Any, done: DecompositionDone) -> None:
             return
         w.decomposition_terms, w.decomposition_heads = done.terms, done.heads
         w.decomposition_layer, w.decomposition_state = done.layer, "done"
+        if w.color_mode == "head_share":
+            colour_by_share(owner)

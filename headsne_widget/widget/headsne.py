@@ -143,8 +143,8 @@ class HeadSNE(HeadSNEAttributes):
 
     @property
     def color_by(self) -> Any:
-        """The colouring: a mode name (``position``, ``kind``, ``sentence``, ``max_attention``) or the user's
-        per-token values (numbers, or labels shown as categories), set with ``w.color_by = values``."""
+        """The colouring: a mode name (``position``, ``kind``, ``sentence``, ``max_attention``, ``head_share``) or
+        the user's per-token values (numbers, or labels shown as categories), set with ``w.color_by = values``."""
         self._owner.sync()
         return self._owner.user_colors if self.widget.color_mode == "user" else self.widget.color_mode
 

@@ -55,9 +55,10 @@ class HeadSNEParams(TypedDict, total=False):
     edge_k: int
     """int in [1, 100], default 5: top-k partners drawn for the hovered token"""
 
-    color_mode: Literal["position", "kind", "sentence", "max_attention", "user"]
-    """'position' / 'kind' / 'sentence' / 'max_attention' / 'user', default 'position': the token colouring; sentences
-    and token kinds are computed in the browser from `text` and `offsets`"""
+    color_mode: Literal["position", "kind", "sentence", "max_attention", "user", "head_share"]
+    """'position' / 'kind' / 'sentence' / 'max_attention' / 'user' / 'head_share', default 'position': the token
+    colouring; sentences and token kinds are computed in the browser from `text` and `offsets`; 'head_share': the
+    selected head's share of each token's state (`color_values`, from the decomposition, which it asks for)"""
 
     label_density: float
     """float in [0, 1], default 0.5: 0 = no labels, 1 = all that fit"""

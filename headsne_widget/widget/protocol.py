@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 ROLES = ("data", "selection", "parameter", "display", "state")
-COLOR_MODES = ("position", "kind", "sentence", "max_attention", "user")
+COLOR_MODES = ("position", "kind", "sentence", "max_attention", "user", "head_share")
 #: the sources of P (affinity/sources: one head, a layer's hidden states, a head's queries and keys, ...)
 MODES = SOURCE_MODES
 #: most iterations of one run: 100 000 at 512 tokens take about 30 s, at 8192 tokens 20 minutes
@@ -245,7 +245,8 @@ TRAITS: tuple[TraitSpec, ...] = (
           "display", "[layer, head] of the grid row the pointer has rested on for 120 ms, from 2048 tokens: Python "
           "builds its P before the click", keyword=False, mirrored=False),
     _spec("color_mode", t.Enum(COLOR_MODES, default_value="position"), "display", "the token colouring; sentences "
-          "and token kinds are computed in the browser from `text` and `offsets`"),
+          "and token kinds are computed in the browser from `text` and `offsets`; \"head_share\": the selected head's "
+          "share of each token's state (`color_values`, from the decomposition, which it asks for)"),
     _spec("label_density", StrictFloat(0.5, min=0.0, max=1.0), "display", "0 = no labels, 1 = all that fit"),
     _spec("edge_direction", t.Enum(("both", "to", "from", "off"), default_value="both"), "display",
           "which hover edges to draw"),

@@ -23,6 +23,7 @@ from ..embedding.alignment import align_rows
 from ..errors import HeadSNEError
 from .atlas import AtlasDone, AtlasHead, AtlasStarted
 from .colors import color_traits
+from .decomposition_view import colour_by_share
 from .head_map import HeadMapDone
 from .jobs import Failed, Job, Progress, Slot
 from .loading import NOT_GIVEN, Asked, check_tokens, data_traits, make_prefetch
@@ -92,6 +93,8 @@ class Results:
         if w.color_mode == "max_attention":
             w.color_values = self.ex.max_attention[w.layer, w.head] if source(w.mode).per_head else None
             w.color_categories = []
+        elif w.color_mode == "head_share":  # the selected head's share of each token's state (decomposition_view)
+            colour_by_share(self)
         elif w.color_mode == "user" and self.user_colors is None:
             with w.hold_sync():
                 w.color_mode = previous if previous != "user" else "position"

@@ -150,8 +150,21 @@ function byCategory(values, { categories, muted }) {
   };
 }
 
+/** The modes coloured by values from Python, and what their legend says while the values have not come. */
+const WAITING = /** @type {Record<string, string>} */ ({
+  user: "values",
+  max_attention: "max attention",
+  head_share: "head's share (the decomposition is computed)",
+});
+/** The legend's title of the modes of Python's values other than the user's. */
+const VALUE_TITLES = /** @type {Record<string, string>} */ ({
+  max_attention: "max attention to the token",
+  head_share: "the head's share t·e/‖e‖² of the token's state",
+});
+
 /**
- * Ordered values (the user's, or the selected head's max attention, from 0) on the sequential palette.
+ * Ordered values (the user's, the selected head's max attention or its share of the state, from 0) on the
+ * sequential palette.
  * @param {string} mode
  * @param {Float32Array} values
  * @param {ColourContext} ctx
@@ -166,12 +179,12 @@ function byValue(mode, values, ctx) {
     lo = Math.min(lo, v);
     hi = Math.max(hi, v);
   }
-  if (mode === "max_attention") lo = Math.min(lo, 0);
+  if (mode === "max_attention" || mode === "head_share") lo = Math.min(lo, 0);
   const span = hi > lo ? hi - lo : 1;
   const colours = Array.from(values, (v) => (Number.isFinite(v) ? seq((v - lo) / span) : ctx.muted));
   const fmt = (/** @type {number} */ v) => (Number.isFinite(v) ? Number(v.toPrecision(3)).toString() : "–");
   const head = ctx.layer != null ? ` · layer ${ctx.layer} head ${ctx.head}` : "";
-  const title = mode === "max_attention" ? `max attention to the token${head}` : "your values";
+  const title = VALUE_TITLES[mode] ? `${VALUE_TITLES[mode]}${head}` : "your values";
   return { mode, colours, legend: { kind: "sequential", title, low: fmt(lo), high: fmt(hi), colour: seq } };
 }
 
@@ -185,15 +198,13 @@ function byPosition(mode, { tokens, dark }) {
   const n = tokens.length;
   const seq = sequential(dark);
   const colours = tokens.map((_, i) => seq(n > 1 ? i / (n - 1) : 0));
-  const waiting = mode === "user" || mode === "max_attention";
+  const waiting = mode in WAITING;
   return {
     mode: waiting ? `${mode} (waiting for values)` : "position",
     colours,
     legend: {
       kind: "sequential",
-      title: waiting
-        ? `position in the text (no ${mode === "user" ? "values" : "max attention"} yet)`
-        : "position in the text",
+      title: waiting ? `position in the text (no ${WAITING[mode]} yet)` : "position in the text",
       low: "first token",
       high: `token #${Math.max(0, n - 1)}`,
       colour: seq,
@@ -203,7 +214,7 @@ function byPosition(mode, { tokens, dark }) {
 
 /**
  * Per-token colours and the legend for a colour mode.
- * @param {string} mode "position" | "kind" | "sentence" | "max_attention" | "user"
+ * @param {string} mode "position" | "kind" | "sentence" | "max_attention" | "user" | "head_share"
  * @param {ColourContext} ctx
  * @returns {Colouring}
  */
@@ -211,7 +222,7 @@ export function colourTokens(mode, ctx) {
   const { values, categories } = ctx;
   if (mode === "kind") return byKind(ctx);
   if (mode === "sentence") return bySentence(ctx);
-  const hasValues = (mode === "user" || mode === "max_attention") && values && values.length === ctx.tokens.length;
+  const hasValues = mode in WAITING && values && values.length === ctx.tokens.length;
   if (!hasValues || !values) return byPosition(mode, ctx);
   if (mode === "user" && categories && categories.length) return byCategory(values, ctx);
   return byValue(mode, values, ctx);

@@ -57,8 +57,9 @@
  * @property {number | null} hovered the hovered token (written at most 20 times a second), null when the pointer leaves
  * @property {[number, number] | null} hovered_head [layer, head] of the grid row the pointer has rested on for 120 ms,
  *   from 2048 tokens: Python builds its P before the click
- * @property {"position" | "kind" | "sentence" | "max_attention" | "user"} color_mode the token colouring; sentences and
- *   token kinds are computed in the browser from `text` and `offsets`
+ * @property {"position" | "kind" | "sentence" | "max_attention" | "user" | "head_share"} color_mode the token
+ *   colouring; sentences and token kinds are computed in the browser from `text` and `offsets`; "head_share": the
+ *   selected head's share of each token's state (`color_values`, from the decomposition, which it asks for)
  * @property {number} label_density 0 = no labels, 1 = all that fit
  * @property {"both" | "to" | "from" | "off"} edge_direction which hover edges to draw
  * @property {"raw" | "above_uniform"} grid_norm which grid to draw, for the legend to name: "raw" = `max_attention`

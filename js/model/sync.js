@@ -203,7 +203,7 @@ export function connectModel({ model, store, feed, onError }) {
     listen(changes(T.color_mode, T.color_values, T.color_categories), coalesce(recolour));
     listen(
       changes(T.layer, T.head),
-      coalesce(() => model.get(T.color_mode) === "max_attention" && recolour()),
+      coalesce(() => ["max_attention", "head_share"].includes(model.get(T.color_mode) ?? "") && recolour()),
     );
     listen(changes(T.frame, T.iteration, T.kl, T.run_id), coalesce(feed.ingest));
     stops.push(store.subscribe(["theme"], recolour));

@@ -123,3 +123,23 @@ def test_a_click_on_a_head_row_selects_that_head(lab: jupyter.OpenedWidget) -> N
     _wait("the kernel's head", lambda: lab.ui.query("[w.layer, w.head]"), lambda v: v == [LAYER, target], lab.page)
     _wait("the row marked", lambda: _data(heads).get("selected"), lambda v: v == str(target), lab.page)
     assert not lab.log.widget_errors()
+
+
+def test_colour_by_the_heads_share_colours_the_tokens(lab: jupyter.OpenedWidget) -> None:
+    _open_panel(lab)
+    lab.root.locator(jupyter.testid("headsne-color")).select_option("head_share")
+    _wait("the kernel's colour mode", lambda: lab.ui.query("w.color_mode"), lambda v: v == "head_share", lab.page)
+    legend = lab.root.locator(jupyter.testid("headsne-legend")).first
+    _wait("the legend", lambda: legend.get_attribute("data-mode"), lambda v: v == "head_share", lab.page)
+    assert "share" in (legend.text_content() or "") and f"head {lab.ui.query('w.head')}" in legend.text_content()
+    values, row = lab.ui.query(
+        "[w.color_values.tolist(), w.decomposition_heads[w.head].tolist()]"
+        " if w.decomposition_heads is not None and w.color_values is not None else [None, None]"
+    )
+    assert values is not None and values == pytest.approx(row)
+    low, high = min(range(len(values)), key=values.__getitem__), max(range(len(values)), key=values.__getitem__)
+    colour = "(_, i) => document.querySelector(`.hs-root [data-index='${i}']`).style.getPropertyValue('--hs-tok-color')"
+    strip = lab.root.locator(jupyter.testid("headsne-text")).first
+    assert strip.evaluate(colour, low) != strip.evaluate(colour, high)  # the scatter and the text share the colouring
+    lab.ui.execute("w.color_mode = 'position'")
+    _wait("the legend back to position", lambda: legend.get_attribute("data-mode"), lambda v: v == "position", lab.page)

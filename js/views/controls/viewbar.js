@@ -13,6 +13,7 @@ const COLOUR_MODES = [
   ["kind", "token kind"],
   ["sentence", "sentence"],
   ["max_attention", "max attention"],
+  ["head_share", "head's share of the state"],
   ["user", "your values"],
 ];
 const DIRECTIONS = [

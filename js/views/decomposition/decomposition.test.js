@@ -131,3 +131,16 @@ test("a refusal is shown as Python words it", async () => {
 });
 
 const mount = (extra) => mountOn(widget, extra);
+
+test("colouring by the head's share: Python's values on the scale, its legend says what they are", async () => {
+  const { model, root, cleanup } = mount({ color_mode: "head_share", color_values: null, layer: 1, head: 2 });
+  await Promise.resolve();
+  const legend = $(root, "headsne-legend");
+  assert.match(legend.textContent, /no head's share \(the decomposition is computed\) yet/);
+  model.emit({ color_values: encodeArray(Float32Array.from([0.1, -0.2, 0.3, 0.0, 0.05]), [n]) });
+  await Promise.resolve();
+  assert.equal(legend.dataset.mode, "head_share");
+  assert.match(legend.textContent, /the head's share t·e\/‖e‖² of the token's state · layer 1 head 2/);
+  assert.match(legend.textContent, /−0\.2|-0\.2/);
+  cleanup();
+});
