@@ -54,7 +54,7 @@ export function linkLine(link) {
 export function createAttribution({ dom, store, intents }) {
   const scope = disposer();
   let pinned = -1;
-  const title = span("hs-legend-title", "why a head attends");
+  const title = el("div", { className: "hs-panel-title" }, [span("hs-why-title", "why a head attends")]);
   const query = el("div", { className: "hs-why-query", dataset: { testid: "headsne-attribution-query" } });
   const partners = el("div", { className: "hs-related-list", dataset: { testid: "headsne-attribution-partners" } });
   const note = el("div", { className: "hs-why-note", dataset: { testid: "headsne-attribution-note" } });
@@ -63,7 +63,7 @@ export function createAttribution({ dom, store, intents }) {
     note,
     pairs,
   ]);
-  const panel = el("div", { className: "hs-why", dataset: { testid: "headsne-attribution" } }, [
+  const panel = el("div", { className: "hs-panel hs-why", dataset: { testid: "headsne-attribution" } }, [
     title,
     query,
     partners,
@@ -85,7 +85,7 @@ export function createAttribution({ dom, store, intents }) {
     const s = store.state;
     const tokens = s.doc.tokens;
     if (pinned < 0 || pinned >= tokens.length) {
-      query.textContent = "";
+      query.textContent = "click a point of the map: the keys its token attends to, then why, component by component";
       partners.replaceChildren();
       return;
     }
