@@ -8,6 +8,7 @@
 
 import { disposer, el, span } from "../../lib/dom.js";
 import { headOf, partnersAt } from "../../store/state.js";
+import { setFold } from "../panels.js";
 
 /**
  * @typedef {import("../../store/state.js").State} State
@@ -54,7 +55,9 @@ export function linkLine(link) {
 export function createAttribution({ dom, store, intents }) {
   const scope = disposer();
   let pinned = -1;
-  const title = el("div", { className: "hs-panel-title" }, [span("hs-why-title", "why a head attends")]);
+  const label = "why a head attends";
+  const fold = el("button", { className: "hs-fold-button", "aria-expanded": "false" });
+  const title = el("div", { className: "hs-panel-title" }, [fold, span("hs-why-title", label)]);
   const query = el("div", { className: "hs-why-query", dataset: { testid: "headsne-attribution-query" } });
   const partners = el("div", { className: "hs-related-list", dataset: { testid: "headsne-attribution-partners" } });
   const note = el("div", { className: "hs-why-note", dataset: { testid: "headsne-attribution-note" } });
@@ -63,12 +66,14 @@ export function createAttribution({ dom, store, intents }) {
     note,
     pairs,
   ]);
-  const panel = el("div", { className: "hs-panel hs-why", dataset: { testid: "headsne-attribution" } }, [
+  const panel = el("div", { className: "hs-panel hs-fold hs-why", dataset: { testid: "headsne-attribution" } }, [
     title,
     query,
     partners,
     result,
   ]);
+  setFold(panel, fold, label, false); // folded at first: the first view fits a laptop's window
+  scope.listen(fold, "click", () => setFold(panel, fold, label, panel.dataset.open !== "true"));
   dom.below.append(panel);
 
   const ask = el("button", {
@@ -85,7 +90,7 @@ export function createAttribution({ dom, store, intents }) {
     const s = store.state;
     const tokens = s.doc.tokens;
     if (pinned < 0 || pinned >= tokens.length) {
-      query.textContent = "click a point of the map: the keys its token attends to, then why, component by component";
+      query.textContent = "";
       partners.replaceChildren();
       return;
     }
@@ -164,6 +169,7 @@ export function createAttribution({ dom, store, intents }) {
   scope.add(
     store.on("pin", (/** @type {number} */ token) => {
       pinned = token;
+      setFold(panel, fold, label, true); // a click on the map asks: the answer opens
       showPartners();
     }),
   );

@@ -13,7 +13,7 @@ const COLOUR_MODES = [
   ["kind", "token kind"],
   ["sentence", "sentence"],
   ["max_attention", "max attention"],
-  ["head_share", "head's share of the state"],
+  ["head_share", "head's share"],
   ["user", "your values"],
 ];
 const DIRECTIONS = [
