@@ -16,14 +16,13 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..budget import memory_budget_bytes
-from ..capture.components import trace_of
+from ..capture.components import trace_bytes, trace_of
 from ..capture.decompose import Decomposition, decompose
 from ..errors import MemoryBudgetError
 
@@ -50,9 +49,8 @@ __all__ = [
 #: "attention", "feed-forward", "correction")
 TERM_KINDS = ("input", "head", "mlp", "correction")
 #: peak bytes of a decomposition in units of its (K, n, d) float64 vectors: the list of components and their
-#: stacked copy live together, and the trace (float32, about 10 (n, d) arrays per layer) comes on top
+#: stacked copy live together, and the trace (``capture.components.trace_bytes``) comes on top
 PEAK_VECTORS = 2
-TRACE_ARRAYS_PER_LAYER = 10
 
 _CACHE: weakref.WeakKeyDictionary[Extraction, dict[int, Decomposition]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -62,12 +60,13 @@ def decomposition_bytes(ex: Extraction, layer: int) -> int:
     """The estimated peak bytes of ``decompose(ex, layer)``, the trace's forward pass included."""
     n, d = int(ex.n_tokens), int(ex.states.states.shape[-1])
     components = 1 + (layer + 1) * (ex.n_heads + 2)
-    return PEAK_VECTORS * components * n * d * 8 + ex.n_layers * TRACE_ARRAYS_PER_LAYER * n * d * 4
+    return PEAK_VECTORS * components * n * d * 8 + trace_bytes(ex)
 
 
-def widget_decomposition(ex: Extraction, layer: int, model: Any = None) -> Decomposition:
-    """``decompose(ex, layer)`` kept with ``ex`` (a second call returns the same object); ``model`` makes the trace
-    when ``ex`` holds none. Beyond the memory budget: ``MemoryBudgetError`` before anything is allocated."""
+def widget_decomposition(ex: Extraction, layer: int) -> Decomposition:
+    """``decompose(ex, layer)`` kept with ``ex`` (a second call returns the same object); the trace comes from the
+    model the widget's load job allowed for ``ex`` (``capture.components.allow_components``) when ``ex`` holds none.
+    Beyond the memory budget: ``MemoryBudgetError`` before anything is allocated."""
     with _LOCK:
         done = _CACHE.get(ex, {}).get(layer)
     if done is not None:
@@ -80,7 +79,7 @@ def widget_decomposition(ex: Extraction, layer: int, model: Any = None) -> Decom
             "raise HEADSNE_MEMORY_BUDGET",
             needed_bytes=needed,
         )
-    trace_of(ex, model)  # the forward pass, once per extraction
+    trace_of(ex)  # the forward pass, once per extraction
     result = decompose(ex, layer)
     with _LOCK:
         return _CACHE.setdefault(ex, {}).setdefault(layer, result)
@@ -111,11 +110,11 @@ class DecompositionDone:
     error: str = ""
 
 
-def decomposition_job(job: Any, ex: Extraction, layer: int, model: Callable[[], Any]) -> None:
+def decomposition_job(job: Any, ex: Extraction, layer: int) -> None:
     """The selected layer's decomposition, as a background job; a refusal or error is handed over as a message."""
     job.check()
     try:
-        dec = widget_decomposition(ex, layer, model())
+        dec = widget_decomposition(ex, layer)
     except (MemoryError, ValueError, RuntimeError, OSError) as err:
         job.emit(DecompositionDone(layer, error=f"cannot decompose layer {layer}: {err}"))
         return
@@ -124,14 +123,9 @@ def decomposition_job(job: Any, ex: Extraction, layer: int, model: Callable[[], 
 
 @dataclass
 class DecompositionState:
-    """The owner's side of the panel: ``wanted`` once asked for (then it follows the layer); ``model()`` gives the
-    model that makes the trace (None: the extraction must hold its components, ``extract(..., components=True)``)."""
+    """The owner's side of the panel: ``wanted`` once asked for (then it follows the layer)."""
 
     wanted: bool = False
-    model: Callable[[], Any] | None = None
-
-    def load(self) -> Any:
-        return None if self.model is None else self.model()
 
 
 def start_decomposition(owner: Any) -> None:
@@ -140,7 +134,7 @@ def start_decomposition(owner: Any) -> None:
     owner.decomposition.wanted = True
     if w.decomposition_layer == w.layer and w.decomposition_state == "done":
         return
-    work = functools.partial(decomposition_job, ex=ex, layer=w.layer, model=owner.decomposition.load)
+    work = functools.partial(decomposition_job, ex=ex, layer=w.layer)
     owner.slots["decomposition"].start(work)
     w.decomposition_state = "running"
 

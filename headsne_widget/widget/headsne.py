@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import traitlets
 
-from ..capture.extraction import Extraction, check_text, load_model
+from ..capture.extraction import Extraction, check_text
 from .atlas import ATLAS_N_ITER
 from .loading import NOT_GIVEN, Asked, check_tokens, data_traits, load_job
 from .model import HeadSNEModel, check_keywords
@@ -88,7 +88,6 @@ class HeadSNE(HeadSNEAttributes):
             load = functools.partial(load_job, text=text, model=model, tokenizer=tokenizer, device=device,
                                      max_tokens=max_tokens)  # fmt: skip
             self._owner = Owner.start_loading(self.widget, asked, load)
-            self._owner.decomposition.model = functools.partial(load_model, model, tokenizer=tokenizer, device=device)
 
     @property
     def extraction(self) -> Extraction:
@@ -119,7 +118,7 @@ class HeadSNE(HeadSNEAttributes):
         from .decomposition_view import widget_decomposition
 
         ex = self._owner.ready()
-        return widget_decomposition(ex, self.widget.layer, self._owner.decomposition.load())
+        return widget_decomposition(ex, self.widget.layer)
 
     @property
     def kl_history(self) -> np.ndarray:

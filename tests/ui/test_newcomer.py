@@ -77,17 +77,6 @@ def _done(lab: jupyter.OpenedWidget) -> None:
     jupyter.wait_state(lab.root, ("done",), timeout=120)
 
 
-def _kernel_sync(lab: jupyter.OpenedWidget, expression: str, expected: Any, timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = lab.ui.query(expression)
-        if value == expected:
-            return value
-        lab.page.wait_for_timeout(200)
-    raise AssertionError(f"kernel {expression} = {value!r}, expected {expected!r}")
-
-
 # ---------------------------------------------------------------------------------------------------
 # 1. show at once: a status before the capture ends
 
@@ -272,7 +261,7 @@ def test_searching_t_sne_selects_its_four_tokens_everywhere(lab: jupyter.OpenedW
     count = lab.root.locator(jupyter.testid("headsne-search-count"))
     assert count.text_content() == f"{len(starts)} matches"
     box.press("Enter")
-    _kernel_sync(lab, "w.selected", sorted(expected))
+    jupyter.kernel_until(lab, "w.selected", sorted(expected))
     box.fill("")
     lab.ui.execute("w.selected = []")
 

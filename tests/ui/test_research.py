@@ -95,18 +95,6 @@ def _assert_no_overlap(boxes: list[list[float]], width: float, height: float) ->
             assert not overlap, f"labels {i} {boxes[i]} and {j} {boxes[j]} overlap"
 
 
-def _kernel_sync(lab: jupyter.OpenedWidget, expression: str, expected: Any, timeout: float = 15.0) -> Any:
-    """Poll ``expression`` in the kernel until it equals ``expected``; return the last value."""
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = lab.ui.query(expression)
-        if value == expected:
-            return value
-        lab.page.wait_for_timeout(200)
-    raise AssertionError(f"kernel {expression} = {value!r}, expected {expected!r}")
-
-
 def _drag(lab: jupyter.OpenedWidget, points: list[tuple[float, float]], shift: bool) -> None:
     """A real mouse drag along ``points`` (CSS px relative to the scatter canvas)."""
     _scatter(lab).scroll_into_view_if_needed()
@@ -228,7 +216,7 @@ def test_lasso_and_box_select_the_points_inside(lab: jupyter.OpenedWidget) -> No
     run0 = int(jupyter.dataset(lab.root)["runId"])
     jupyter.click_grid_cell(lab.root, 1, 4, token=1)
     jupyter.wait_dataset(lab.root, lambda d: int(d["runId"]) > run0 and d["state"] == "done", 60, "the new head's run")
-    _kernel_sync(lab, "[w.layer, w.head]", [1, 4])
+    jupyter.kernel_until(lab, "[w.layer, w.head]", [1, 4])
     assert lab.ui.query("w.selected") == boxed
     assert lab.root.get_attribute("data-selected-count") == str(len(boxed))
 
@@ -237,7 +225,7 @@ def test_text_clicks_and_python_selection(lab: jupyter.OpenedWidget) -> None:
     strip = lab.root.locator(jupyter.testid("headsne-text"))
     strip.locator("[data-index='5']").click()
     strip.locator("[data-index='9']").click(modifiers=["Shift"])
-    _kernel_sync(lab, "w.selected", [5, 6, 7, 8, 9])
+    jupyter.kernel_until(lab, "w.selected", [5, 6, 7, 8, 9])
     # from Python: every view highlights the tokens
     lab.ui.execute("w.selected = [3, 12, 40]")
     jupyter.wait_dataset(lab.root, lambda d: d.get("selectedCount") == "3", 10, "3 selected tokens")
@@ -248,7 +236,7 @@ def test_text_clicks_and_python_selection(lab: jupyter.OpenedWidget) -> None:
     _, labelled = _settled_boxes(lab)
     assert set(labelled[:3]) == {3, 12, 40}, f"selected tokens get their labels first: {labelled[:5]}"
     lab.root.locator(jupyter.testid("headsne-selection")).click()
-    _kernel_sync(lab, "w.selected", [])
+    jupyter.kernel_until(lab, "w.selected", [])
 
 
 def test_hovered_and_selected_reach_python_observers(lab: jupyter.OpenedWidget) -> None:
@@ -288,7 +276,7 @@ def test_search_highlights_and_enter_selects(lab: jupyter.OpenedWidget) -> None:
     assert strip.locator(".hs-match").evaluate_all("els => els.map(e => +e.dataset.index)") == expected
     assert _data(jupyter.canvas_of(lab.root, "headsne-grid")).get("markedMatches") == str(len(expected))
     box.press("Enter")
-    _kernel_sync(lab, "w.selected", expected)
+    jupyter.kernel_until(lab, "w.selected", expected)
     box.fill("/(/")
     assert "invalid" in (lab.root.locator(jupyter.testid("headsne-search-count")).text_content() or "")
     box.fill("")
@@ -303,7 +291,7 @@ def test_legend_matches_the_colouring(lab: jupyter.OpenedWidget) -> None:
     legend = lab.root.locator(jupyter.testid("headsne-legend"))
     assert legend.get_attribute("data-kind") == "sequential" and "position" in (legend.text_content() or "")
     lab.root.locator(jupyter.testid("headsne-color")).select_option("kind")
-    _kernel_sync(lab, "w.color_mode", "kind")
+    jupyter.kernel_until(lab, "w.color_mode", "kind")
     legend.locator(".hs-legend-entry").first.wait_for()
     entries = legend.locator(".hs-legend-entry").evaluate_all("els => els.map(e => [e.textContent, e.dataset.colour])")
     assert [e[0] for e in entries] == ["special", "word start", "word piece"]
@@ -353,7 +341,7 @@ def test_side_by_side_at_800_px_and_keys_stay_in_the_widget(lab: jupyter.OpenedW
     cell_before = lab.page.evaluate(active)
     field.fill("350")
     field.press("Enter")
-    _kernel_sync(lab, "w.n_iter", 350)
+    jupyter.kernel_until(lab, "w.n_iter", 350)
     timeline = root.locator(jupyter.testid("headsne-timeline"))
     timeline.focus()
     for key in ("ArrowLeft", "ArrowUp", "ArrowDown", "a", "b"):
@@ -381,25 +369,25 @@ def test_grid_head_labels_keyboard_and_hidden_mode(lab: jupyter.OpenedWidget) ->
     _done(lab)
     grid = jupyter.canvas_of(lab.root, "headsne-grid")
     jupyter.click_grid_cell(lab.root, 2, 7)  # scrolls the grid to the cell
-    _kernel_sync(lab, "[w.layer, w.head]", [2, 7])
+    jupyter.kernel_until(lab, "[w.layer, w.head]", [2, 7])
     _done(lab)
     # the head label "H5", left of the cells; its position read after the click (the run may relayout)
     pos = jupyter.grid_cell_position(lab.root, 2, 5)
     grid.click(position={"x": 12, "y": pos["y"]})
-    _kernel_sync(lab, "[w.layer, w.head]", [2, 5])
+    jupyter.kernel_until(lab, "[w.layer, w.head]", [2, 5])
     _done(lab)
     grid.focus()
     lab.page.keyboard.press("ArrowDown")
     lab.page.keyboard.press("ArrowRight")
     lab.page.keyboard.press("Enter")
-    _kernel_sync(lab, "[w.layer, w.head]", [3, 6])
+    jupyter.kernel_until(lab, "[w.layer, w.head]", [3, 6])
     _done(lab)
     # hidden-state mode: the grid selects layers, the head stays
     lab.ui.execute("w.mode = 'hidden'")
     try:
         _done(lab)
         jupyter.click_grid_cell(lab.root, 4, 1, token=3)
-        _kernel_sync(lab, "[w.mode, w.layer, w.head]", ["hidden", 4, 6])
+        jupyter.kernel_until(lab, "[w.mode, w.layer, w.head]", ["hidden", 4, 6])
         _done(lab)
         text = _hover_tooltip(lab, 20)
         assert "nearest in layer 4" in text and "attends to" not in text, text
@@ -419,7 +407,7 @@ def test_tooltip_gives_both_directions_with_weights(lab: jupyter.OpenedWidget) -
     assert re.search(r"attends to: .+ \d\.\d\d", text) and re.search(r"attended by: .+ \d\.\d\d", text), text
     lab.page.mouse.move(2, 2)
     lab.root.locator(jupyter.testid("headsne-edges")).select_option("to")
-    _kernel_sync(lab, "w.edge_direction", "to")
+    jupyter.kernel_until(lab, "w.edge_direction", "to")
     lab.ui.execute("w.edge_direction = 'both'")
 
 
@@ -573,7 +561,7 @@ def test_atlas_thumbnails_and_click(lab: jupyter.OpenedWidget) -> None:
     layer = lab.ui.query("w.layer")
     target = next(h for h in order if h != lab.ui.query("w.head"))
     atlas.locator(f".hs-thumb[data-head='{target}']").click()
-    _kernel_sync(lab, "[w.layer, w.head]", [layer, target])
+    jupyter.kernel_until(lab, "[w.layer, w.head]", [layer, target])
     _done(lab)
 
 

@@ -46,18 +46,6 @@ def lab(browser: Any) -> Iterator[jupyter.OpenedWidget]:
         server.stop()
 
 
-def _until(lab: jupyter.OpenedWidget, expression: str, expected: Any, timeout: float = 30.0) -> Any:
-    """Poll ``expression`` in the kernel until it equals ``expected``; the last value."""
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = lab.ui.query(expression)
-        if value == expected:
-            return value
-        lab.page.wait_for_timeout(250)
-    raise AssertionError(f"kernel {expression} = {value!r}, expected {expected!r}")
-
-
 def _head_map(lab: jupyter.OpenedWidget) -> Any:
     fold = lab.root.locator(f"{jupyter.testid('headsne-head-map-panel')} .hs-fold-button").first
     if fold.get_attribute("aria-expanded") != "true":  # folded at first, for the widget to fit 900 px
@@ -101,7 +89,7 @@ def test_the_head_map_draws_every_head_and_a_click_selects_one(lab: jupyter.Open
     tip.wait_for(state="visible", timeout=5000)
     assert tip.text_content().startswith(f"L{i // H} H{i % H} · ")
     canvas.click(position={"x": positions[i][0], "y": positions[i][1]})
-    _until(lab, "[w.layer, w.head]", [i // H, i % H])
+    jupyter.kernel_until(lab, "[w.layer, w.head]", [i // H, i % H])
     deadline = time.monotonic() + 10
     while canvas.get_attribute("data-selected") != str(i):
         assert time.monotonic() < deadline, "the head map never ringed the selected head"
@@ -119,7 +107,7 @@ def test_a_related_head_click_selects_it(lab: jupyter.OpenedWidget) -> None:
     assert shown == related
     target = shown[-1]
     buttons.last.click()
-    _until(lab, "[w.layer, w.head]", target)
+    jupyter.kernel_until(lab, "[w.layer, w.head]", target)
     jupyter.wait_state(lab.root, ("done",), timeout=120)
 
 
@@ -131,7 +119,7 @@ def test_sorting_reorders_the_grid_rows_and_a_row_click_means_its_head(lab: jupy
     sort = lab.root.locator(jupyter.testid("headsne-sort-heads")).first
     assert "sink" in sort.evaluate("s => [...s.options].map(o => o.value)")
     sort.select_option("sink")
-    _until(lab, "w.sort_heads", "sink")
+    jupyter.kernel_until(lab, "w.sort_heads", "sink")
     order = lab.ui.query("w.head_order.tolist()")
     assert order != identity
     deadline = time.monotonic() + 10
@@ -147,13 +135,13 @@ def test_sorting_reorders_the_grid_rows_and_a_row_click_means_its_head(lab: jupy
     assert order[2][0] == sinks[0]
     if lab.ui.query("[w.layer, w.head]") == [2, order[2][0]]:
         jupyter.click_grid_cell(lab.root, 2, 1, token=3)
-        _until(lab, "[w.layer, w.head]", [2, order[2][1]])
+        jupyter.kernel_until(lab, "[w.layer, w.head]", [2, order[2][1]])
     jupyter.click_grid_cell(lab.root, 2, 0, token=3)
-    _until(lab, "[w.layer, w.head]", [2, order[2][0]])
+    jupyter.kernel_until(lab, "[w.layer, w.head]", [2, order[2][0]])
     note = lab.root.locator(jupyter.testid("headsne-grid-note")).first.text_content()
     assert "max attention" in note
     lab.root.locator(jupyter.testid("headsne-grid-norm")).first.select_option("above_uniform")
-    _until(lab, "w.grid_norm", "above_uniform")
+    jupyter.kernel_until(lab, "w.grid_norm", "above_uniform")
     deadline = time.monotonic() + 10
     while grid.get_attribute("data-norm") != "above_uniform":
         assert time.monotonic() < deadline, "the grid above uniform was never drawn"
@@ -184,9 +172,10 @@ _CANDIDATES_JS = """
 
 def test_query_key_mode_draws_queries_and_keys_and_a_query_hover_shows_its_token(lab: jupyter.OpenedWidget) -> None:
     lab.ui.execute("w.mode = 'query-key'")
-    _until(lab, "w.mode", "query-key")
+    jupyter.kernel_until(lab, "w.mode", "query-key")
     jupyter.wait_dataset(lab.root, lambda d: d.get("state") == "done" and d.get("runId") != "", 120, "a query-key run")
-    _until(lab, "w.widget.query_rows > 0 and w.embedding is not None and w.state == 'done'", True, timeout=120)
+    ready = "w.widget.query_rows > 0 and w.embedding is not None and w.state == 'done'"
+    jupyter.kernel_until(lab, ready, True, timeout=120)
     m, shape, kept = lab.ui.query("[w.widget.query_rows, list(w.embedding.shape), list(w.kept)]")
     assert shape == [2 * m, 2] and len(kept) == 2 * m and kept[:m] == kept[m:]
     scatter = jupyter.canvas_of(lab.root, "headsne-scatter")
