@@ -95,3 +95,21 @@ def text_characters(text: str, name: str) -> None:
             f"{name} holds a lone surrogate {text[err.start]!r} at index {err.start} (half of a UTF-16 pair, not a "
             "character); decode the source with errors='replace' or remove it"
         ) from None
+
+
+def check_texts(texts: Any) -> list[str]:
+    """The corpus as a list of strings: any iterable of str (a pandas Series by its values, in order)."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("texts must be a collection of strings (a list, tuple or pandas Series), not one string")
+    values = getattr(texts, "tolist", None)
+    try:
+        items = list(values() if callable(values) else texts)
+    except TypeError as err:
+        raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}") from err
+    if not items:
+        raise ValueError("the corpus is empty: pass at least one text (headsne_widget.texts.CORPUS is one)")
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise TypeError(f"texts[{i}] is a {type(item).__name__}, not a str: every text must be a string")
+        text_characters(item, f"texts[{i}]")  # as extract() does: the tokenizer's own error names nothing
+    return items

@@ -54,6 +54,19 @@ def test_rows_are_the_mean_of_the_pieces_in_extract(minilm):
     np.testing.assert_array_equal(word_contexts("echolocation", TEXTS, minilm, layer=0, progress=False).X, ctx.at(0))
 
 
+def test_attention_keeps_each_heads_largest_attention_to_the_word_max_over_its_pieces(minilm):
+    ctx = word_contexts("echolocation", TEXTS, minilm, progress=False, attention=True)
+    assert word_contexts("echolocation", TEXTS, minilm, progress=False).max_attention is None  # only when asked
+    ex = extract(TEXTS[3], minilm)
+    assert ctx.max_attention.shape == (ex.n_layers, ex.n_heads, 2)
+    for row, (start, end) in enumerate(find_word("echolocation", TEXTS[3])):
+        a, b = _pieces(ex, start, end)
+        expected = ex.attentions[:, :, :, a:b].max(axis=(2, 3))  # max over queries and over the word's pieces
+        np.testing.assert_allclose(ctx.max_attention[:, :, row], expected, atol=1e-6, rtol=0)
+        assert not np.allclose(expected, ex.attentions[:, :, :, a].max(axis=2))  # the pieces differ: max matters
+    np.testing.assert_array_equal(ctx.states, word_contexts("echolocation", TEXTS, minilm, progress=False).states)
+
+
 def test_the_same_sentence_twice_gives_identical_rows(minilm):
     sentence = "He sat on the bank of the river."
     ctx = word_contexts("bank", [sentence, "A bank lends money.", sentence], minilm, progress=False)

@@ -28,7 +28,10 @@ FEATURE_BLOCKS = ("scores", "max_attention", "received")
 
 
 def default_grid_norm(ex: Any) -> str:
-    """``"above_uniform"`` for a model in which no head attends to a later token (causal), else ``"raw"``."""
+    """``"above_uniform"`` for a model in which no head attends to a later token (causal), else ``"raw"`` (and for
+    points without attention between them: a word's occurrences across texts)."""
+    if not getattr(ex, "has_attention", True):
+        return "raw"
     return "above_uniform" if statistics(ex).causal else "raw"
 
 

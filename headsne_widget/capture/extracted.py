@@ -16,7 +16,7 @@ import torch
 
 from .._checks import DEFAULT_MASS, check_index, check_mass
 from .scores import HeadStatistics
-from .sources import CapturedAttention, DenseAttention, check_budget, read_only
+from .sources import CapturedAttention, DenseAttention, NoAttention, check_budget, read_only
 from .sparse import check_limits
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class Extraction:
     model_name: str
     truncated: bool
     kv_groups: int  # query heads per key/value head (1 without grouped-query attention)
-    attention_source: CapturedAttention | DenseAttention
+    attention_source: CapturedAttention | DenseAttention | NoAttention
     states: HiddenStates
     head_stats: HeadStatistics | None  # every head's scores from the capture (capture/scores.py); None: not yet
 
@@ -91,7 +91,7 @@ class Extraction:
         model_name: str,
         truncated: bool = False,
         kv_groups: int | None = None,
-        attention_source: CapturedAttention | DenseAttention | None = None,
+        attention_source: CapturedAttention | DenseAttention | NoAttention | None = None,
         states: HiddenStates | None = None,
         head_stats: HeadStatistics | None = None,
         attentions: np.ndarray | None = None,
@@ -111,6 +111,11 @@ class Extraction:
         self.model_name, self.truncated = model_name, truncated
         self.kv_groups = attention_source.kv_groups if kv_groups is None else kv_groups
         self.attention_source, self.states, self.head_stats = attention_source, states, head_stats
+
+    @property
+    def has_attention(self) -> bool:
+        """False for the occurrences of a word across texts (``capture.occurrences``): no attention between them."""
+        return not isinstance(self.attention_source, NoAttention)
 
     @property
     def attentions(self) -> np.ndarray:

@@ -23,7 +23,10 @@ from .sparse import sparse_from_dense
 if TYPE_CHECKING:
     from scipy.sparse import csr_array
 
-__all__ = ["DENSE_BUDGET_BYTES", "CapturedAttention", "DenseAttention", "check_budget", "fits_budget", "read_only"]
+__all__ = [
+    "DENSE_BUDGET_BYTES", "CapturedAttention", "DenseAttention", "NoAttention", "check_budget", "fits_budget",
+    "read_only",
+]  # fmt: skip
 
 # Largest dense float32 array handed out at once: every head's n x n (``Extraction.attentions``), every layer's
 # hidden states, and the cache of recomputed heads. 512 MiB holds a 24-layer x 16-head model at 512 tokens.
@@ -200,6 +203,35 @@ class DenseAttention:
 
     def grid(self) -> np.ndarray:
         return read_only(max_attention(self.attentions))
+
+
+class NoAttention:
+    """No attention between the points (``shape`` (L, H, n, n) all the same): the occurrences of a word across
+    texts (``capture.occurrences``), whose grid is each head's attention to the word in its own text. Every head
+    asked for raises ``ValueError(reason)``."""
+
+    kv_groups = 1
+    nbytes = 0
+
+    def __init__(self, shape: tuple[int, ...], reason: str) -> None:
+        self.shape = (*shape, shape[-1])
+        self.reason = reason
+
+    def head(self, layer: int, head: int) -> np.ndarray:
+        raise ValueError(self.reason)
+
+    def head_into(self, layer: int, head: int, out: np.ndarray) -> np.ndarray:
+        raise ValueError(self.reason)
+
+    def sparse(self, layer: int, head: int, mass: float, progress: Callable[[float], None] | None = None, *,
+               max_keys: int | None = None, max_entries: int | None = None) -> csr_array:  # fmt: skip
+        raise ValueError(self.reason)
+
+    def prefetch(self, check: Callable[[], None] | None = None) -> None:
+        """Nothing to fetch."""
+
+    def dense(self) -> np.ndarray:
+        raise ValueError(self.reason)
 
 
 def fits_budget(shape: tuple[int, ...]) -> bool:

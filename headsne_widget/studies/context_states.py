@@ -1,82 +1,18 @@
-"""What :func:`.contexts.word_contexts` computes per text (one task: the vectors of a word's occurrences at every
-layer, pooled over its pieces) and Coenen et al.'s concatenated-sentence ratio, which runs more texts.
+"""The sense labels of :func:`.contexts.word_contexts`'s occurrences and Coenen et al.'s concatenated-sentence ratio,
+which runs more texts (the tasks per text are ``capture.occurrences``'s).
 """
 
 from __future__ import annotations
 
-import os
-import warnings
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
-__all__ = ["TERMS", "check_labels", "check_term", "concatenation_ratio", "occurrence_states", "run_here", "token_span"]
+from ..capture.occurrences import occurrence_states, token_span
 
-#: what an occurrence's vector can be: the hidden state, or what one kind of component wrote into it
-#: (:func:`~headsne_widget.capture.decompose.decompose`: the input embedding, every head, every feed-forward)
-TERMS = ("hidden", "input", "attention", "mlp")
-_DECOMPOSED = {"input": "input", "attention": "head", "mlp": "mlp"}
-
-
-def check_term(term: Any) -> str:
-    if not isinstance(term, str) or term not in TERMS:
-        raise ValueError(f"term must be one of {', '.join(map(repr, TERMS))}, got {term!r}")
-    return term
-
-
-def occurrence_states(index: int, job: tuple[np.ndarray, list[tuple[int, int]]], model: Any, *,
-                      term: str) -> list[dict[str, Any]]:  # fmt: skip
-    """One text's task: ``job`` is (token ids, token spans of the occurrences); one row per occurrence,
-    ``{"text": index, "k": its rank in the text, "states": float32 (L + 1, d)}``, each the mean of its pieces."""
-    from ..capture.extraction import load_model
-
-    ids, spans = job
-    loaded = load_model(model)
-    if term == "hidden":
-        pooled = _pool(_hidden_states(np.asarray(ids), loaded), spans)
-    else:
-        pooled = _decomposed(np.asarray(ids), loaded, _DECOMPOSED[term], spans)
-    return [{"text": index, "k": k, "states": states} for k, states in enumerate(pooled)]
-
-
-def _hidden_states(ids: np.ndarray, loaded: Any) -> torch.Tensor:
-    """float32 (L + 1, n, d): one forward pass with ``output_hidden_states``, no attention kept."""
-    from ..capture.loading import input_device
-
-    model = loaded.model
-    input_ids = torch.as_tensor(ids, device=input_device(model))[None, :]
-    with torch.inference_mode():
-        output = model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), output_hidden_states=True,
-                       return_dict=True)  # fmt: skip
-    hidden = getattr(output, "hidden_states", None)
-    if not hidden or any(h.ndim != 3 for h in hidden):
-        raise ValueError(f"{loaded.name} ({type(model).__name__}) returns no (1, tokens, hidden) hidden states")
-    return torch.stack([h[0] for h in hidden]).to("cpu", torch.float32)
-
-
-def _pool(states: torch.Tensor, spans: list[tuple[int, int]]) -> list[np.ndarray]:
-    """Each span's mean over its tokens, at every layer: float32 (L + 1, d) each."""
-    return [states[:, a:b].mean(dim=1).numpy() for a, b in spans]
-
-
-def _decomposed(ids: np.ndarray, loaded: Any, kind: str, spans: list[tuple[int, int]]) -> list[np.ndarray]:
-    """Each span's pooled sum of the ``kind`` components at every layer (layer 0: the embeddings for "input",
-    zero for the others, which have written nothing yet)."""
-    from ..capture.decompose import decompose
-    from ..capture.extraction import extract_token_ids
-
-    ex = extract_token_ids(ids, loaded)
-    first = ex.hidden_states[0] if kind == "input" else np.zeros_like(ex.hidden_states[0])
-    layers = [first.astype(np.float64)]
-    for layer in range(ex.n_layers):
-        parts = decompose(ex, layer, model=loaded)
-        layers.append(parts.vectors[(parts.terms["term"] == kind).to_numpy()].sum(axis=0))
-    stacked = np.stack(layers)  # (L + 1, n, d)
-    return [stacked[:, a:b].mean(axis=1).astype(np.float32) for a, b in spans]
+__all__ = ["check_labels", "concatenation_ratio"]
 
 
 def check_labels(labels: Iterable[Any], m: int, word: str) -> tuple[np.ndarray, np.ndarray]:
@@ -96,64 +32,7 @@ def check_labels(labels: Iterable[Any], m: int, word: str) -> tuple[np.ndarray, 
     return codes, senses
 
 
-def token_span(offsets: list[tuple[int, int] | None], start: int, end: int) -> tuple[int, int] | None:
-    """[first, last + 1) of the tokens whose character spans overlap [start, end); None if none does."""
-    hits = [i for i, span in enumerate(offsets) if span is not None and span[0] < end and span[1] > start]
-    return (hits[0], hits[-1] + 1) if hits else None
-
-
 # ---------------------------------------------------------------------------------------- in-process
-
-
-def run_here(jobs: dict[int, Any], model: Any, term: str, bar: Any) -> list[dict[str, Any]]:
-    """Every job's rows, computed in this process on one thread per core, each forward pass in one torch thread
-    (torch's thread count restored afterwards); on Ctrl-C a warning and the rows of the texts finished.
-
-    Measured on 2 busy cores (load 7), 200 texts of 20-80 tokens: 7.0 s with one torch thread against 100 s
-    with two (each pass's threads wait for each other on an oversubscribed machine; ``benchmarks/word_contexts.py``).
-    """
-    threads = torch.get_num_threads()
-    rows: list[dict[str, Any]] = []
-    try:
-        workers = _cores() if term == "hidden" else 1  # decompose hooks the shared model: one text at a time
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for result in _pooled(pool, jobs, model, term, workers):
-                rows += result
-                bar.update()
-    except KeyboardInterrupt:
-        done = len({r["text"] for r in rows})
-        warnings.warn(f"interrupted: returning the occurrences of the {done} texts finished so far (of "
-                      f"{len(jobs)})", RuntimeWarning, stacklevel=3)  # fmt: skip
-    finally:  # a worker's setting of 1 is what torch gives later threads too: undone
-        torch.set_num_threads(threads)
-    return rows
-
-
-def _pooled(
-    pool: ThreadPoolExecutor, jobs: dict[int, Any], model: Any, term: str, workers: int
-) -> Iterator[list[dict]]:
-    """Each job's rows in text order, two per worker in flight; what is left is cancelled when the caller stops."""
-
-    def one(index: int, job: Any) -> list[dict[str, Any]]:
-        torch.set_num_threads(1)
-        return occurrence_states(index, job, model, term=term)
-
-    waiting = iter(jobs.items())
-    running: list[Future] = [pool.submit(one, *item) for _, item in zip(range(2 * workers), waiting)]
-    try:
-        while running:
-            result = running.pop(0).result()
-            following = next(waiting, None)
-            if following is not None:
-                running.append(pool.submit(one, *following))
-            yield result
-    finally:
-        for future in running:
-            future.cancel()
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 # ------------------------------------------------------------------------------ concatenated sentences

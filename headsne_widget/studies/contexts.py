@@ -20,7 +20,6 @@ benchmark too). The rows are in the order found: texts in order, then position i
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,20 +27,33 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .context_states import TERMS, check_labels, check_term, occurrence_states, run_here, token_span
-from .corpus import check_texts
+from .._checks import check_texts
+from ..capture.occurrences import (
+    OCCURRENCE_COLUMNS,
+    TERMS,
+    check_term,
+    check_word,
+    check_word_length,
+    encode,
+    find_word,
+    in_order,
+    occurrence_states,
+    run_here,
+    sentence_around,
+    token_span,
+)  # fmt: skip
+from .context_states import check_labels
 from .workers import LOCAL_CLIENTS, check_client, progress_bar, run_tasks, session
 
-__all__ = ["POOLING", "TERMS", "WordContexts", "word_contexts"]
+__all__ = [
+    "OCCURRENCE_COLUMNS", "POOLING", "TERMS", "WordContexts", "find_word", "sentence_around", "token_span",
+    "word_contexts",
+]  # fmt: skip
 
 #: how a word's pieces become one vector (each layer): the mean of the tokens overlapping the word
 POOLING = "mean"
-#: the columns of :attr:`WordContexts.occurrences`
-OCCURRENCE_COLUMNS = ("text", "start", "end", "token_start", "token_end", "sentence", "sentence_start", "full_text")
 #: t-SNE needs at least this many points (perplexity >= 1 and neighbours to spread them)
 MIN_TSNE_POINTS = 4
-
-_SENTENCE_END = re.compile(r"([.!?]+[\"')\]]*)\s+|\n\s*\n")
 
 
 # ------------------------------------------------------------------------------------------- the result
@@ -52,7 +64,9 @@ class WordContexts:
     """The occurrences of ``word`` and their vectors: ``states`` float32 (m, layers, d), ``occurrences`` one row
     per occurrence (:data:`OCCURRENCE_COLUMNS`: ``text`` index, ``start``/``end`` character span in it,
     ``token_start``/``token_end`` token span, ``sentence`` around it starting at ``sentence_start``, and
-    ``full_text`` the text itself), ``layer`` the default layer of :attr:`X`, ``term`` what the vectors are."""
+    ``full_text`` the text itself), ``layer`` the default layer of :attr:`X`, ``term`` what the vectors are;
+    ``max_attention`` float32 (L, H, m), asked for with ``attention=True``: each head's largest attention to the
+    occurrence from any query of its text (the maximum over its pieces), else None."""
 
     word: str
     states: np.ndarray
@@ -61,6 +75,7 @@ class WordContexts:
     term: str
     model_name: str
     model: Any = field(default=None, repr=False)
+    max_attention: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def layers(self) -> int:
@@ -153,32 +168,6 @@ def _loo_accuracy(X: np.ndarray, codes: np.ndarray) -> float:
 # ----------------------------------------------------------------------------------------- finding
 
 
-def check_word(word: Any) -> str:
-    """``word`` stripped: a non-empty str."""
-    if not isinstance(word, str):
-        raise TypeError(f"word must be a str, got {type(word).__name__} {word!r}")
-    if not word.strip():
-        raise ValueError("word is empty or only whitespace: give the word to look for")
-    return word.strip()
-
-
-def find_word(word: str, text: str) -> list[tuple[int, int]]:
-    """Character spans of ``word`` in ``text``: whole words (no letter, digit or _ either side), any case."""
-    pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
-    return [(m.start(), m.end()) for m in pattern.finditer(text)]
-
-
-def sentence_around(text: str, start: int, end: int) -> tuple[int, str]:
-    """(where it starts, the sentence) around ``text[start:end]``: from the last sentence end (. ! ? then space,
-    or a blank line) before it to the next one after it."""
-    lo = 0
-    for m in _SENTENCE_END.finditer(text, 0, start):
-        lo = m.end()
-    after = _SENTENCE_END.search(text, end)
-    hi = len(text) if after is None else (after.end(1) if after.group(1) else after.start())
-    return lo, text[lo:hi].rstrip()
-
-
 # ----------------------------------------------------------------------------------------- running
 
 
@@ -191,6 +180,7 @@ def word_contexts(
     term: str = "hidden",
     client: Any = None,
     progress: bool = True,
+    attention: bool = False,
 ) -> WordContexts:
     """Every occurrence of ``word`` in ``texts`` and its vector at every layer (module doc).
 
@@ -199,7 +189,8 @@ def word_contexts(
     states) or, from :func:`~headsne_widget.capture.decompose.decompose`, "input", "attention" (every head of the
     layers so far) or "mlp": what that kind of component wrote into the hidden state (these run in this process,
     one text at a time, whatever ``client``: the decomposition hooks the model). ``client``: where the texts
-    run (module doc). ``progress``: a tqdm bar over the texts that hold the word.
+    run (module doc). ``progress``: a tqdm bar over the texts that hold the word. ``attention``: keep each head's
+    largest attention to the word in its text too (``.max_attention``; one more capture pass a text).
 
     Raises ValueError for an empty ``texts``, a word found nowhere, an unknown term; TypeError for a non-str word
     or text; TextTooLongError for a word, or a text holding it, longer than the model's positions.
@@ -209,22 +200,21 @@ def word_contexts(
     word, items, term = check_word(word), check_texts(texts), check_term(term)
     _check_client(client)
     loaded = load_model(model)
-    _check_word_length(word, loaded)
-    jobs, rows = _encode(word, items, loaded)
+    check_word_length(word, loaded)
+    jobs, rows = encode(word, items, loaded)
     with _session(client) as active, progress_bar(len(jobs), 0, bool(progress)) as bar:
         if active is None or term != "hidden":  # decompose hooks the model: never two texts at once on it
-            results = run_here(jobs, loaded, term, bar)
+            results = run_here(jobs, loaded, term, bar, attention=attention)
         else:
-            results = run_tasks(occurrence_states, jobs, {"term": term}, model if model is not None else loaded,
+            results = run_tasks(occurrence_states, jobs, {"term": term, "attention": attention},
+                                model if model is not None else loaded,
                                 client=active, retries=0, bar=bar, on_text=None)  # fmt: skip
-    results.sort(key=lambda r: (r["text"], r["k"]))
-    if len(results) < len(rows):  # Ctrl-C: keep the occurrences whose text finished
-        done = {(r["text"], r["k"]) for r in results}
-        rows = [r for r in rows if (r["text"], r["k"]) in done]
+    rows, results = in_order(rows, results)
     states = np.stack([r["states"] for r in results]) if results else np.zeros((0, 0, 0), np.float32)
+    grid = np.stack([r["attention"] for r in results], axis=2) if attention and results else None
     frame = pd.DataFrame(rows, columns=["k", *OCCURRENCE_COLUMNS]).drop(columns="k")
     layer = layer_index(layer, states.shape[1]) if len(states) else int(layer)
-    return WordContexts(word, states, frame, layer, term, loaded.name, model=loaded)
+    return WordContexts(word, states, frame, layer, term, loaded.name, model=loaded, max_attention=grid)
 
 
 def _check_client(client: Any) -> None:
@@ -246,56 +236,3 @@ def _session(client: Any) -> Iterator[Any]:
             client = "sync"
     with session(client) as active:
         yield active
-
-
-def _check_word_length(word: str, loaded: Any) -> None:
-    """A word whose own tokens (with the special ones) exceed the model's positions can never be looked at."""
-    from ..errors import TextTooLongError
-
-    limit, tokenizer = loaded.max_positions, loaded.tokenizer
-    if limit is None:
-        return
-    n = len(tokenizer(word, add_special_tokens=False, verbose=False)["input_ids"])
-    if n + tokenizer.num_special_tokens_to_add() > limit:
-        raise TextTooLongError(
-            f"the word {word[:40]!r}{'...' if len(word) > 40 else ''} is {n} tokens for {loaded.name}, which takes "
-            f"at most {limit} positions ({loaded.positions_source}) with its special tokens: no text can hold it"
-        )
-
-
-def _encode(word: str, items: list[str], loaded: Any) -> tuple[dict[int, Any], list[dict[str, Any]]]:
-    """The jobs (text index -> (token ids, token spans)) and one row per occurrence, texts in order."""
-    from ..errors import TextTooLongError
-
-    found = {i: spans for i, text in enumerate(items) if (spans := find_word(word, text))}
-    if not found:
-        raise ValueError(
-            f"{word!r} occurs in none of the {len(items)} texts searched (whole words, any case): nothing to embed"
-        )
-    tokenizer, limit = loaded.tokenizer, loaded.max_positions
-    if not getattr(tokenizer, "is_fast", False):
-        raise TypeError(f"{loaded.name}'s tokenizer is not a fast one: it gives no character spans to find words")
-    order = list(found)
-    encoded = tokenizer([items[i] for i in order], return_offsets_mapping=True, return_special_tokens_mask=True,
-                        verbose=False)  # fmt: skip
-    jobs: dict[int, Any] = {}
-    rows: list[dict[str, Any]] = []
-    for j, i in enumerate(order):
-        ids = np.asarray(encoded["input_ids"][j], dtype=np.int64)
-        if limit is not None and ids.size > limit:
-            raise TextTooLongError(f"texts[{i}] holds {word!r} but has {ids.size} tokens; {loaded.name} takes at "
-                                   f"most {limit} ({loaded.positions_source}): shorten it or leave it out")  # fmt: skip
-        special = encoded["special_tokens_mask"][j]
-        offsets = [None if s else (int(o[0]), int(o[1])) for o, s in zip(encoded["offset_mapping"][j], special)]
-        kept: list[tuple[int, int]] = []
-        for start, end in found[i]:
-            tokens = token_span(offsets, start, end)
-            if tokens is None:  # no token covers it (characters the tokenizer drops): left out
-                continue
-            lo, sentence = sentence_around(items[i], start, end)
-            rows.append(dict(k=len(kept), text=i, start=start, end=end, token_start=tokens[0], token_end=tokens[1],
-                             sentence=sentence, sentence_start=lo, full_text=items[i]))  # fmt: skip
-            kept.append(tokens)
-        if kept:
-            jobs[i] = (ids, kept)
-    return jobs, rows

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._checks import int_at_least, text_characters
+from .._checks import check_texts, int_at_least
 from .summaries import SCORE_SUMMARY_COLUMNS, SUMMARY_COLUMNS, head_summary, score_summary
 from .workers import LOCAL_CLIENTS, check_client, progress_bar, run_tasks, session
 
@@ -70,24 +70,6 @@ _METHOD_ORDER = {"attention": 0, "hidden": 1}
 
 
 # -------------------------------------------------------------------------------------------- input
-
-
-def check_texts(texts: Any) -> list[str]:
-    """The corpus as a list of strings: any iterable of str (a pandas Series by its values, in order)."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError("texts must be a collection of strings (a list, tuple or pandas Series), not one string")
-    values = getattr(texts, "tolist", None)
-    try:
-        items = list(values() if callable(values) else texts)
-    except TypeError as err:
-        raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}") from err
-    if not items:
-        raise ValueError("the corpus is empty: pass at least one text (headsne_widget.texts.CORPUS is one)")
-    for i, item in enumerate(items):
-        if not isinstance(item, str):
-            raise TypeError(f"texts[{i}] is a {type(item).__name__}, not a str: every text must be a string")
-        text_characters(item, f"texts[{i}]")  # as extract() does: the tokenizer's own error names nothing
-    return items
 
 
 def _indices(value: Any, count: int, name: str, unit: str) -> list[int]:

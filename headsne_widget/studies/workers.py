@@ -14,8 +14,6 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
-
 __all__ = [
     "DEFAULT_LOCAL",
     "LOCAL_CLIENTS",
@@ -114,14 +112,14 @@ def progress_bar(total: int, done: int, enabled: bool) -> Any:
     return tqdm(total=total, initial=done, desc="texts", unit="text", disable=not enabled)
 
 
-def _results_here(task: Task, jobs: dict[int, np.ndarray], model: Any, settings: dict) -> Iterator[list[dict]]:
+def _results_here(task: Task, jobs: dict[int, Any], model: Any, settings: dict) -> Iterator[list[dict]]:
     """Each text's rows, computed in this process, in corpus order."""
     for index, ids in jobs.items():
         yield task(index, ids, model, **settings)
 
 
 def _results_dask(
-    task: Task, client: Any, jobs: dict[int, np.ndarray], model: Any, settings: dict, retries: int
+    task: Task, client: Any, jobs: dict[int, Any], model: Any, settings: dict, retries: int
 ) -> Iterator[list[dict]]:
     """Each text's rows as its task finishes on ``client``; what is left is cancelled when the caller stops."""
     from distributed import as_completed
@@ -161,7 +159,7 @@ def _collect(results: Iterator[list[dict]], total: int, bar: Any, on_text: Calla
 
 def run_tasks(
     task: Task,
-    jobs: dict[int, np.ndarray],
+    jobs: dict[int, Any],
     settings: dict,
     model: Any,
     *,

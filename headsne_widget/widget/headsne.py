@@ -13,6 +13,7 @@ import functools
 import math
 import numbers
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,7 +21,7 @@ import traitlets
 
 from ..capture.extraction import Extraction, check_text
 from .atlas import ATLAS_N_ITER
-from .loading import NOT_GIVEN, Asked, check_tokens, data_traits, load_job
+from .loading import NOT_GIVEN, Asked, check_tokens, contexts_job, data_traits, load_job
 from .model import HeadSNEModel, check_keywords
 from .owner import Owner
 from .params import HeadSNEAttributes, HeadSNEParams, Mode
@@ -88,6 +89,57 @@ class HeadSNE(HeadSNEAttributes):
             load = functools.partial(load_job, text=text, model=model, tokenizer=tokenizer, device=device,
                                      max_tokens=max_tokens)  # fmt: skip
             self._owner = Owner.start_loading(self.widget, asked, load)
+
+    @classmethod
+    def contexts(
+        cls,
+        word: str,
+        texts: Iterable[str],
+        model: Any = None,
+        *,
+        labels: Any = None,
+        layer: int | None = None,
+        term: str = "hidden",
+        autostart: bool = True,
+        **params: Unpack[HeadSNEParams],
+    ) -> HeadSNE:
+        """A word across many texts: one point per occurrence of ``word`` in ``texts`` (whole words, any case; a word
+        split into pieces is the mean of its pieces), t-SNE'd live from its hidden states at ``layer`` (None: the
+        last; perplexity-calibrated Gaussians, as ``mode="hidden"``). The layer control moves the same points from
+        layer to layer, each new map aligned to the last; ``labels`` (one per occurrence, e.g. senses) colour them
+        (``w.color_by`` sets another colouring); the grid shows each head's largest attention to the word in its own
+        text; the text panel the sentences; ``w.selected`` are occurrence indices into ``w.occurrences``.
+
+        The texts run in the background (progress shown), one forward pass and one capture pass each. ``term``:
+        "hidden", or what one kind of component wrote ("input", "attention", "mlp"; see ``word_contexts``).
+        Raises at once for a word or texts that cannot be searched; a word found nowhere, or ``labels`` of the
+        wrong length, is the widget's error (``wait_ready`` raises it). See docs/word-contexts.md.
+        """
+        from .._checks import check_texts
+        from ..capture.occurrences import check_term, check_word
+
+        check_keywords(params)
+        word, items, term = check_word(word), check_texts(texts), check_term(term)
+        if labels is not None and (isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__")):
+            raise TypeError(f"labels must be one label per occurrence (a list or array), got {type(labels).__name__}")
+        self = cls.__new__(cls)
+        self.widget = HeadSNEModel(state="loading", status="loading the model", word=word, **params)
+        asked = Asked(NOT_GIVEN if layer is None else layer, 0, "hidden", autostart,
+                      params.get("grid_norm", NOT_GIVEN), labels)  # fmt: skip
+        load = functools.partial(contexts_job, word=word, texts=items, model=model, term=term)
+        self._owner = Owner.start_loading(self.widget, asked, load)
+        return self
+
+    @property
+    def occurrences(self) -> pd.DataFrame:
+        """The occurrences of a widget made by :meth:`contexts` (waits for them), one row per point: ``text`` index,
+        ``start``/``end`` character span in it, ``token_start``/``token_end`` token span, ``sentence`` around it
+        starting at ``sentence_start``, ``full_text``. ``w.occurrences.iloc[w.selected]``: the selected ones."""
+        ex = self._owner.ready()
+        found = getattr(ex, "occurrences", None)
+        if found is None:
+            raise AttributeError("this widget shows one text: occurrences come with HeadSNE.contexts(word, texts)")
+        return found.copy()
 
     @property
     def extraction(self) -> Extraction:

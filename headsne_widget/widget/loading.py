@@ -19,6 +19,7 @@ import numpy as np
 from ..affinity.selection import MIN_TOKENS
 from ..capture.components import allow_components
 from ..capture.extraction import Extraction, extract, load_model
+from ..capture.occurrences import Occurrences, capture_occurrences
 from ..capture.scores import SCORES, head_scores, statistics
 from ..embedding.background import start_warmup
 from .jobs import Job, Progress, Slot
@@ -27,8 +28,8 @@ from .selections import build_selection
 from .workspace import Workspace
 
 __all__ = [
-    "NOT_GIVEN", "Asked", "Loaded", "NotGiven", "Progress", "check_tokens", "data_traits", "load_job", "make_prefetch",
-    "prefetch_job",
+    "NOT_GIVEN", "Asked", "Loaded", "NotGiven", "Progress", "check_tokens", "contexts_job", "data_traits", "load_job",
+    "make_prefetch", "occurrence_traits", "prefetch_job",
 ]  # fmt: skip
 
 
@@ -45,13 +46,15 @@ NOT_GIVEN: Final = NotGiven.NOT_GIVEN
 @dataclass(frozen=True)
 class Asked:
     """What ``HeadSNE(...)`` asked for, applied once the text is captured: the selection, whether the first run
-    starts by itself, and the grid (``NOT_GIVEN``: the model's default, above uniform for causal models)."""
+    starts by itself, the grid (``NOT_GIVEN``: the model's default, above uniform for causal models) and the
+    colouring (``HeadSNE.contexts``'s sense labels)."""
 
-    layer: int = 0
+    layer: int | NotGiven = 0  # NOT_GIVEN: the last layer
     head: int = 0
     mode: str = "attention"
     autostart: bool = True
     grid_norm: str | NotGiven = NOT_GIVEN
+    colors: Any = None  # labels or values per point, applied as ``color_by``
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,18 @@ def load_job(
     ex.attention_source.prefetch(job.check)
 
 
+def contexts_job(job: Job, *, word: str, texts: list[str], model: Any, term: str) -> None:
+    """Capture every occurrence of ``word`` in ``texts`` (``HeadSNE.contexts``); each text reports progress and
+    is a cancel point."""
+    start_warmup()
+
+    def progress(done: int, total: int) -> None:
+        job.emit(Progress(f"running the texts that hold {word!r}: {done} of {total}", done / total))
+
+    job.emit(Progress(f"loading the model, then finding {word!r} in {len(texts)} texts", 0.0))
+    job.emit(Loaded(capture_occurrences(word, texts, model, term=term, progress=progress)))
+
+
 def prefetch_job(job: Job, ex: Extraction) -> None:
     """Every head into the extraction's cache, when they all fit its budget (see the module doc)."""
     start_warmup()
@@ -85,6 +100,8 @@ def prefetch_job(job: Job, ex: Extraction) -> None:
 
 def data_traits(ex: Extraction) -> dict[str, Any]:
     """The traits set once per text (the head map comes later, from its job)."""
+    if isinstance(ex, Occurrences):
+        return occurrence_traits(ex)
     table = head_scores(ex)
     values = table[list(SCORES)].to_numpy(dtype=np.float64).reshape(ex.n_layers, ex.n_heads, len(SCORES))
     return dict(
@@ -93,6 +110,17 @@ def data_traits(ex: Extraction) -> dict[str, Any]:
         model_name=ex.model_name, n_layers=ex.n_layers, n_heads=ex.n_heads, kv_groups=int(ex.kv_groups),
         max_attention=ex.max_attention, max_attention_above_uniform=statistics(ex).above_uniform,
         score_names=list(SCORES), scores=np.where(np.isnan(values), -1.0, values), head_kinds=table["kind"].tolist(),
+    )  # fmt: skip
+
+
+def occurrence_traits(ex: Occurrences) -> dict[str, Any]:
+    """The data traits of a word's occurrences across texts: no head scores (they are a text's), the grid and its
+    above-uniform form each occurrence's in its own text."""
+    return dict(
+        text=ex.text, word=ex.word, tokens=list(ex.tokens), special=[False] * ex.n_tokens,
+        offsets=[[int(o[0]), int(o[1])] for o in ex.offsets if o is not None], model_name=ex.model_name,
+        n_layers=ex.n_layers, n_heads=ex.n_heads, kv_groups=1, max_attention=ex.max_attention,
+        max_attention_above_uniform=ex.above_uniform, score_names=[], scores=None, head_kinds=[],
     )  # fmt: skip
 
 
@@ -112,6 +140,10 @@ def make_prefetch(ex: Extraction, workspace: Workspace, slot: Slot) -> Prefetch 
 
 def check_tokens(ex: Extraction) -> None:
     """Refuse a text too short for t-SNE (special tokens included)."""
+    if isinstance(ex, Occurrences) and ex.n_tokens < MIN_TOKENS:
+        many = "once" if ex.n_tokens == 1 else f"{ex.n_tokens} times"
+        raise ValueError(f"{ex.word!r} occurs {many} in the texts; a map needs at least {MIN_TOKENS} occurrences: "
+                         "give more texts that contain it")  # fmt: skip
     if ex.n_tokens < MIN_TOKENS:
         raise ValueError(
             f"the text has {ex.n_tokens} tokens (special ones included); t-SNE needs at least {MIN_TOKENS}"

@@ -246,15 +246,32 @@ class Owner(Results):
     def receive(self, ex: Extraction) -> None:
         """The captured text: the widget's data and the selection asked for, the head map and, when asked for,
         the first run."""
-        if not self.take_extraction(ex):
+        if not self.take_extraction(ex) or not self.take_colors(ex):
             return
-        self.features = head_features(ex)  # in the model's default grid, as the head map
-        self.update_related()
-        self.update_order()
-        self.slots["heads"].start(functools.partial(head_map_job, ex=ex))
+        if ex.has_attention:  # the heads' features and map come from each head's attention in the text
+            self.features = head_features(ex)  # in the model's default grid, as the head map
+            self.update_related()
+            self.update_order()
+            self.slots["heads"].start(functools.partial(head_map_job, ex=ex))
         if self.asked.autostart:
             self.schedule()
             self.flush()
+
+    def take_colors(self, ex: Extraction) -> bool:
+        """The colouring asked for at construction (``HeadSNE.contexts``'s labels); False (the widget's error)
+        when it does not fit the points."""
+        colors = self.asked.colors
+        if colors is None:
+            return True
+        if hasattr(colors, "__len__") and not isinstance(colors, str) and len(colors) != ex.n_tokens:
+            word = getattr(ex, "word", "")
+            return self._refuse(ValueError(f"labels has {len(colors)} entries but {word!r} has {ex.n_tokens} "
+                                           f"occurrences in the texts: give one label each"))  # fmt: skip
+        try:
+            self.colour_by(colors)
+        except (TypeError, ValueError) as err:
+            return self._refuse(err)
+        return True
 
     def colour_by(self, value: Any) -> None:
         """The user's colouring: a mode name, or values per token kept for "user" mode (checked first)."""

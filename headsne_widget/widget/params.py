@@ -81,6 +81,7 @@ class SyncedTraits:
     is a str the trait checks, an array any array-like (read back as a read-only numpy array, or None)."""
 
     text: str
+    word: str
     tokens: list[str]
     offsets: list[Any]
     special: list[bool]
@@ -182,6 +183,8 @@ class HeadSNEAttributes:
 
         @property
         def text(self) -> str: ...
+        @property
+        def word(self) -> str: ...
         @property
         def tokens(self) -> list[str]: ...
         @property

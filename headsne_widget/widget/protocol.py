@@ -187,6 +187,9 @@ _U = t.Unicode
 TRAITS: tuple[TraitSpec, ...] = (
     # data, set once per text
     _spec("text", _U(""), "data", "the input text", mirrored=False),
+    _spec("word", _U(""), "data", "the word whose occurrences across texts are the points (`HeadSNE.contexts`): "
+          "`text` then holds their sentences, one a line, `tokens` the word as written in each, and the grid each "
+          "head's largest attention to it in its own text; \"\" for a widget of one text", mirrored=False),
     _spec("tokens", t.List(_U()), "data", "word pieces, special tokens included (render as TEXT, never HTML)",
           mirrored=False),
     _spec("offsets", t.List(t.Any()), "data", "character span [start, end] of each token in `text`, or null",

@@ -123,7 +123,8 @@ class Results:
                 for name, value in data_traits(ex).items():
                     setattr(widget, name, value)
             try:
-                widget.layer, widget.head, widget.mode = asked.layer, asked.head, asked.mode
+                layer = ex.n_layers - 1 if asked.layer is NOT_GIVEN else asked.layer
+                widget.layer, widget.head, widget.mode = layer, asked.head, asked.mode
             except t.TraitError as err:
                 return self._refuse(err)
             if asked.grid_norm is NOT_GIVEN:  # the grid that shows the heads: above uniform for causal models

@@ -15,6 +15,9 @@
  * side is older: readers default them.
  * @typedef {object} Traits
  * @property {string} text the input text
+ * @property {string} word the word whose occurrences across texts are the points (`HeadSNE.contexts`): `text` then
+ *   holds their sentences, one a line, `tokens` the word as written in each, and the grid each head's largest attention
+ *   to it in its own text; "" for a widget of one text
  * @property {string[]} tokens word pieces, special tokens included (render as TEXT, never HTML)
  * @property {([number, number] | null)[]} offsets character span [start, end] of each token in `text`, or null
  * @property {boolean[]} special special tokens ([CLS], [SEP], <s>, ...), one bool per token
@@ -124,6 +127,7 @@
 /** @type {{readonly [K in TraitName]: K}} */
 export const T = Object.freeze({
   text: "text",
+  word: "word",
   tokens: "tokens",
   offsets: "offsets",
   special: "special",
