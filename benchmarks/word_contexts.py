@@ -10,10 +10,12 @@ peak RSS is its own) and the table gives, per setting:
 - ``states MB``: the result's (m, L + 1, d) float32 array, what the occurrences hold.
 
 Settings: ``sync`` (in this process, ``client=None``'s default without a Dask client), ``threads`` (a local Dask
-cluster of threads, started by the call), and ``extract``: the same texts through ``extract()`` (which also
-captures every head's attention) and pooling its hidden states, to compare with running the model directly.
+cluster of threads, started by the call), ``extract``: the same texts through ``extract()`` (which also
+captures every head's attention) and pooling its hidden states, to compare with running the model directly, and
+``widget``: ``HeadSNE.contexts`` (a forward pass and a capture pass a text, for the grid of the word's attention)
+until the map's first frame (``run s``: until the occurrences are ready; ``first frame s``: from the same start).
 
-    .venv/bin/python benchmarks/word_contexts.py [--texts 1000] [--settings sync,threads,extract]
+    .venv/bin/python benchmarks/word_contexts.py [--texts 1000] [--settings sync,threads,extract,widget]
 """
 
 from __future__ import annotations
@@ -44,15 +46,33 @@ def _one(setting: str, count: int) -> dict:
     loaded = load_model(path, device="cpu")
     texts = _texts(count)
     loaded_at = time.perf_counter()
+    first = None
     if setting == "extract":
         m, nbytes = _through_extract(texts, loaded)
+    elif setting == "widget":
+        m, nbytes, first = _widget(texts, loaded, loaded_at)
     else:
         ctx = word_contexts("bank", texts, loaded, client=setting, progress=True)
         m, nbytes = len(ctx.occurrences), ctx.states.nbytes
     done = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"setting": setting, "m": m, "load": loaded_at - start, "run": done - loaded_at, "peak": peak,
-            "states": nbytes / 2**20}  # fmt: skip
+            "states": nbytes / 2**20, "first": first}  # fmt: skip
+
+
+def _widget(texts: list[str], loaded: object, started: float) -> tuple[int, int, float]:
+    """``HeadSNE.contexts`` (each text's attention to the word captured too) until its first map frame; returns
+    the occurrences, the states' bytes, and the seconds to the first frame."""
+    from headsne_widget import HeadSNE
+
+    w = HeadSNE.contexts("bank", texts, loaded)
+    ex = w.wait_ready()
+    while w.embedding is None:
+        time.sleep(0.02)
+    first = time.perf_counter() - started
+    m, nbytes = ex.n_tokens, ex.hidden_states.nbytes
+    w.close()
+    return m, nbytes, first
 
 
 def _through_extract(texts: list[str], loaded: object) -> tuple[int, int]:
@@ -77,7 +97,7 @@ def _through_extract(texts: list[str], loaded: object) -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--texts", type=int, default=1000)
-    parser.add_argument("--settings", default="sync,threads,extract")
+    parser.add_argument("--settings", default="sync,threads,extract,widget")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -89,10 +109,12 @@ def main() -> None:
                              check=True, stdout=subprocess.PIPE, text=True)  # fmt: skip
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"\n{args.texts} texts, 'bank' once in each; MiniLM on the CPU")
-    print(f"{'setting':<10} {'occurrences':>11} {'load s':>7} {'run s':>7} {'peak RSS MB':>12} {'states MB':>10}")
+    print(f"{'setting':<10} {'occurrences':>11} {'load s':>7} {'run s':>7} {'peak RSS MB':>12} {'states MB':>10} "
+          f"{'first frame s':>14}")  # fmt: skip
     for r in rows:
+        first = "" if r.get("first") is None else f"{r['first']:.1f}"
         print(f"{r['setting']:<10} {r['m']:>11} {r['load']:>7.1f} {r['run']:>7.1f} {r['peak']:>12.0f} "
-              f"{r['states']:>10.1f}")  # fmt: skip
+              f"{r['states']:>10.1f} {first:>14}")  # fmt: skip
 
 
 if __name__ == "__main__":

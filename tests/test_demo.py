@@ -40,6 +40,8 @@ def test_demo_is_committed_without_outputs():
         "analyses.word_embeddings",
         "output_notebook",
         "ex.model_name",
+        "HeadSNE.contexts",
+        "centroid_accuracy",
     ):
         assert needed in source, needed
 
