@@ -104,18 +104,20 @@ def test_mypy_checks_the_attributes(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert any(":10:" in line and "Literal['loading']" in line for line in lines), report
 
 
+@pytest.mark.parametrize("method", ["wait", "wait_ready"])
 @pytest.mark.parametrize("timeout", ["1", True, [1], b"1"])
-def test_wait_refuses_a_timeout_that_is_no_number(make, abstract_ex, timeout):
+def test_wait_refuses_a_timeout_that_is_no_number(make, abstract_ex, timeout, method):
     w, _ = make(abstract_ex, autostart=False)
     with pytest.raises(TypeError, match="timeout must be None or a number of seconds"):
-        w.wait(timeout=timeout)
+        getattr(w, method)(timeout=timeout)
 
 
+@pytest.mark.parametrize("method", ["wait", "wait_ready"])
 @pytest.mark.parametrize("timeout", [-1, -0.5, math.inf, math.nan])
-def test_wait_refuses_a_negative_or_infinite_timeout(make, abstract_ex, timeout):
+def test_wait_refuses_a_negative_or_infinite_timeout(make, abstract_ex, timeout, method):
     w, _ = make(abstract_ex, autostart=False)
     with pytest.raises(ValueError, match="finite number of seconds >= 0"):
-        w.wait(timeout=timeout)
+        getattr(w, method)(timeout=timeout)
 
 
 def test_wait_takes_none_and_numbers(make, abstract_ex):

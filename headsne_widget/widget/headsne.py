@@ -204,8 +204,9 @@ class HeadSNE(HeadSNEAttributes):
         self._owner.colour_by(value)
 
     def wait_ready(self, timeout: float | None = None) -> Extraction:
-        """Block until the text is captured; raise the capture's error, or TimeoutError after ``timeout`` s."""
-        return self._owner.ready(timeout)
+        """Block until the text is captured; raise the capture's error, or TimeoutError after ``timeout`` s
+        (``timeout`` as for :meth:`wait`)."""
+        return self._owner.ready(_check_timeout(timeout))
 
     def run(self) -> None:
         """(Re)start the optimisation for the current selection and parameters."""
@@ -220,14 +221,7 @@ class HeadSNE(HeadSNEAttributes):
         for a paused run (which would never end on its own). ``timeout``: None (no limit) or a finite number of
         seconds >= 0 (not a bool); anything else raises before waiting.
         """
-        if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
-                raise TypeError(
-                    f"timeout must be None or a number of seconds, got {type(timeout).__name__}: {timeout!r}"
-                )
-            if not (math.isfinite(timeout) and timeout >= 0):
-                raise ValueError(f"timeout must be a finite number of seconds >= 0 (or None), got {timeout!r}")
-        return self._owner.wait(timeout)
+        return self._owner.wait(_check_timeout(timeout))
 
     def pause(self) -> None:
         """Hold the running optimisation between two steps: no CPU work until ``resume``."""
@@ -288,6 +282,18 @@ class HeadSNE(HeadSNEAttributes):
         missing[[h for h in self.widget.atlas_heads if h < len(out)]] = False
         out[missing] = np.nan
         return out
+
+
+def _check_timeout(timeout: Any) -> float | None:
+    """``timeout`` of ``wait`` and ``wait_ready``: None or a finite number of seconds >= 0 (not a bool)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise TypeError(f"timeout must be None or a number of seconds, got {type(timeout).__name__}: {timeout!r}")
+    seconds = float(timeout)
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f"timeout must be a finite number of seconds >= 0 (or None), got {timeout!r}")
+    return seconds
 
 
 def _trait_property(spec: TraitSpec) -> property:
