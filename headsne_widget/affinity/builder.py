@@ -34,7 +34,7 @@ from .sparse import SPARSE_MIN_TOKENS
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
-__all__ = ["Alloc", "Selection", "build_p", "wants_sparse"]
+__all__ = ["Alloc", "Selection", "build_p", "capped_keys", "wants_sparse"]
 
 #: ``alloc(shape, role)``: a float32 array of ``shape`` for ``role`` ("matrix" or "P"), the caller's to release
 Alloc = Callable[[tuple[int, int], str], np.ndarray]
@@ -99,6 +99,12 @@ def build_p(
     return _selection(spec, _dense(ex, spec, dtype, out, matrix, alloc=alloc, check=check))
 
 
+def capped_keys(n: int, entries: int, least: int = 1) -> int:
+    """The keys each of ``n`` rows may keep when every row's mass would exceed ``entries`` kept entries: an equal
+    share of them, at least ``least`` (the one rule of a capped sparse head, for P and for its partners)."""
+    return max(least, entries // n)
+
+
 def _sparse(
     ex: Any, spec: Spec, dtype: Any, progress: Progress | None, budget: int, instead: int | None
 ) -> Built | None:
@@ -113,7 +119,7 @@ def _sparse(
             raise
         if switch is not None and switch <= entries:
             return None
-    cap = max(1, entries // ex.n_tokens)
+    cap = capped_keys(ex.n_tokens, entries)
     built = src.sparse(ex, spec, dtype=dtype, progress=progress, limits=Limits(max_keys=cap))
     held = f"{built.mass:.1%}" if built.mass is not None else "less"
     note = f"each token keeps at most its {cap} largest keys (memory budget): P holds {held} of the head's weights"

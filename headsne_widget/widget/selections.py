@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import DEFAULT_MASS
-from ..affinity.builder import build_p, wants_sparse
+from ..affinity.builder import build_p, capped_keys, wants_sparse
 from ..affinity.selection import Selection
 from ..affinity.sources import HeadMatrixSource, PointSource, source
 from ..affinity.sources.base import Limits, Spec
@@ -182,4 +182,5 @@ def _budgeted_rows(ex: Any, src: HeadMatrixSource, key: SelectionKey, k: int) ->
     try:
         return src.rows(ex, key.layer, key.head, SPARSE_MASS, None, Limits(max_entries=max(entries, 1)))
     except MemoryBudgetError:
-        return src.rows(ex, key.layer, key.head, SPARSE_MASS, None, Limits(max_keys=max(k, entries // ex.n_tokens)))
+        cap = capped_keys(ex.n_tokens, entries, least=k)
+        return src.rows(ex, key.layer, key.head, SPARSE_MASS, None, Limits(max_keys=cap))
