@@ -102,3 +102,24 @@ def test_a_button_pressed_on_another_thread_acts_on_the_owner_thread(ex, comms):
             w.close()
 
     assert asyncio.run(press()) in {("running", 0), ("done", 0)}
+
+
+def test_a_browser_update_on_another_thread_is_applied_on_the_owner_thread(ex, comms):
+    """The same for a browser write (ipykernel's subshell thread): its traits change, and the run it starts is
+    scheduled, on the owner thread, never beside the owner's own trait updates."""
+    seen: list[int] = []
+
+    async def write() -> tuple[int, list[int], int]:
+        w = HeadSNE(ex, autostart=False)
+        try:
+            w.observe(lambda change: seen.append(threading.get_ident()), "layer")
+            writing = threading.Thread(target=w.widget.comm.from_browser, kwargs={"layer": 1})
+            writing.start()
+            writing.join()
+            await asyncio.sleep(0.05)
+            return w.widget.layer, seen, threading.get_ident()
+        finally:
+            w.close()
+
+    layer, threads, owner = asyncio.run(write())
+    assert layer == 1 and threads == [owner]

@@ -86,6 +86,8 @@ class HeadSNEModel(anywidget.AnyWidget, SyncedTraits):
         self.on_browser: Callable[[set[str], Exception | None], None] = lambda names, error: None
         #: called for each control message with its action (one of CONTROL_ACTIONS)
         self.on_control: Callable[[str], None] = lambda action: None
+        #: ``hand_over(method, *args)``: True when it posted the call to the owner thread's loop (see set_state)
+        self.hand_over: Callable[..., bool] = lambda method, *args: False
         super().__init__(**kwargs)
         self.on_msg(self._on_custom_msg)
 
@@ -133,7 +135,10 @@ class HeadSNEModel(anywidget.AnyWidget, SyncedTraits):
 
     def set_state(self, sync_data: dict[str, Any]) -> None:
         """Apply an update from the browser: only what a user may set (``BROWSER_WRITABLE``). A refused or
-        invalid value is put back in the browser and reported to ``on_browser``; never raised."""
+        invalid value is put back in the browser and reported to ``on_browser``; never raised. Arrived on another
+        thread than the owner's (ipykernel's subshells), it is applied on the owner's event loop (``hand_over``)."""
+        if self.hand_over(self.set_state, sync_data):  # a message on another thread: applied on the owner's
+            return
         refused = sorted(set(sync_data) - BROWSER_WRITABLE)
         allowed = {k: v for k, v in sync_data.items() if k in BROWSER_WRITABLE}
         error: Exception | None = None

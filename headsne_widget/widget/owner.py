@@ -73,7 +73,7 @@ class Owner(Results):
         self.features: np.ndarray | None = None  # every head's feature vector (affinity/heads.py), once loaded
         self.pending = self.closed = False
         self.decomposition = parts.DecompositionState()  # the decomposition panel's (decomposition_view.py)
-        widget.on_browser, widget.on_control = self.on_browser, self.on_control
+        widget.on_browser, widget.on_control, widget.hand_over = self.on_browser, self.on_control, self.handed_over
         widget.observe(self.on_run_trait, names=sorted(RESTARTS_RUN))
         widget.observe(self.on_hovered_head, names="hovered_head")
         widget.observe(self.on_display, names=["edge_k", "color_mode", "speed"])
