@@ -1,7 +1,8 @@
-"""Our t-SNE engine against another commit's, side by side on this machine: the same P, each run in a fresh process.
+"""Our t-SNE engine against other commits', side by side on this machine: the same P, each run in a fresh process.
 
-The other side (``--against``, default ``bcc952d``, the first wave's engine: one numba ``prange`` pass, serial
-below 2^20 pairs) is materialised with ``git archive`` into a temporary folder and imported from there; ours is
+The other sides (``--against``, default ``bcc952d``, the first wave's engine: one numba ``prange`` pass, serial
+below 2^20 pairs; and ``662f251``, the engine before issue 31's first item: serial below 2^25 pairs) are
+materialised with ``git archive`` into a temporary folder and imported from there; ours is
 this checkout (or ``--ours COMMIT``, materialised the same way). Both get the very same float32 P, written once to
 a ``.npy`` file:
 
@@ -13,14 +14,17 @@ a ``.npy`` file:
 Each timed run is ``tsne(P, n_iter=..., seed=0)`` in a new Python process, after an untimed ``tsne(P, n_iter=3,
 every=2)`` in the same process (numba's kernels loaded from its disk cache, the worker threads started), so the
 figure is the engine's, not the process start's; one untimed process per side first fills numba's cache. The two
-sides alternate (A B A B ...) so that drifts of the machine's speed fall on both. At 8192 (``--big``) the runs are
-shorter (``--big-iters``) and timed per iteration, from the first frame (iteration 50) to the last, with
-``tsne_frames(every=50)`` (the same steps and KL passes as ``tsne``), so the one-off check of P (numpy passes in
-bcc952d, about 1 s at 8192) is left out.
+sides alternate (A B C A B C ...) so that drifts of the machine's speed fall on all. ``--per-iter`` (the default
+sweep's mode) times every size per iteration, from the first frame (iteration 50) to the last, with
+``tsne_frames(every=50)`` (the same steps and KL passes as ``tsne``; ``--iters-of-n`` picks the count), so the
+one-off check of P (numpy passes in bcc952d, about 1 s at 8192) and our engine's choice between serial and shares
+(made in iterations 1-49) are left out; the whole call's seconds are printed too. Otherwise, below ``--big`` the
+whole ``tsne`` call is timed. ``--cpus 0`` pins every run to those cores (``os.sched_setaffinity``: one core), and
+the 1-minute load average is printed before and after each size (prefer a machine whose load is below 0.5).
 
-    python benchmarks/tsne_engines.py                        # 512, 2048, 8192 against bcc952d, 3 runs each
-    python benchmarks/tsne_engines.py --sizes 512 2048 --runs 5 --kinds random
-    python benchmarks/tsne_engines.py --against HEAD~3       # any commit
+    python benchmarks/tsne_engines.py --per-iter --kinds random   # 256 .. 16384, ours vs bcc952d vs 662f251
+    taskset -c 0 python benchmarks/tsne_engines.py --per-iter --kinds random --cpus 0    # the same on one core
+    python benchmarks/tsne_engines.py --sizes 512 2048 --runs 5 --kinds random --against bcc952d
     python benchmarks/tsne_engines.py --against "$(git stash create)"   # the working tree against its own HEAD
 
 ``ratio`` is theirs / ours (above 1: ours faster), of the bests and of the medians. openTSNE's FFT method on the
@@ -116,9 +120,12 @@ def materialise(commit: str, into: Path) -> Path:
     return dest
 
 
-def child(root: Path, path: Path, n_iter: int, mode: str) -> dict:
+def child(root: Path, path: Path, n_iter: int, mode: str, cpus: list[int] | None = None) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root), str(path), str(n_iter), mode], capture_output=True, text=True
+        [sys.executable, "-c", CHILD, str(root), str(path), str(n_iter), mode],
+        capture_output=True,
+        text=True,
+        preexec_fn=None if cpus is None else (lambda: os.sched_setaffinity(0, cpus)),
     )
     if done.returncode != 0:
         raise RuntimeError(f"{root}: exit {done.returncode}\n{done.stderr[-3000:]}")
@@ -127,9 +134,11 @@ def child(root: Path, path: Path, n_iter: int, mode: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--against", default="bcc952d", help="the other side's commit (default bcc952d)")
+    ap.add_argument("--against", nargs="+", default=["bcc952d", "662f251"], help="the other sides' commits")
     ap.add_argument("--ours", default=None, help="our side's commit (default: this checkout, as it is)")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[512, 2048, 8192])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096, 8192, 16384])
+    ap.add_argument("--per-iter", action="store_true", help="every size per iteration from frame 50 (see above)")
+    ap.add_argument("--cpus", type=int, nargs="+", default=None, help="pin the runs to these cores")
     ap.add_argument("--kinds", nargs="+", default=["random", "peaked"], choices=["random", "peaked"])
     ap.add_argument("--runs", type=int, default=3, help="timed runs per side, size and kind (best and median)")
     ap.add_argument("--n-iter", type=int, default=1000)
@@ -142,26 +151,29 @@ def main() -> None:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         ours = ROOT if args.ours is None else materialise(args.ours, work)
-        theirs = materialise(args.against, work)
-        sides = {"ours": ours, "theirs": theirs}
-        print(f"ours:   {ours}\ntheirs: {theirs} ({args.against})", flush=True)
+        sides = {"ours": ours, **{commit: materialise(commit, work) for commit in args.against}}
+        for name, root in sides.items():
+            print(f"{name:<8} {root}", flush=True)
+        print(f"cores: {args.cpus or sorted(os.sched_getaffinity(0))}", flush=True)
         makers = {"random": random_P, "peaked": peaked_P}
         rows = []
         for n in args.sizes:
-            big = n >= args.big
-            n_iter, mode = (args.big_iters, "frames") if big else (args.n_iter, "total")
+            big = n >= args.big or args.per_iter
+            big_iters = iters_of_n(n) if args.per_iter else args.big_iters
+            n_iter, mode = (big_iters, "frames") if big else (args.n_iter, "total")
             for kind in args.kinds:
                 path = work / f"P-{kind}-{n}.npy"
                 if not path.exists():
                     np.save(path, makers[kind](n))
                 for root in sides.values():  # fills numba's cache (or loads it), untimed
-                    child(root, path, 60 if big else n_iter, mode)
-                got: dict[str, list[dict]] = {"ours": [], "theirs": []}
+                    child(root, path, 60 if big else n_iter, mode, args.cpus)
+                got: dict[str, list[dict]] = {name: [] for name in sides}
+                load_before = os.getloadavg()[0]
                 for _ in range(args.runs):
-                    for name, root in sides.items():  # A B A B ...
-                        got[name].append(child(root, path, n_iter, mode))
-                rows.append((n, kind, n_iter, mode, got))
-                print_row(*rows[-1])
+                    for name, root in sides.items():  # A B C A B C ...
+                        got[name].append(child(root, path, n_iter, mode, args.cpus))
+                rows.append((n, kind, n_iter, mode, got, load_before))
+                print_row(*rows[-1][:5])
         print()
         print_table(rows)
 
@@ -178,37 +190,41 @@ def print_row(n: int, kind: str, n_iter: int, mode: str, got: dict) -> None:
         per = " ".join(f"{1e3 * r['per_iter']:.2f}" for r in results)
         kls = " ".join(f"{r['kl']:.5f}" for r in results)
         load = " ".join(f"{r['loadavg']:.1f}" for r in results)
-        print(f"  n={n} {kind} {name:<6} s: {secs}  cpu s: {cpus}  ms/it: {per}  KL: {kls}  load: {load}", flush=True)
+        print(f"  n={n} {kind} {name:<8} s: {secs}  cpu s: {cpus}  ms/it: {per}  KL: {kls}  load: {load}", flush=True)
+
+
+def iters_of_n(n: int) -> int:
+    """Iterations of a ``--per-iter`` run at n points: 50 untimed, then 50 to 1000 timed (about 2e9 pairs)."""
+    return 50 + 50 * max(1, min(20, int(2e9 / (n * n)) // 50))
 
 
 def print_table(rows: list) -> None:
+    names = list(rows[0][4])
     head = (
-        f"{'n':>5} {'P':<7} {'iters':>5} {'measure':<15} {'ours best/med':>15} {'theirs best/med':>16} "
-        f"{'ratio best/med':>15} {'cpu s ours/theirs':>18} {'KL ours':>9} {'KL theirs':>9} {'load':>5}"
+        f"{'n':>5} {'P':<7} {'iters':>5} {'measure':<9} "
+        + " ".join(f"{name + ' best/med':>19}" for name in names)
+        + " "
+        + " ".join(f"{'x ' + name:>13}" for name in names[1:])
+        + f" {'run s':>7} {'KL ours':>9} {'load':>9}"
     )
     print(head)
     print("-" * len(head))
-    for n, kind, n_iter, mode, got in rows:
-        key, scale, fmt, measure = (
-            ("per_iter", 1e3, ".2f", "ms / iteration") if mode == "frames" else ("seconds", 1.0, ".3f", "s / run")
-        )
-        ob, om = _stats(got["ours"], key)
-        tb, tm = _stats(got["theirs"], key)
-        oc, tc = _stats(got["ours"], "cpu")[0], _stats(got["theirs"], "cpu")[0]
-        ours_kl = {round(r["kl"], 6) for r in got["ours"]}
-        theirs_kl = {round(r["kl"], 6) for r in got["theirs"]}
-        load = np.median([r["loadavg"] for r in got["ours"] + got["theirs"]])
-        ratios = f"{tb / ob:.2f}x/{tm / om:.2f}x"
-        cpus = f"{oc:.3f}/{tc:.3f}"
-        print(
-            f"{n:>5} {kind:<7} {n_iter:>5} {measure:<15} {scale * ob:>7{fmt}}/{scale * om:<7{fmt}} "
-            f"{scale * tb:>8{fmt}}/{scale * tm:<7{fmt}} {ratios:>15} {cpus:>18} "
-            f"{_one(ours_kl):>9} {_one(theirs_kl):>9} {load:>5.1f}"
-        )
+    for n, kind, n_iter, mode, got, load_before in rows:
+        per_iter = mode == "frames"
+        key, scale, measure = ("per_iter", 1e3, "ms / it") if per_iter else ("seconds", 1.0, "s / run")
+        fmt = ".3f"
+        stats = {name: _stats(results, key) for name, results in got.items()}
+        cells = " ".join(f"{scale * b:>9{fmt}}/{scale * m:<9{fmt}}" for b, m in stats.values())
+        ob, om = stats["ours"]
+        ratios = " ".join(f"{stats[name][0] / ob:>5.2f}/{stats[name][1] / om:<5.2f}x" for name in names[1:])
+        whole = _stats(got["ours"], "seconds")[1]
+        kl = _one({round(r["kl"], 6) for r in got["ours"]})
+        load = f"{load_before:.2f}>{np.median([r['loadavg'] for rs in got.values() for r in rs]):.2f}"
+        print(f"{n:>5} {kind:<7} {n_iter:>5} {measure:<9} {cells} {ratios} {whole:>7.2f} {kl:>9} {load:>9}")
     print(
-        "ratio = theirs / ours (above 1: ours faster); cpu s = the least CPU time of a timed call, all threads "
-        "(8192: the whole call);\nKL = the final exact KL (the same every run, else 'varies'); load = median "
-        "1-minute load average after the runs (2 cores)"
+        "best/med = best and median of the runs; x NAME = NAME's / ours, of the bests and of the medians (above 1: "
+        "ours faster);\nrun s = ours' whole call, median; KL ours = its final exact KL (the same every run, else "
+        "'varies'); load = 1-minute load average before the size's timed runs > median after each run"
     )
 
 

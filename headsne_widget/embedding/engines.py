@@ -9,6 +9,8 @@ place); the torch engine adds three (runs, n, n) buffers, chunked over runs to s
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 
@@ -61,19 +63,33 @@ class ArrayBuffers:
 
 
 class NumbaEngine(ArrayBuffers):
-    """Fused CPU kernels; buffers allocated once per run."""
+    """Fused CPU kernels; buffers allocated once per run.
+
+    Serial or in shares: on one thread (:func:`.._parallel.threads`, one core or the cores kept free by
+    :func:`.._parallel.set_spare_cores`) or below ``kernels.POOL_MIN_PAIRS`` pairs, every pass is one compiled
+    call in this thread (:func:`.kernels.steps_serial`). Otherwise the first plain iterations (:meth:`steps`) are
+    timed one at a time, serial and with each pass in shares of the rows on the worker threads
+    (:func:`.kernels.forces`) in turn, :data:`PROBE_ITERS` each, and the run goes on with the faster:
+    what pays depends on the machine's cores, caches and load, not on the size alone (on 2 cores the shares
+    lost below about 512 points and won from about 1024; a pass in shares costs some 30 us of dispatch). Both
+    give the same bits (the rows are independent), so the choice changes the speed only.
+    """
+
+    #: iterations timed each way before the choice (each way's median counts)
+    PROBE_ITERS = 5
 
     def __init__(self, P: np.ndarray, Y0: np.ndarray, one: float = 1.0):
+        from .. import _parallel
         from . import kernels, kl_kernels
 
         runs, _, n = Y0.shape
-        pooled = runs * n * n >= kernels.POOL_MIN_PAIRS
-        # pooled: each pass a kernel of its own, the forces in shares; serial: every pass is one compiled
-        # loop, steps_serial, reported steps included (the same machine code whether a step reports or not)
-        self._forces = kernels.forces
-        self._sum_rows = kernels._sum_rows
-        self._steps = None if pooled else kernels.steps_serial  # no pooled twin: see steps_serial
-        self._kl_rows = kl_kernels.kl_rows if pooled else kl_kernels.kl_rows_serial
+        self._kernels, self._kl = kernels, kl_kernels
+        # None: not measured yet (serial until then); False: serial; True: each pass in shares
+        self.pooled: bool | None = None
+        self._seconds: dict[bool, list[float]] = {False: [], True: []}  # the iterations timed each way
+        self._started = False  # the first iteration in shares (untimed) is done
+        if runs * n * n < kernels.POOL_MIN_PAIRS or _parallel.threads() < 2:
+            self.pooled = False
         dtype = Y0.dtype
         super().__init__(Y0)
         self.P = np.ascontiguousarray(P, dtype=dtype)
@@ -85,37 +101,58 @@ class NumbaEngine(ArrayBuffers):
         """Compute attraction/repulsion/Z at the current Y; return the exact KL(P || Q) per run if asked (always
         exact: ``final`` matters to the sparse engine only)."""
         dt = self.Y.dtype.type
-        if self._steps is None:
-            self._forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
-            self._sum_rows(self.z, self.Z)
+        if self.pooled:
+            self._kernels.forces(self.P, self.Y, dt(exaggeration), self.one, self.attraction, self.repulsion, self.z)
+            self._kernels._sum_rows(self.z, self.Z)
         else:
             self._serial(0, 1, dt(exaggeration), 0.0, 0.0)  # half-step 0: forces and Z
         if not want_kl:
             return None
         inv_z = (1.0 / self.Z).astype(self.Y.dtype)
-        self._kl_rows(self.P, self.Y, self.one, inv_z, dt(KL_BIG_RATIO), self.kl_rows)
+        kl_rows = self._kl.kl_rows if self.pooled else self._kl.kl_rows_serial
+        kl_rows(self.P, self.Y, self.one, inv_z, dt(KL_BIG_RATIO), self.kl_rows)
         return self.kl_rows.sum(axis=1, dtype=np.float64)
 
     def update(self, momentum: float, learning_rate: float) -> None:
-        if self._steps is not None:
+        if not self.pooled:
             self._serial(1, 2, self.one, momentum, learning_rate)  # half-step 1: the update
             return
         super().update(momentum, learning_rate)
 
     def steps(self, count: int, exaggeration: float, momentum: float, learning_rate: float) -> None:
-        """``count`` iterations of forces + update (no KL): one compiled call below ``kernels.POOL_MIN_PAIRS``,
-        else a loop over the passes in shares on the worker threads (``kernels.forces``)."""
-        if self._steps is None:
+        """``count`` iterations of forces + update (no KL): serial, one compiled call; or a loop over the passes in
+        shares on the worker threads (``kernels.forces``); undecided, the iterations are the measure (see the class)."""
+        while count and self.pooled is None:
+            self._probe(exaggeration, momentum, learning_rate)
+            count -= 1
+        if not count:
+            return
+        if self.pooled:
             for _ in range(count):
                 self.forces(exaggeration, False)
                 self.update(momentum, learning_rate)
             return
         self._serial(0, 2 * count, self.Y.dtype.type(exaggeration), momentum, learning_rate)
 
+    def _probe(self, exaggeration: float, momentum: float, learning_rate: float) -> None:
+        """One iteration, serial and in shares in turn (the first in shares untimed: the threads start), timed;
+        after :data:`PROBE_ITERS` of each, :attr:`pooled` is whichever's median iteration was shorter."""
+        pooled = len(self._seconds[True]) < len(self._seconds[False])
+        self.pooled = pooled
+        start = time.perf_counter()
+        self.steps(1, exaggeration, momentum, learning_rate)
+        seconds = time.perf_counter() - start
+        self.pooled = None
+        if pooled and not self._started:
+            self._started = True
+        else:
+            self._seconds[pooled].append(seconds)
+        if len(self._seconds[True]) >= self.PROBE_ITERS:
+            self.pooled = bool(np.median(self._seconds[True]) < np.median(self._seconds[False]))
+
     def _serial(self, start: int, stop: int, exaggeration: np.floating, momentum: float, learning_rate: float) -> None:
-        """Half-steps ``start .. stop - 1`` of ``_tsne_kernels.steps_serial`` (even: forces and Z, odd: update)."""
-        assert self._steps is not None
-        self._steps(
+        """Half-steps ``start .. stop - 1`` of ``kernels.steps_serial`` (even: forces and Z, odd: update)."""
+        self._kernels.steps_serial(
             self.P,
             self.Y,
             exaggeration,

@@ -14,8 +14,9 @@ its own (:mod:`.kl_kernels`), and the flags, MXCSR handling and GIL release ever
 Embeddings are stored as (runs, 2, n) so that the inner loop over j reads contiguous memory and
 vectorises; each row of P is read once per point and reused by every run while it sits in cache, and
 from :data:`FOUR_ROWS_MIN_N` points the force pass takes four points at a time (:func:`_block_sums4`).
-Below :data:`POOL_MIN_PAIRS` the engine runs all the plain steps between two reports in one compiled
-call (:func:`steps_serial`); above, each pass goes in shares of the rows to the worker threads. Rows are
+Serial, the engine runs all the plain steps between two reports in one compiled call (:func:`steps_serial`); in
+shares, each pass goes in shares of the rows to the worker threads (the engine measures which is faster, from
+:data:`POOL_MIN_PAIRS`). Rows are
 independent (no atomics), and per-row sums are reduced in a fixed order afterwards, so a seed gives the
 same result on every call, in one thread or in shares of the rows on the worker threads (:func:`forces`,
 :func:`.kl_kernels.kl_rows`).
@@ -28,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._parallel import in_shares
+from .._parallel import in_shares, threads
 from .kernel_common import FASTMATH as _FASTMATH
 from .kernel_common import MAX_STEP_NORM, SHARES, flush_denormals, restore_fp_state
 
@@ -216,14 +217,17 @@ def forces_serial(P, Y, exaggeration, one, attraction, repulsion, z) -> None:
 
 
 def forces(P, Y, exaggeration, one, attraction, repulsion, z) -> None:
-    """:func:`forces_serial` in :data:`SHARES` shares of the rows, each to whichever worker thread is free.
+    """:func:`forces_serial` in shares of the rows (:data:`SHARES`, or four per thread on more than four threads,
+    so that a thread slowed down by another process leaves its share of the work to the others), each to
+    whichever thread is free, this one included.
 
     Not a numba parallel loop: that splits the rows in one fixed share per thread and meets at a barrier,
     so a core taken by the browser held the whole pass back (8192 points, one core 40% busy: 25 ms a pass
     against 22 ms in shares). The same bits as :func:`forces_serial` (shares start at multiples of four).
     """
+    count = max(SHARES, 4 * threads())
     in_shares(
-        Y.shape[2], lambda lo, hi: forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, lo, hi), SHARES, 4
+        Y.shape[2], lambda lo, hi: forces_rows(P, Y, exaggeration, one, attraction, repulsion, z, lo, hi), count, 4
     )
 
 
@@ -275,12 +279,12 @@ def update(Y, attraction, repulsion, Z, gains, step, momentum, learning_rate, mi
     restore_fp_state(fp_state)
 
 
-#: pairs x runs from which :func:`forces` and :func:`.kl_kernels.kl_rows` go to the worker threads; below, the
-#: engine runs :func:`steps_serial`, one compiled call for all the plain steps up to the next report. Measured on the
-#: 2-core machine shared with other jobs (load 5), ms per iteration, serial steps / shares on the worker
-#: threads, interleaved: n = 2048 1.00 / 1.29, 4096 4.5 / 5.0, 6144 9.7 / 11.4, 8192 16.9 / 10.2. The
-#: shares cost 0.1-0.25 ms of dispatch a pass, and a pass in shares waits for a core another process took.
-POOL_MIN_PAIRS = 1 << 25
+#: pairs x runs from which the engine may run :func:`forces` and :func:`.kl_kernels.kl_rows` in shares on the worker
+#: threads (:class:`.engines.NumbaEngine` times both ways on this machine and takes the faster); below, always
+#: serial. A pass of fewer pairs takes under 0.13 ms serial (n = 724), and handing out its shares costs some
+#: 0.03 ms on 2 cores, more on more: on 2 idle cores the shares tied with serial at 512 points (0.070 ms an
+#: iteration serial, 0.065-0.12 in shares) and lost at 256 (0.022 against 0.1).
+POOL_MIN_PAIRS = 1 << 19
 
 
 @njit(fastmath=False, error_model="numpy", cache=True, nogil=True, inline="always")
@@ -306,9 +310,8 @@ def steps_serial(
     """Half-steps ``start .. stop - 1`` of a serial run in this thread, without returning to Python between
     them: an even one computes the forces and Z (:func:`forces_rows` over every row, :func:`_sum_rows`), an
     odd one updates (:func:`update`). ``count`` plain iterations are half-steps 0 .. 2 count - 1, a reported
-    step's forces half-step 0 and its update half-step 1 (below POOL_MIN_PAIRS, where an iteration takes
-    under 1.5 ms; above, the engine loops over the passes in shares in Python, for some 50 us of dispatch
-    per iteration).
+    step's forces half-step 0 and its update half-step 1 (where the engine runs serial; in shares it loops over
+    the passes in Python, for some 30 us of dispatch per iteration on 2 cores).
 
     Every serial pass of a run, reported or not, is this one compiled loop, and it calls no other compiled
     kernel: the passes are numba IR inlined here (``inline="always"``). A kernel that calls another links in

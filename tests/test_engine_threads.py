@@ -1,0 +1,169 @@
+"""The exact engine's threads (issue 31, item 1): as many as the machine's cores less a setting, the passes serial or
+in shares by measurement, and the same result whichever the engine takes and however many threads share the work."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from headsne_widget import _parallel, tsne
+from headsne_widget.embedding import engines, kernels
+
+
+def random_P(n: int, seed: int = 0) -> np.ndarray:
+    A = np.random.default_rng(seed).random((n, n)) ** 4
+    P = A + A.T
+    np.fill_diagonal(P, 0.0)
+    return (P / P.sum()).astype(np.float32)
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    """A machine of ``cores`` cores (NUMBA_NUM_THREADS stands for the core count), the pool made again for it and
+    once more afterwards for the real one."""
+
+    def make(cores: int | None, spare: int | None = None) -> None:
+        if cores is None:
+            monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+        else:
+            monkeypatch.setenv("NUMBA_NUM_THREADS", str(cores))
+        _parallel.set_spare_cores(spare)
+
+    monkeypatch.delenv(_parallel.SPARE_ENV, raising=False)
+    yield make
+    monkeypatch.undo()
+    _parallel.set_spare_cores(None)
+
+
+def test_the_threads_follow_the_cores_and_the_spare_cores_setting(machine, monkeypatch):
+    """One thread per core the process may use (its CPU affinity; NUMBA_NUM_THREADS where set), less the cores the
+    setting keeps free, at least one; a single thread means no pool at all."""
+    machine(None)
+    monkeypatch.setattr(_parallel.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    _parallel.set_spare_cores(None)
+    assert _parallel.threads() == 3 and _parallel.workers() is not None
+    monkeypatch.setattr(_parallel.os, "sched_getaffinity", lambda pid: {5})
+    _parallel.set_spare_cores(None)
+    assert _parallel.threads() == 1 and _parallel.workers() is None
+    machine(16)
+    assert _parallel.threads() == 16
+    machine(16, spare=1)
+    assert _parallel.threads() == 15
+    machine(2, spare=4)
+    assert _parallel.threads() == 1 and _parallel.workers() is None
+    monkeypatch.setenv(_parallel.SPARE_ENV, "2")
+    machine(8)  # no count set: the environment's
+    assert _parallel.threads() == 6
+
+
+def test_shares_use_the_callers_thread_and_the_workers_and_raise_a_pieces_error(machine):
+    """Every piece runs once; on several threads the caller takes pieces too and others take the rest; a piece's
+    exception reaches the caller after the other pieces are done."""
+    machine(3)
+    seen: dict[int, int] = {}
+    lock = threading.Lock()
+
+    def piece(k: int) -> None:
+        time.sleep(0.002)
+        with lock:
+            seen[k] = threading.get_ident()
+
+    _parallel.shares(24, piece)
+    assert sorted(seen) == list(range(24))
+    assert threading.get_ident() in seen.values() and len(set(seen.values())) > 1
+
+    done: list[int] = []
+
+    def failing(k: int) -> None:
+        if k == 3:
+            raise ValueError("piece 3")
+        time.sleep(0.001)
+        done.append(k)
+
+    with pytest.raises(ValueError, match="piece 3"):
+        _parallel.shares(12, failing)
+    assert sorted(done) == [k for k in range(12) if k != 3]
+
+
+def run_of(P: np.ndarray, pooled: bool | None, iters: int = 40) -> tuple[np.ndarray, list]:
+    """``iters`` iterations of an engine made to run serial (False), in shares (True) or to choose (None), with a
+    KL every 10 as the schedule asks for it."""
+    Y0 = np.random.default_rng(1).normal(scale=1e-2, size=(2, 2, P.shape[0])).astype(np.float32)
+    eng = engines.NumbaEngine(P, Y0)
+    if pooled is not None:
+        eng.pooled = pooled
+    kls = []
+    for _ in range(iters // 10):
+        kls.append(eng.forces(4.0, True))
+        eng.update(0.5, 50.0)
+        eng.steps(9, 4.0, 0.5, 50.0)
+    return eng.embeddings().copy(), kls
+
+
+@pytest.mark.parametrize("n", [300, 1030, 2051])
+def test_serial_and_shares_give_the_same_bits_at_several_sizes(n, machine):
+    """The passes serial (one compiled call) and in shares of the rows on 4 threads give the same embeddings and
+    KLs, bit for bit, and so does an engine left to choose (which measures both ways on its first iterations)."""
+    machine(4)
+    P = random_P(n, seed=n)
+    serial, pooled, chosen = run_of(P, False), run_of(P, True), run_of(P, None)
+    for other in (pooled, chosen):
+        np.testing.assert_array_equal(serial[0], other[0])
+        np.testing.assert_array_equal(np.array(serial[1]), np.array(other[1]))
+
+
+def test_the_result_does_not_depend_on_the_machines_thread_count(machine):
+    """tsne gives the same bits on 1, 2 and 6 threads (the shares are taken by whichever thread is free)."""
+    P = random_P(1100, seed=7)
+    results = []
+    for cores in (1, 2, 6):
+        machine(cores)
+        r = tsne(P, n_iter=120, seed=0, every=20, exaggeration_iters=60)
+        results.append(r.embedding.tobytes() + np.float64(r.kl).tobytes())
+    assert results[0] == results[1] == results[2]
+
+
+def test_one_thread_or_a_small_P_runs_serial_without_measuring(machine, monkeypatch):
+    """On one thread (one core, or every other core kept free), and below POOL_MIN_PAIRS, every pass runs serial
+    in the caller's thread: the shares are never used."""
+
+    def no_shares(*args):
+        raise AssertionError("a pass in shares")
+
+    monkeypatch.setattr(kernels, "forces", no_shares)
+    big, small = random_P(1100), random_P(300)
+    for cores, spare, P in ((1, None, big), (4, 3, big), (4, None, small)):
+        machine(cores, spare)
+        eng = engines.NumbaEngine(P, np.zeros((1, 2, P.shape[0]), np.float32) + np.arange(P.shape[0]) * 1e-3)
+        eng.steps(30, 4.0, 0.5, 50.0)
+        assert eng.pooled is False
+
+
+def test_the_engine_takes_the_faster_way(machine, monkeypatch):
+    """Undecided, the engine times its first iterations both ways and keeps the faster: here the passes in shares
+    are made slower (a sleep of 5 ms each), then the serial steps are."""
+    machine(2)
+    P = random_P(1100)
+    Y0 = np.random.default_rng(0).normal(scale=1e-2, size=(1, 2, 1100)).astype(np.float32)
+    forces, serial = kernels.forces, kernels.steps_serial
+
+    def slow(fn):
+        def wrapped(*args):
+            time.sleep(0.005)
+            return fn(*args)
+
+        return wrapped
+
+    monkeypatch.setattr(kernels, "forces", slow(forces))
+    eng = engines.NumbaEngine(P, Y0)
+    eng.steps(30, 4.0, 0.5, 50.0)
+    assert eng.pooled is False
+    monkeypatch.setattr(kernels, "forces", forces)
+    monkeypatch.setattr(kernels, "steps_serial", slow(serial))
+    eng = engines.NumbaEngine(P, Y0)
+    for _ in range(30):  # one iteration a call: the measure spans calls
+        eng.steps(1, 4.0, 0.5, 50.0)
+    assert eng.pooled is True
