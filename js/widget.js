@@ -8,6 +8,7 @@
 import { oneEventAtATime } from "./model/model.js";
 import { FrameRecorder, createFrameFeed } from "./model/recorder.js";
 import { createPlayback } from "./store/playback.js";
+import { createLayerPlay } from "./store/layer-play.js";
 import { buildSkeleton } from "./views/skeleton.js";
 import { createMetrics } from "./lib/metrics.js";
 import { keepKeys } from "./lib/dom.js";
@@ -63,6 +64,7 @@ function render({ model: host, el, clock = realClock, offline = null }) {
   const intents = createIntents({ model, store, clock, metrics });
   const feed = createFrameFeed({ model, store, recorder, onError });
   const playback = createPlayback({ model, store, recorder, feed, clock });
+  const layerPlay = createLayerPlay({ model, store, clock });
   const searcher = createSearcher({ store, clock });
   const stopTheme = followTheme(dom.root, store, clock);
   const views = mountViews({ dom, store, intents, clock, recorder, metrics });
@@ -73,6 +75,7 @@ function render({ model: host, el, clock = realClock, offline = null }) {
   return () => {
     sync.stop();
     playback.destroy();
+    layerPlay.destroy();
     searcher.destroy();
     for (const view of Object.values(views).reverse()) view.destroy();
     intents.destroy();

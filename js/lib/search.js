@@ -105,7 +105,31 @@ export function spanless(doc) {
 }
 
 /**
- * The search state of matches `spans` in the text plus the spanless tokens `hits` that matched.
+ * Word mode (the points are a word's occurrences across texts, one sentence a line): the occurrences in the
+ * lines (sentences) a match of `spans` touches.
+ * @param {number[] | Int32Array} spans [start, end) pairs, flat
+ * @param {Doc} doc
+ * @returns {number[]}
+ */
+export function occurrencesTouched(spans, doc) {
+  const { text, offsets } = doc;
+  if (!offsets || !spans.length) return [];
+  // the lines a match meets, as [start, end) character ranges widened to whole lines
+  const wide = [];
+  for (let k = 0; k < spans.length; k += 2) {
+    const a = Math.max(0, Math.min(text.length, spans[k]));
+    const b = Math.max(a, Math.min(text.length, spans[k + 1]));
+    if (b <= a) continue;
+    const start = text.lastIndexOf("\n", a - 1) + 1;
+    const next = text.indexOf("\n", b - 1 >= start ? b - 1 : start);
+    wide.push(start, next < 0 ? text.length : next);
+  }
+  return tokensTouched(wide, offsets, text.length);
+}
+
+/**
+ * The search state of matches `spans` in the text plus the spanless tokens `hits` that matched (in word mode,
+ * the occurrences whose sentence a match touches).
  * @param {string} query
  * @param {Doc} doc
  * @param {number[] | Int32Array} spans
@@ -113,7 +137,8 @@ export function spanless(doc) {
  * @returns {Search}
  */
 export function found(query, doc, spans, hits) {
-  const tokens = [...tokensTouched(spans, doc.offsets, doc.text.length), ...hits].sort((a, b) => a - b);
+  const touched = doc.word ? occurrencesTouched(spans, doc) : tokensTouched(spans, doc.offsets, doc.text.length);
+  const tokens = [...touched, ...hits].sort((a, b) => a - b);
   return { query, matches: new Set(tokens), count: spans.length / 2 + hits.length, error: "", pending: false };
 }
 

@@ -73,3 +73,89 @@ function tokensAround(tokens, i, words) {
     after: (hi > i + 1 ? " " : "") + tokens.slice(i + 1, hi).join(" ") + (hi < tokens.length ? " …" : ""),
   };
 }
+
+/**
+ * The line of `text` that holds character `at`: its [start, end) (end before the "\n").
+ * @param {string} text
+ * @param {number} at
+ * @returns {[number, number]}
+ */
+export function lineAt(text, at) {
+  const start = text.lastIndexOf("\n", Math.max(0, at) - 1) + 1;
+  const next = text.indexOf("\n", Math.max(start, at));
+  return [start, next < 0 ? text.length : next];
+}
+
+/**
+ * The sentence of occurrence `i` when the points are the occurrences of a word across texts (a Doc whose `word`
+ * is set: `text` holds the sentences, one a line, `offsets[i]` the word in its line): the line cut around the
+ * word, the number of the line, and the word as written there.
+ * @param {{text: string, tokens: string[], offsets: ([number, number] | null)[] | null}} doc
+ * @param {number} i
+ * @returns {{before: string, word: string, after: string, line: number}}
+ */
+export function sentenceOf(doc, i) {
+  const span = doc.offsets && doc.offsets.length === doc.tokens.length ? doc.offsets[i] : null;
+  if (!span || span[1] <= span[0]) return { before: "", word: String(doc.tokens[i] ?? ""), after: "", line: -1 };
+  const [s, e] = span;
+  const [start, end] = lineAt(doc.text, s);
+  let line = 0;
+  for (let k = doc.text.indexOf("\n"); k >= 0 && k < start; k = doc.text.indexOf("\n", k + 1)) line++;
+  return { before: doc.text.slice(start, s), word: doc.text.slice(s, e), after: doc.text.slice(e, end), line };
+}
+
+/**
+ * The text strip's pieces for the occurrences of a word across texts: every line (sentence) when `selected` is
+ * empty, else only the lines that hold a selected occurrence, each with its occurrences as token pieces
+ * (their global index), the lines joined by "\n".
+ * @param {{text: string, tokens: string[], offsets: ([number, number] | null)[] | null}} doc
+ * @param {Set<number>} selected
+ * @returns {{pieces: {text: string, token: number}[], lines: number, shown: number}}
+ */
+export function sentencePieces(doc, selected) {
+  const { text, tokens, offsets } = doc;
+  if (!offsets || offsets.length !== tokens.length) {
+    return { pieces: textSegments(text, tokens, offsets), lines: 0, shown: 0 };
+  }
+  /** @type {{start: number, end: number, tokens: number[]}[]} */
+  const lines = [];
+  for (let start = 0; start <= text.length;) {
+    const next = text.indexOf("\n", start);
+    const end = next < 0 ? text.length : next;
+    lines.push({ start, end, tokens: [] });
+    if (next < 0) break;
+    start = next + 1;
+  }
+  let l = 0;
+  /** @type {Map<number, [number, number]>} the occurrences with a span */
+  const spans = new Map();
+  tokens.forEach((_, i) => {
+    const span = offsets[i];
+    if (span && span[1] > span[0]) spans.set(i, span);
+  });
+  const startOf = (/** @type {number} */ i) => /** @type {[number, number]} */ (spans.get(i))[0];
+  const order = [...spans.keys()].sort((a, b) => startOf(a) - startOf(b));
+  for (const i of order) {
+    const s = startOf(i);
+    while (l < lines.length - 1 && s >= lines[l].end + 1) l++;
+    lines[l].tokens.push(i);
+  }
+  const keep = lines.filter((line) =>
+    selected.size ? line.tokens.some((t) => selected.has(t)) : line.end > line.start,
+  );
+  /** @type {{text: string, token: number}[]} */
+  const pieces = [];
+  keep.forEach((line, k) => {
+    if (k > 0) pieces.push({ text: "\n", token: -1 });
+    let cursor = line.start;
+    for (const t of line.tokens) {
+      const [s, e] = /** @type {[number, number]} */ (spans.get(t));
+      if (s < cursor) continue;
+      if (s > cursor) pieces.push({ text: text.slice(cursor, s), token: -1 });
+      pieces.push({ text: text.slice(s, Math.min(e, line.end)), token: t });
+      cursor = Math.min(e, line.end);
+    }
+    if (cursor < line.end) pieces.push({ text: text.slice(cursor, line.end), token: -1 });
+  });
+  return { pieces, lines: lines.filter((line) => line.tokens.length).length, shown: keep.length };
+}

@@ -38,7 +38,8 @@ export function readDoc(model) {
   const off = model.get(T.offsets);
   const offsets = Array.isArray(off) && off.length === tokens.length ? off : null;
   const kinds = tokenKinds(text, tokens, offsets, special);
-  return { text, tokens, offsets, special, subword: (t) => kinds[t] === KIND_PIECE };
+  const word = String(model.get(T.word) || "");
+  return { text, tokens, offsets, special, subword: (t) => kinds[t] === KIND_PIECE, word };
 }
 
 /**
@@ -183,7 +184,7 @@ export function connectModel({ model, store, feed, onError }) {
     onText();
     store.set({ edges: readEdges(model, store.state.edges, onError) });
     listen(changes(...MIRRORED), () => store.set(readMirrored(model)));
-    listen(changes(T.text, T.tokens, T.offsets, T.special), coalesce(onText));
+    listen(changes(T.text, T.word, T.tokens, T.offsets, T.special), coalesce(onText));
     // the grid shown follows `grid_norm` (no coalescing: a new text's grid is there in the same change)
     listen(changes(T.max_attention, T.max_attention_above_uniform, T.grid_norm), () =>
       store.set({ grid: readGrid(model, onError) }),

@@ -1,8 +1,8 @@
 // The user's intents, in one place: every view calls these instead of writing the model or the state
 // itself. An intent updates the shared UI state (js/store/state.js) and writes the traits Python must know
 // (js/model/model.js `write`, one save_changes per intent), or asks another part of the widget through a
-// store event (reset the zoom, export, replay, scrub: handled by the scatter, js/exporter.js and
-// js/store/playback.js).
+// store event (reset the zoom, export, replay, scrub, play layers: handled by the scatter, js/exporter.js,
+// js/store/playback.js and js/store/layer-play.js).
 
 import { T, control, preview, write } from "../model/model.js";
 import { throttle } from "../lib/schedule.js";
@@ -152,6 +152,8 @@ export function createIntents({ model, store, clock, metrics }) {
     /** Show recorded frame `index` (null: follow the run). @param {number | null} index */
     scrub: (index) => store.emit("scrub", index),
     toggleReplay: () => store.emit("replay"),
+    /** Word mode: play the layers from 0 to the last (js/store/layer-play.js), or stop playing them. */
+    togglePlayLayers: () => store.emit("playLayers"),
     resetView: () => store.emit("resetView"),
     /** @param {"png" | "svg"} kind */
     exportImage: (kind) => store.emit("export", kind),

@@ -16,9 +16,11 @@ export { MIRRORED };
  */
 
 /**
- * The text and its tokens. `subword(t)`: token t continues a word (labelled last).
+ * The text and its tokens. `subword(t)`: token t continues a word (labelled last). `word`: the word whose
+ * occurrences across texts are the points (`HeadSNE.contexts`, "word mode": `text` holds their sentences, one a
+ * line, each token is one occurrence), "" for a widget of one text.
  * @typedef {{text: string, tokens: string[], offsets: ([number, number] | null)[] | null, special: boolean[],
- *   subword: (t: number) => boolean}} Doc
+ *   subword: (t: number) => boolean, word: string}} Doc
  * @typedef {{kept: number[], tokenRow: Int32Array}} Rows frame row of each token (-1: no point)
  * @typedef {{data: Float32Array, shape: number[], norm: "raw" | "above_uniform"}} Grid the decoded grid (L, H, n)
  *   drawn: `max_attention`, or `max_attention_above_uniform` when `norm` is "above_uniform"
@@ -57,6 +59,7 @@ export { MIRRORED };
  * @property {boolean} userValues Python gave per-token values (w.color_by): "your values" can be chosen
  * @property {boolean} boxMode the map's drag selects a box
  * @property {boolean} replaying
+ * @property {boolean} playingLayers word mode's "play layers" is stepping through the layers (js/store/layer-play.js)
  * @property {boolean} recording a WebM video is being recorded
  * @property {ShownFrame | null} frame null: no frame (clear the map)
  * @property {Readout} readout
@@ -68,7 +71,7 @@ export { MIRRORED };
 
 /** @returns {Doc} */
 export function emptyDoc() {
-  return { text: "", tokens: [], offsets: null, special: [], subword: () => false };
+  return { text: "", tokens: [], offsets: null, special: [], subword: () => false, word: "" };
 }
 
 /** @returns {State} */
@@ -91,6 +94,7 @@ export function initialState() {
     userValues: false,
     boxMode: false,
     replaying: false,
+    playingLayers: false,
     recording: false,
     frame: null,
     readout: { iteration: 0, kl: null, count: 0, index: 0, pace: "live" },
@@ -156,9 +160,21 @@ export function headHeld(state, layer, head) {
 }
 
 /**
- * The layer and head on display: the head selected in attention mode, the layer in hidden-state mode.
+ * Whether the points are the occurrences of a word across texts (`HeadSNE.contexts`): then only the hidden
+ * states make a map, and the grid is each head's largest attention to the word in each occurrence's own text.
+ * @param {State} state
+ */
+export function wordMode(state) {
+  return Boolean(state.doc.word);
+}
+
+/**
+ * The layer and head on display: the head selected in attention mode, the layer in hidden-state mode. In word
+ * mode a head is selected too (`hidden` false): the map is the layer's hidden states, and the head colours the
+ * points by its max attention to the word.
  * @param {State} state
  */
 export function headOf(state) {
-  return { layer: state.layer ?? 0, head: state.head ?? 0, hidden: !sourceOf(state.mode).perHead };
+  const hidden = !sourceOf(state.mode).perHead && !wordMode(state);
+  return { layer: state.layer ?? 0, head: state.head ?? 0, hidden };
 }

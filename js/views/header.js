@@ -1,5 +1,5 @@
-// The header's subtitle (model, grid size, tokens) and the map's caption (the head or the hidden-state
-// layer on display).
+// The header's subtitle (model, grid size, tokens; in word mode what the points are: 'bank' across texts · 20
+// occurrences) and the map's caption (the head or the hidden-state layer on display).
 import { sourceOf } from "../model/sources.js";
 
 /**
@@ -13,13 +13,16 @@ import { sourceOf } from "../model/sources.js";
 export function headerText(s) {
   // before the text is captured (state "loading") only what is known: no "0 layers × 0 heads"
   const shape = s.n_layers && s.n_heads ? `${s.n_layers} layers × ${s.n_heads} heads` : "";
-  const tokens = s.doc.tokens.length ? `${s.doc.tokens.length} tokens` : "";
-  const subtitle = [s.model_name, shape, tokens].filter(Boolean).join(" · ");
+  const n = s.doc.tokens.length;
+  const tokens = n ? `${n} tokens` : "";
+  const points = s.doc.word ? `'${s.doc.word}' across texts · ${n} occurrence${n === 1 ? "" : "s"}` : "";
+  const subtitle = (points ? [s.model_name, points] : [s.model_name, shape, tokens]).filter(Boolean).join(" · ");
   const source = sourceOf(s.mode);
   const where = source.perHead ? `layer ${s.layer} · head ${s.head}` : `layer ${s.layer}`;
   const title = source.pointsPerToken === 2 ? "queries (filled) and keys (rings) t-SNE" : source.title;
   const perplexity = source.usesPerplexity ? ` (perplexity ${s.perplexity})` : "";
-  const caption = `${title} · ${where}${perplexity}`;
+  const of = s.doc.word ? ` of '${s.doc.word}'` : "";
+  const caption = `${title}${of} · ${where}${perplexity}`;
   return { subtitle, caption };
 }
 

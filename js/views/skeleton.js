@@ -52,7 +52,7 @@ function buildGridPanel() {
   const gridScroll = div("hs-grid-scroll");
   const gridPlaceholder = div("hs-placeholder", "headsne-placeholder");
   gridPanel.append(gridTitle, gridBar, gridScroll, gridPlaceholder);
-  return { gridPanel, gridTitle, gridBar, legend, legendMax, gridScroll, gridPlaceholder };
+  return { gridPanel, gridTitle, gridWhat: what, gridBar, legend, legendMax, gridScroll, gridPlaceholder };
 }
 
 /** The map panel: title bar (caption, exports), view row, map, legends, run row, settings. */

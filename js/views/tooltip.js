@@ -1,10 +1,11 @@
 // The hover tooltip view: the token (with #index), where it was hovered (grid cell), its context in the
-// text, and its partners. Text only (textContent), placed next to the pointer inside the part of the widget
+// text, and its partners; in word mode (the points are a word's occurrences across texts) the occurrence's
+// whole sentence with the word in bold, and which occurrence it is. Text only (textContent), placed next to the pointer inside the part of the widget
 // the user sees (the window, the notebook's scrolling output area: never cut at their edges). Shown while the
 // pointer is over a token (the state's `hoverInfo`); a hover set by Python shows none.
 
 import { el, span } from "../lib/dom.js";
-import { tokenContext } from "../lib/segments.js";
+import { sentenceOf, tokenContext } from "../lib/segments.js";
 import { partnerLines } from "../lib/partners.js";
 import { partnersAt } from "../store/state.js";
 
@@ -52,6 +53,41 @@ export function tooltipAt(pointer, size, box) {
 }
 
 /**
+ * A token's head line (its text, #index) and its context: a few words each side, the token in bold.
+ * @param {string} text @param {string[]} tokens @param {any} offsets @param {boolean[]} special @param {number} token
+ */
+function tokenParts(text, tokens, offsets, special, token) {
+  const ctx = tokenContext(text, tokens, offsets, token, 6);
+  const head = el("div", {}, [
+    span("hs-tip-token", tokens[token] ?? ""),
+    span("hs-tip-meta", `  #${token}${special[token] ? " · special" : ""}`),
+  ]);
+  const context = el("div", { className: "hs-tip-context" }, [ctx.before, el("b", { text: ctx.token }), ctx.after]);
+  return { head, context };
+}
+
+/**
+ * Word mode: an occurrence's head line (the word as written, #index, which occurrence of how many) and its whole
+ * sentence, the word in bold (text nodes and a <b>, never HTML).
+ * @param {{text: string, tokens: string[], offsets: any}} doc
+ * @param {number} token
+ */
+export function occurrenceParts(doc, token) {
+  const { before, word, after } = sentenceOf(doc, token);
+  const n = doc.tokens.length;
+  const head = el("div", {}, [
+    span("hs-tip-token", doc.tokens[token] ?? ""),
+    span("hs-tip-meta", `  #${token} · occurrence ${token + 1} of ${n}`),
+  ]);
+  const context = el(
+    "div",
+    { className: "hs-tip-context hs-tip-sentence", dataset: { testid: "headsne-tip-sentence" } },
+    [before, el("b", { text: word }), after],
+  );
+  return { head, context };
+}
+
+/**
  * @param {HTMLElement} root the widget root (the tooltip is positioned in its box)
  * @param {HTMLElement} tooltip
  */
@@ -82,18 +118,15 @@ export function createTooltip(root, tooltip) {
      * Show token `token` of `data` ({text, tokens, offsets, special}) with lines of text above and
      * below its context.
      * @param {number} token
-     * @param {{text: string, tokens: string[], offsets: any, special: boolean[]}} data
+     * @param {{text: string, tokens: string[], offsets: any, special: boolean[], word?: string}} data
      * @param {{above?: string[], below?: string[]}} lines
      * @param {{x: number, y: number} | undefined} pointer client px
      */
     show(token, data, { above = [], below = [] }, pointer) {
       const { text, tokens, offsets, special } = data;
-      const ctx = tokenContext(text, tokens, offsets, token, 6);
-      const head = el("div", {}, [
-        span("hs-tip-token", tokens[token] ?? ""),
-        span("hs-tip-meta", `  #${token}${special[token] ? " · special" : ""}`),
-      ]);
-      const context = el("div", { className: "hs-tip-context" }, [ctx.before, el("b", { text: ctx.token }), ctx.after]);
+      const { head, context } = data.word
+        ? occurrenceParts(data, token)
+        : tokenParts(text, tokens, offsets, special, token);
       const meta = (/** @type {string} */ line) => el("div", { className: "hs-tip-meta", text: line });
       tooltip.replaceChildren(head, ...above.map(meta), context, ...below.map(meta));
       tooltip.hidden = false;
@@ -115,7 +148,8 @@ export function tooltipLines(state, info) {
   const cell = info.cell;
   if (info.source === "grid" && cell) {
     const group = cell.group >= 0 ? ` · kv group ${cell.group}` : "";
-    return { above: [`layer ${cell.layer} · head ${cell.head}${group} · max attention ${cell.value.toFixed(3)}`] };
+    const what = state.doc.word ? `max attention to '${state.doc.word}' in its sentence` : "max attention";
+    return { above: [`layer ${cell.layer} · head ${cell.head}${group} · ${what} ${cell.value.toFixed(3)}`] };
   }
   return { below: partnerLines(partnersAt(state, state.hover), state.doc.tokens, state.layer) };
 }

@@ -175,6 +175,8 @@ export function createAttribution({ dom, store, intents }) {
   );
   scope.add(store.watch(["edges", "layer", "head", "mode", "edge_k", "doc", "rows"], showPartners));
   scope.add(store.watch(["attribution", "doc"], showAnswer));
+  // word mode: no attention between the occurrences (each is in a text of its own)
+  scope.add(store.watch(["doc"], (s) => (panel.hidden = links.hidden = Boolean(s.doc.word))));
   scope.add(store.watch(["composition", "layer", "head"], showLinks));
   return {
     destroy: () => {

@@ -159,11 +159,12 @@ export function createParams({ dom, store, intents }) {
     return { trait, box, node: el("label", { title }, [box, label]) };
   });
   const [exclude, quantile] = checks;
+  const modeLabel = labelled(mode, "affinities");
   const group = (/** @type {string} */ name, /** @type {HTMLElement[]} */ items) =>
     el("div", { className: "hs-param-group" }, [el("span", { className: "hs-param-head", text: name }), ...items]);
   dom.paramRow.append(
     group("t-SNE", [
-      labelled(mode, "affinities"),
+      modeLabel,
       ...inputs.slice(0, PARAMS.length).map(({ input, spec }) => labelled(input, spec.label)),
       exclude.node,
     ]),
@@ -178,6 +179,8 @@ export function createParams({ dom, store, intents }) {
   function sync() {
     const s = store.state;
     mode.value = s.mode;
+    // word mode: the occurrences of a word across texts have no attention between them, only hidden states
+    modeLabel.hidden = Boolean(s.doc.word);
     for (const { input, spec } of inputs) {
       const value = s[spec.trait];
       input.value = spec.show ? spec.show(value) : String(value);
@@ -199,7 +202,14 @@ export function createParams({ dom, store, intents }) {
     }
   }
   /** @type {(keyof State)[]} */
-  const keys = ["mode", "exclude_special", "quantile", "label_density", ...[...PARAMS, ...DISPLAY].map((p) => p.trait)];
+  const keys = [
+    "doc",
+    "mode",
+    "exclude_special",
+    "quantile",
+    "label_density",
+    ...[...PARAMS, ...DISPLAY].map((p) => p.trait),
+  ];
   scope.add(store.watch(keys, sync));
   return { destroy: () => scope.dispose() };
 }

@@ -102,6 +102,9 @@ export function createViewBar({ dom, store, intents }) {
   /** The trait-backed inputs follow the state. @param {State} s */
   function syncInputs(s) {
     const user = /** @type {HTMLOptionElement} */ (e.colour.querySelector("option[value=user]"));
+    // word mode: no decomposition of the occurrences (each is in a text of its own), so no head's share
+    const share = /** @type {HTMLOptionElement} */ (e.colour.querySelector("option[value=head_share]"));
+    share.hidden = share.disabled = Boolean(s.doc.word) && s.color_mode !== "head_share";
     user.disabled = !s.userValues && s.color_mode !== "user";
 
     user.title = user.disabled ? USER_HINT : "the values given with w.color_by";
@@ -131,13 +134,13 @@ export function createViewBar({ dom, store, intents }) {
   /** @param {State} s @param {State | null} prev */
   function update(s, prev) {
     const is = (/** @type {keyof State} */ key) => changed(s, prev, key);
-    if (is("color_mode") || is("userValues") || is("edge_direction") || is("mode")) syncInputs(s);
+    if (is("color_mode") || is("userValues") || is("edge_direction") || is("mode") || is("doc")) syncInputs(s);
     if (is("search")) showFound(s);
     if (is("selected")) {
       e.chosen.textContent = s.selected.size ? `${s.selected.size} selected ✕` : "none selected";
       e.chosen.hidden = s.selected.size === 0;
     }
   }
-  scope.add(store.watch(["color_mode", "userValues", "edge_direction", "mode", "search", "selected"], update));
+  scope.add(store.watch(["color_mode", "userValues", "edge_direction", "mode", "search", "selected", "doc"], update));
   return { destroy: () => scope.dispose() };
 }

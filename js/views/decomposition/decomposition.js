@@ -250,6 +250,8 @@ export function createDecomposition({ dom, store, intents }) {
     ),
   );
   scope.add(store.watch(["theme", "mode", "doc", "state", "status"], draw));
+  // word mode: each occurrence's state is written in a text of its own, not decomposed here
+  scope.add(store.watch(["doc"], (s) => (panel.hidden = Boolean(s.doc.word))));
   const observer = new ResizeObserver(() => drawHeads());
   observer.observe(body);
   scope.add(() => observer.disconnect());

@@ -1,10 +1,13 @@
 // The grid's bar (under its title): "sort heads by" (`sort_heads`: the model's order or a score, largest
 // first; Python sends the rows' order, `head_order`), "grid" (`grid_norm`: the raw maximum attention or the
-// grid above uniform) and one line saying what the colour means in the grid drawn.
+// grid above uniform) and one line saying what the colour means in the grid drawn. In word mode (the points are
+// a word's occurrences across texts: no head scores) the grid's title says so, the sort is hidden and "play
+// layers" (js/store/layer-play.js) takes its place: the grid is where the layer is chosen.
 
 import { disposer, el } from "../../lib/dom.js";
 import { T } from "../../model/model.js";
 import { setText } from "../../lib/schedule.js";
+import { wordMode } from "../../store/state.js";
 
 /**
  * @typedef {import("../../store/state.js").State} State
@@ -16,11 +19,27 @@ export const GRID_NORMS = /** @type {const} */ ([
   ["above_uniform", "above uniform"],
 ]);
 
+export const GRID_TITLE = "max attention · head × token: click a head";
+
 /**
- * What the colour of a cell means in the grid drawn (`norm`, the grid's own: Python may lack the other).
- * @param {"raw" | "above_uniform" | undefined} norm
+ * The grid's title: in word mode what its columns are.
+ * @param {State} s
  */
-export function gridMeaning(norm) {
+export function gridTitle(s) {
+  return s.doc.word ? `max attention to '${s.doc.word}' · head × occurrence` : GRID_TITLE;
+}
+
+/**
+ * What the colour of a cell means in the grid drawn (`norm`, the grid's own: Python may lack the other); in word
+ * mode, of the word in each occurrence's own sentence.
+ * @param {"raw" | "above_uniform" | undefined} norm
+ * @param {string} [word]
+ */
+export function gridMeaning(norm, word = "") {
+  if (word)
+    return norm === "above_uniform"
+      ? `colour: attention to '${word}' above uniform, in each occurrence's own sentence; a row is a head, a column an occurrence`
+      : `colour: the largest attention any token of its sentence gives '${word}'; a row is a head, a column an occurrence`;
   if (norm === "above_uniform")
     return (
       "colour: attention above uniform, the largest over queries of (A_ij m_i - 1) / (m_i - 1) with m_i the keys " +
@@ -39,7 +58,7 @@ export function sortOptions(names) {
 }
 
 /**
- * @param {{dom: {gridBar: HTMLElement}, store: import("../../store/store.js").Store<State>,
+ * @param {{dom: {gridBar: HTMLElement, gridWhat: HTMLElement}, store: import("../../store/store.js").Store<State>,
  *   intents: import("../../store/intents.js").Intents}} ctx
  */
 export function createGridBar({ dom, store, intents }) {
@@ -59,7 +78,15 @@ export function createGridBar({ dom, store, intents }) {
     GRID_NORMS.map(([value, text]) => el("option", { value, text })),
   );
   const note = el("div", { className: "hs-grid-note", dataset: { testid: "headsne-grid-note" } });
-  dom.gridBar.append(el("label", {}, ["sort heads by", sort]), el("label", {}, ["grid", norm]), note);
+  const sortLabel = el("label", {}, ["sort heads by", sort]);
+  const play = el("button", {
+    className: "hs-play-layers",
+    dataset: { testid: "headsne-play-layers" },
+    "aria-pressed": "false",
+  });
+  play.hidden = true;
+  dom.gridBar.append(sortLabel, play, el("label", {}, ["grid", norm]), note);
+  scope.listen(play, "click", () => intents.togglePlayLayers());
   scope.listen(sort, "change", () => intents.write({ [T.sort_heads]: sort.value }));
   scope.listen(norm, "change", () =>
     intents.write({ [T.grid_norm]: /** @type {"raw" | "above_uniform"} */ (norm.value) }),
@@ -73,10 +100,28 @@ export function createGridBar({ dom, store, intents }) {
     sort.disabled = !(s.score_names ?? []).length || Boolean(s.offline); // the order comes from the kernel
     norm.value = s.grid_norm ?? "raw";
     const shown = s.grid ? s.grid.norm : s.grid_norm;
-    setText(note, gridMeaning(shown));
+    setText(note, gridMeaning(shown, s.doc.word));
     note.title =
       s.grid && s.grid_norm && s.grid.norm !== s.grid_norm ? `the ${s.grid_norm} grid is not here: ${shown} shown` : "";
   }
-  scope.add(store.watch(["score_names", "sort_heads", "grid_norm", "grid", "offline"], update));
+  scope.add(store.watch(["score_names", "sort_heads", "grid_norm", "grid", "offline", "doc"], update));
+
+  /** Word mode: the title, no sort, the play button (a stop button while playing). @param {State} s */
+  function showWordMode(s) {
+    const word = wordMode(s);
+    setText(dom.gridWhat, gridTitle(s));
+    dom.gridWhat.title = word
+      ? `per layer, each head's largest attention to '${s.doc.word}' in each occurrence's own sentence; click a row to select that layer (the map) and head (colour by max attention)`
+      : "per layer, each head's row of maximum attention to each token; click a row to map that head";
+    sortLabel.hidden = word;
+    play.hidden = !word;
+    play.disabled = Boolean(s.offline) || !(s.n_layers ?? 0);
+    play.textContent = s.playingLayers ? "■ stop layers" : "▶ play layers";
+    play.setAttribute("aria-pressed", String(s.playingLayers));
+    play.title = s.playingLayers
+      ? `stop at layer ${s.layer} (a layer chosen in the grid stops it too)`
+      : `show the map of each layer in turn, from layer 0 to ${Math.max(0, (s.n_layers ?? 1) - 1)}: each run is aligned to the map before, so the same points move`;
+  }
+  scope.add(store.watch(["doc", "playingLayers", "layer", "n_layers", "offline"], showWordMode));
   return { destroy: () => scope.dispose() };
 }

@@ -151,6 +151,8 @@ export function createAtlas({ dom, store, intents }) {
     panel.dataset.thumbnails = String(atlas.shape[0]);
   }
 
+  // word mode: an atlas maps one text's heads; the occurrences are in texts of their own
+  scope.add(store.watch(["doc"], (s) => (panel.hidden = Boolean(s.doc.word))));
   /** @type {(keyof State)[]} */
   const keys = ["atlas", "atlas_kl", "atlas_state", "atlas_heads", "atlas_layer", "n_heads", "theme", "colours"];
   scope.add(

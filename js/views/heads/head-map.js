@@ -195,6 +195,7 @@ export function createHeadMap({ dom, store, intents }) {
     store.watch(["headMap", "head_kinds", "layer", "head", "mode", "n_layers", "n_heads", "theme", "state"], draw),
   );
   scope.add(store.watch(["head_kinds"], () => fillKindLegend(legend, kinds())));
+  scope.add(store.watch(["doc"], (s) => (panel.hidden = Boolean(s.doc.word)))); // word mode: no head scores
   scope.add(store.watch(["related", "head_kinds", "layer", "head", "mode", "n_layers", "n_heads"], showRelated));
   const observer = new ResizeObserver(() => draw());
   observer.observe(body);

@@ -2,9 +2,11 @@
 // in the token's colour. Hovering a span hovers the token; other views' hovers highlight it here (with
 // its partners). A click selects a token, shift-click the range from the last clicked one, ctrl/cmd-click
 // toggles one. Only the spans near the strip's scrolled view exist (js/views/text/text-blocks.js): a span is made
-// with the marks of the moment when its block comes into view.
+// with the marks of the moment when its block comes into view. In word mode (the points are a word's occurrences
+// across texts, one sentence a line) the strip shows the sentences, each occurrence a span: every sentence while
+// nothing is selected, else only those that hold a selected occurrence.
 
-import { textSegments } from "../../lib/segments.js";
+import { sentencePieces, textSegments } from "../../lib/segments.js";
 import { createTextBlocks } from "./text-blocks.js";
 import { partnerTokens, shownPartners } from "../../lib/partners.js";
 import { disposer, el } from "../../lib/dom.js";
@@ -36,6 +38,37 @@ export function clickSelection(i, keys, anchor, selected) {
     return { next: [...set].sort((a, b) => a - b), anchor: i };
   }
   return { next: [i], anchor: i };
+}
+
+/**
+ * The strip's pieces (js/lib/segments.js) and title: the text's tokens; in word mode the sentences, only those of
+ * the selected occurrences when some are selected.
+ * @param {import("../../store/state.js").Doc} doc
+ * @param {Set<number>} selected
+ */
+export function stripPieces(doc, selected) {
+  const { text, tokens, offsets } = doc;
+  if (!doc.word) {
+    const title = tokens.length
+      ? `text · ${tokens.length} tokens · hover a token, click to select (shift: a range)`
+      : "text";
+    return { pieces: textSegments(text || "", tokens, offsets), title };
+  }
+  const shown = sentencePieces({ text: text || "", tokens, offsets }, selected);
+  return { pieces: shown.pieces, title: sentencesTitle(doc, selected.size, shown) };
+}
+
+/**
+ * The strip's title in word mode: what the lines are, and which of them are shown.
+ * @param {import("../../store/state.js").Doc} doc
+ * @param {number} selected how many occurrences are selected
+ * @param {{lines: number, shown: number}} shown
+ */
+export function sentencesTitle(doc, selected, { lines, shown }) {
+  const n = doc.tokens.length;
+  const what = `sentences · ${n} occurrence${n === 1 ? "" : "s"} of '${doc.word}'`;
+  if (!selected) return `${what} · hover one, click to select (shift: a range)`;
+  return `${what} · ${shown} of ${lines} sentences shown: those of the ${selected} selected (Escape: all)`;
 }
 
 /**
@@ -126,13 +159,19 @@ export function createTextStrip({ dom, store, intents }) {
   });
   scope.add(() => blocks.destroy());
 
-  /** Rebuild the spans of the text. @param {import("../../store/state.js").Doc} doc */
-  function rebuild({ text, tokens, offsets }) {
+  /**
+   * Rebuild the spans of the text (in word mode, of the sentences shown for `selected`).
+   * @param {import("../../store/state.js").Doc} doc
+   * @param {Set<number>} selected
+   */
+  function rebuild(doc, selected) {
     strip.spans = new Map();
     strip.hover = -1;
     strip.partners = [];
-    strip.anchor = -1;
-    blocks.build(textSegments(text || "", tokens, offsets));
+    if (!doc.word) strip.anchor = -1; // word mode keeps it: a selection shows fewer sentences
+    const shown = stripPieces(doc, selected);
+    blocks.build(shown.pieces);
+    title.textContent = shown.title;
   }
 
   /**
@@ -162,14 +201,22 @@ export function createTextStrip({ dom, store, intents }) {
     if (s.hoverInfo && s.hoverInfo.source !== "text") reveal(container, span);
   }
 
+  /** Mark the search's matches and scroll to the first. @param {State} s */
+  function showMatches(s) {
+    mark(strip.matches, s.search.matches, "hs-match");
+    strip.matches = s.search.matches;
+    let first = Infinity; // not Math.min(...matches): 65536 arguments overflow the stack
+    for (const t of strip.matches) first = Math.min(first, t);
+    if (Number.isFinite(first)) blocks.show(first);
+    const span = Number.isFinite(first) ? strip.spans.get(first) : null;
+    if (span) reveal(container, span);
+  }
+
   /** @param {State} s @param {State | null} prev */
   function update(s, prev) {
     const is = (/** @type {keyof State} */ key) => changed(s, prev, key);
-    if (is("doc")) {
-      rebuild(s.doc);
-      const n = s.doc.tokens.length;
-      title.textContent = n ? `text · ${n} tokens · hover a token, click to select (shift: a range)` : "text";
-    }
+    const rebuilt = is("doc") || (Boolean(s.doc.word) && is("selected"));
+    if (rebuilt) rebuild(s.doc, s.selected);
     if (is("colours")) {
       const colours = s.colours ? s.colours.colours : [];
       strip.spans.forEach((span, i) => span.style.setProperty("--hs-tok-color", colours[i] || "transparent"));
@@ -182,16 +229,8 @@ export function createTextStrip({ dom, store, intents }) {
       mark(strip.selected, s.selected, "hs-selected");
       strip.selected = s.selected;
     }
-    if (is("doc") || is("search")) {
-      mark(strip.matches, s.search.matches, "hs-match");
-      strip.matches = s.search.matches;
-      let first = Infinity; // not Math.min(...matches): 65536 arguments overflow the stack
-      for (const t of strip.matches) first = Math.min(first, t);
-      if (Number.isFinite(first)) blocks.show(first);
-      const span = Number.isFinite(first) ? strip.spans.get(first) : null;
-      if (span) reveal(container, span);
-    }
-    if (is("hover")) setHover(s);
+    if (is("doc") || is("search")) showMatches(s);
+    if (is("hover") || (rebuilt && s.hover >= 0)) setHover(s);
   }
   scope.add(store.watch(["doc", "colours", "rows", "selected", "search", "hover"], update));
 
