@@ -658,6 +658,23 @@ def lab_widget(browser: Any, name: str, cell: str, timeout: float = 120.0) -> It
         server.stop()
 
 
+def drag_on_map(opened: OpenedWidget, points: list[tuple[float, float]], *, shift: bool) -> None:
+    """A real mouse drag along ``points`` (CSS px relative to the map's canvas); with ``shift``, a lasso."""
+    canvas = canvas_of(opened.root, "headsne-scatter")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    page = opened.page
+    if shift:
+        page.keyboard.down("Shift")
+    page.mouse.move(box["x"] + points[0][0], box["y"] + points[0][1])
+    page.mouse.down()
+    for x, y in points[1:]:
+        page.mouse.move(box["x"] + x, box["y"] + y, steps=4)
+    page.mouse.up()
+    if shift:
+        page.keyboard.up("Shift")
+
+
 def kernel_until(opened: OpenedWidget, expression: str, expected: Any, timeout: float = 30.0) -> Any:
     """Poll ``expression`` in the kernel until it equals ``expected``; the last value."""
     deadline = time.monotonic() + timeout

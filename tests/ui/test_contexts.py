@@ -160,21 +160,6 @@ def test_play_layers_steps_the_kernels_layer_and_the_points_move(lab: jupyter.Op
     assert lab.log.widget_errors() == [], lab.log.widget_errors()
 
 
-def _drag(lab: jupyter.OpenedWidget, points: list[tuple[float, float]]) -> None:
-    """A real shift + drag (a lasso) along ``points`` (CSS px relative to the map's canvas)."""
-    canvas = _scatter(lab)
-    canvas.scroll_into_view_if_needed()
-    box = canvas.bounding_box()
-    page = lab.page
-    page.keyboard.down("Shift")
-    page.mouse.move(box["x"] + points[0][0], box["y"] + points[0][1])
-    page.mouse.down()
-    for x, y in points[1:]:
-        page.mouse.move(box["x"] + x, box["y"] + y, steps=4)
-    page.mouse.up()
-    page.keyboard.up("Shift")
-
-
 def test_a_lasso_selects_the_occurrences_inside_and_the_strip_shows_their_sentences(lab: jupyter.OpenedWidget) -> None:
     _settled(lab)
     lab.ui.execute("w.selected = []")
@@ -189,7 +174,7 @@ def test_a_lasso_selects_the_occurrences_inside_and_the_strip_shows_their_senten
         cut = (xs[i] + xs[i + 1]) / 2
     ys = [y for _, y in at.values()]
     x0, y0, y1 = min(xs) - 25, min(ys) - 25, max(ys) + 25
-    _drag(lab, [(x0, y0), (cut, y0), (cut, y1), (x0, y1), (x0, y0 + 2)])
+    jupyter.drag_on_map(lab, [(x0, y0), (cut, y0), (cut, y1), (x0, y1), (x0, y0 + 2)], shift=True)
     inside = sorted(k for k, (x, _) in at.items() if x < cut - 8)
     outside = sorted(k for k, (x, _) in at.items() if x > cut + 8)
     jupyter.kernel_until(lab, "len(w.selected) > 0", True, timeout=10)

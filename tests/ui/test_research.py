@@ -95,22 +95,6 @@ def _assert_no_overlap(boxes: list[list[float]], width: float, height: float) ->
             assert not overlap, f"labels {i} {boxes[i]} and {j} {boxes[j]} overlap"
 
 
-def _drag(lab: jupyter.OpenedWidget, points: list[tuple[float, float]], shift: bool) -> None:
-    """A real mouse drag along ``points`` (CSS px relative to the scatter canvas)."""
-    _scatter(lab).scroll_into_view_if_needed()
-    box = _scatter(lab).bounding_box()
-    page = lab.page
-    if shift:
-        page.keyboard.down("Shift")
-    page.mouse.move(box["x"] + points[0][0], box["y"] + points[0][1])
-    page.mouse.down()
-    for x, y in points[1:]:
-        page.mouse.move(box["x"] + x, box["y"] + y, steps=4)
-    page.mouse.up()
-    if shift:
-        page.keyboard.up("Shift")
-
-
 def _hover_tooltip(lab: jupyter.OpenedWidget, token: int) -> str:
     """Hover token ``token`` in the text strip; the tooltip's text (the same tooltip as the map's)."""
     span = lab.root.locator(f"{jupyter.testid('headsne-text')} [data-index='{token}']")
@@ -204,11 +188,11 @@ def test_lasso_and_box_select_the_points_inside(lab: jupyter.OpenedWidget) -> No
     w, h = _scatter(lab).evaluate("c => [c.clientWidth, c.clientHeight]")
     x0, x1, y0, y1 = 0.3 * w, 0.7 * w, 0.3 * h, 0.7 * h
     # a lasso drawn with shift + drag along a rectangle
-    _drag(lab, [(x0, y0), (x1, y0), (x1, y1), (x0, y1), (x0, y0 + 2)], shift=True)
+    jupyter.drag_on_map(lab, [(x0, y0), (x1, y0), (x1, y1), (x0, y1), (x0, y0 + 2)], shift=True)
     lassoed = _assert_box_selection(lab)
     # box mode: a plain drag
     lab.root.locator(jupyter.testid("headsne-box")).click()
-    _drag(lab, [(0.1 * w, 0.1 * h), (0.5 * w, 0.55 * h)], shift=False)
+    jupyter.drag_on_map(lab, [(0.1 * w, 0.1 * h), (0.5 * w, 0.55 * h)], shift=False)
     boxed = _assert_box_selection(lab)
     lab.root.locator(jupyter.testid("headsne-box")).click()
     assert boxed != lassoed
