@@ -143,10 +143,17 @@ def _fill(qk: QKTrace, linears: list[tuple], norms: list[tuple], x_in: torch.Ten
     qk.w_q, qk.b_q = _weights(linears, q_cols, qk.query.shape)
     qk.w_k, qk.b_k = _weights(linears, k_cols, qk.key.shape)
     x = x_attn.detach().to("cpu", torch.float64).reshape(qk.query.shape[1], -1).numpy()
-    pre_q = np.einsum("nd,dhe->hne", x, qk.w_q) + qk.b_q[:, None, :]
-    pre_k = np.einsum("nd,dhe->hne", x, qk.w_k) + qk.b_k[:, None, :]
+    pre_q = _project(x, qk.w_q, qk.b_q)
+    pre_k = _project(x, qk.w_k, qk.b_k)
     qk.rotation = _fit_rotation(np.concatenate([pre_q, pre_k]), torch.cat([qk.query, qk.key]).double().numpy())
     _values(qk, linears, row0, values, x)
+
+
+def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(h, n, e): ``x`` (n, d) through the per-head projection ``w`` (d, h, e) plus ``b`` (h, e), as one matrix
+    product (BLAS; numpy's einsum of the same was 10 times slower and a third of a components capture)."""
+    d, h, e = w.shape
+    return (x @ w.reshape(d, h * e)).reshape(-1, h, e).transpose(1, 0, 2) + b[:, None, :]
 
 
 def _input_norm(x_attn: torch.Tensor, x_in: torch.Tensor, norms: list[tuple]) -> NormMap | None:
@@ -206,7 +213,7 @@ def _values(qk: QKTrace, linears: list[tuple], row0: dict, values: torch.Tensor,
     if cols is None:
         return
     w_v, b_v = _weights(linears, cols, values.shape)
-    rebuilt = np.einsum("nd,dhe->hne", x, w_v) + b_v[:, None, :]
+    rebuilt = _project(x, w_v, b_v)
     target = values.detach().to("cpu", torch.float64).numpy()
     if np.abs(rebuilt - target).max() <= QK_CHECK * max(1.0, float(np.abs(target).max())):
         qk.w_v, qk.b_v = w_v, b_v
