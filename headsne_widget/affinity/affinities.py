@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from .._checks import is_number, real_array
 from ..errors import DegenerateAffinitiesError
-from .perplexity import EPSILON_DBL, N_STEPS, PERPLEXITY_TOLERANCE
+from .perplexity import conditional_gaussians
 
 __all__ = [
     "attention_P",
@@ -262,50 +262,11 @@ def binary_search_perplexity(
 
     For every row, ``beta_i`` is bisected (doubled or halved until bracketed) until the row's entropy
     ``H(P_i) = log(sum_j exp(-beta_i d_ij)) + beta_i sum_j d_ij p_{j|i}`` is within 1e-5 of
-    ``log(perplexity)``; all rows advance together and stop independently.
+    ``log(perplexity)`` (:func:`.perplexity.conditional_gaussians`: each row stops on its own). ``check()`` runs
+    between shares of rows (a cancel point) and may raise to stop.
     """
     D = np.asarray(distances, dtype=np.float64)
-    n = D.shape[0]
-    off_diagonal = ~np.eye(n, dtype=bool)
-    # Shifting each row by its nearest distance leaves p_{j|i} unchanged but keeps exp() from underflowing.
-    D = D - np.min(np.where(off_diagonal, D, np.inf), axis=1, keepdims=True)
-    D[~off_diagonal] = 0.0
-    desired_entropy = np.log(perplexity)
-    beta = np.ones(n)
-    beta_min = np.full(n, -np.inf)
-    beta_max = np.full(n, np.inf)
-    P = np.zeros((n, n))
-    active = np.arange(n)
-    for _ in range(N_STEPS):
-        if check is not None:
-            check()
-        P_active, entropy = _gaussian_rows(D[active], beta[active], off_diagonal[active])
-        P[active] = P_active
-        entropy_diff = entropy - desired_entropy
-        searching = np.abs(entropy_diff) > PERPLEXITY_TOLERANCE
-        active, entropy_diff = active[searching], entropy_diff[searching]
-        if active.size == 0:
-            break
-        too_flat = entropy_diff > 0.0  # entropy too high: narrow the Gaussian (raise beta)
-        b = beta[active]
-        lo, hi = beta_min[active], beta_max[active]
-        lo = np.where(too_flat, b, lo)
-        hi = np.where(too_flat, hi, b)
-        raised = np.where(np.isinf(hi), b * 2.0, (b + hi) / 2.0)
-        lowered = np.where(np.isinf(lo), b / 2.0, (b + lo) / 2.0)
-        beta[active] = np.where(too_flat, raised, lowered)
-        beta_min[active], beta_max[active] = lo, hi
-    return P
-
-
-def _gaussian_rows(D: np.ndarray, beta: np.ndarray, off_diagonal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Normalised rows ``exp(-beta_i d_ij)`` (j != i) and their natural-log entropies."""
-    P = np.exp(-D * beta[:, None]) * off_diagonal
-    sum_P = P.sum(axis=1)
-    sum_P[sum_P == 0.0] = EPSILON_DBL
-    P /= sum_P[:, None]
-    entropy = np.log(sum_P) + beta * np.einsum("ij,ij->i", D, P)
-    return P, entropy
+    return conditional_gaussians(D, np.arange(D.shape[0]), perplexity, check)
 
 
 def _check_attention(A: ArrayLike) -> np.ndarray:

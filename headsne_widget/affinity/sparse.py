@@ -239,7 +239,7 @@ def knn_gaussian_affinities(
     ``max_entries // n`` where it is more, and the perplexity to k / 3 with it (``MemoryBudgetError`` when not
     even one neighbour a point fits). The returned matrix says what was used: ``P.perplexity`` and ``P.k``.
     """
-    from .perplexity import EPSILON_DBL, N_STEPS, PERPLEXITY_TOLERANCE
+    from .perplexity import conditional_gaussians
 
     X = real_array(np.asarray(X), "X").astype(np.float64, copy=False)
     if X.ndim != 2:
@@ -259,32 +259,7 @@ def knn_gaussian_affinities(
     scale = float(np.abs(X - X.mean(axis=0)).max())
     X = X / scale if scale > 0 else X  # P is scale-free: the search adapts the widths
     indices, D = nearest_neighbours(X, k)
-    D = D - D[:, :1]  # shifting a row by its nearest distance leaves p_{j|i} unchanged, keeps exp() finite
-    beta = np.ones(n)
-    lo_b = np.full(n, -np.inf)
-    hi_b = np.full(n, np.inf)
-    target = np.log(perplexity)
-    C = np.empty_like(D)
-    active = np.arange(n)
-    for _ in range(N_STEPS):
-        E = np.exp(-D[active] * beta[active, None])
-        total = E.sum(axis=1)
-        total[total == 0.0] = EPSILON_DBL
-        E /= total[:, None]
-        C[active] = E
-        entropy = np.log(total) + beta[active] * np.einsum("ij,ij->i", D[active], E)
-        diff = entropy - target
-        searching = np.abs(diff) > PERPLEXITY_TOLERANCE
-        active, diff = active[searching], diff[searching]
-        if active.size == 0:
-            break
-        flat = diff > 0.0
-        b = beta[active]
-        lo, hi = np.where(flat, b, lo_b[active]), np.where(flat, hi_b[active], b)
-        beta[active] = np.where(
-            flat, np.where(np.isinf(hi), b * 2.0, (b + hi) / 2.0), np.where(np.isinf(lo), b / 2.0, (b + lo) / 2.0)
-        )
-        lo_b[active], hi_b[active] = lo, hi
+    C = conditional_gaussians(D, np.full(n, -1), perplexity)  # the same search as the exact Gaussians
     order = np.argsort(indices, axis=1, kind="stable")  # canonical CSR straight away: sorted columns a row
     columns, C = np.take_along_axis(indices, order, axis=1), np.take_along_axis(C, order, axis=1)
     conditional = sp.csr_matrix((C.ravel(), columns.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
