@@ -111,13 +111,17 @@ DECOMPOSE_CHILD = """
     torch.manual_seed(0)
     loaded = load_model(LlamaModel(config), tokenizer=tokenizer, device="cpu")
     ex = extract(" ".join(["word", "piece", "and", "more"] * N), loaded, max_tokens=N, components=True)
-    out = dict(n=ex.n_tokens, refused=[])
-    for name, call in (("decompose", lambda: decompose(ex, 1)), ("norm", lambda: norm_attention(ex, 1, 3))):
-        try:
-            call()
-            out["refused"].append([name, ""])
-        except MemoryBudgetError as err:
-            out["refused"].append([name, str(err)])
+    out = dict(n=ex.n_tokens)
+    try:
+        decompose(ex, 1)
+        out["refused"] = ""
+    except MemoryBudgetError as err:
+        out["refused"] = str(err)
+    try:  # one float32 (n, n) beside the head's: 0.5 GiB, about what the budget has left here
+        N = norm_attention(ex, 1, 3)
+        out["norm"] = float(np.abs(N.sum(axis=1, dtype=np.float64) - 1.0).max())
+    except MemoryBudgetError as err:
+        out["norm"] = str(err)
     w = HeadSNE(ex, layer=1, head=3, autostart=False)
     try:
         w.decomposition
@@ -132,9 +136,10 @@ DECOMPOSE_CHILD = """
 @pytest.mark.slow
 def test_a_decomposition_beyond_memory_is_refused_with_a_reason_not_killed():
     """8192 tokens, 32 heads of hidden size 256 under a 3 GiB address space: layer 1's decomposition (69 vectors of
-    (n, d) float64, twice) needs 2.3 GiB and the norm-weighted attention of a head 1.5 GiB of float64 temporaries,
-    over what the process may still get: each is refused before it allocates, through the function API and the
-    widget's ``w.decomposition``, with what it needs and what to do; the process lives on."""
+    (n, d) float64, twice) needs 2.3 GiB, over what the process may still get: it is refused before it allocates,
+    through the function API and the widget's ``w.decomposition``, with what it needs and what to do, and the
+    process lives on; the norm-weighted attention of a head (one float32 (n, n) array beside the head's, 0.5 GiB)
+    runs or is refused with its reason, whichever the budget left allows, never a kill."""
     code = textwrap.dedent(DECOMPOSE_CHILD.format(n=8192))
 
     def cap() -> None:
@@ -146,8 +151,8 @@ def test_a_decomposition_beyond_memory_is_refused_with_a_reason_not_killed():
     assert result.returncode == 0, f"the child ended with {result.returncode}: {result.stderr[-3000:]}"
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["n"] == 8192
-    (name_d, why_d), (name_n, why_n) = out["refused"]
-    assert name_d == "decompose" and "over the" in why_d and "memory budget" in why_d, why_d
-    assert name_n == "norm" and "norm_attention(ex, 1, 3) over 8192 tokens" in why_n and "GiB" in why_n, why_n
+    assert "over the" in out["refused"] and "memory budget" in out["refused"], out["refused"]
+    norm = out["norm"]
+    assert (isinstance(norm, float) and norm < 1e-5) or "norm_attention(ex, 1, 3) over 8192 tokens" in norm, norm
     assert "memory budget" in out["widget"]
     assert out["peak"] < LIMIT

@@ -112,11 +112,11 @@ def decompose(ex: Extraction, layer: int, *, value_bias: str = "correction", mod
 
 
 def _within_budget(needed: int, what: str, instead: str) -> None:
-    """MemoryBudgetError before ``needed`` bytes of float64 temporaries are allocated past the memory budget."""
+    """MemoryBudgetError before ``needed`` bytes of temporaries are allocated past the memory budget."""
     budget = memory_budget_bytes()
     if needed > budget:
         raise MemoryBudgetError(
-            f"{what} need {needed / 2**30:.2f} GiB in float64, over the {budget / 2**30:.2f} GiB memory budget: use "
+            f"{what} need {needed / 2**30:.2f} GiB, over the {budget / 2**30:.2f} GiB memory budget: use "
             f"{instead}, or raise the budget (headsne_widget.budget.set_memory_budget)",
             needed_bytes=needed,
         )
@@ -198,15 +198,17 @@ def value_norms(ex: Extraction, model: Any = None) -> np.ndarray:
 
 def norm_attention(ex: Extraction, layer: int, head: int, model: Any = None) -> np.ndarray:
     """float32 (n, n): ``alpha_ij ||f_h(x_j)||`` with each row renormalised to sum 1 (Kobayashi et al. 2020); a
-    row whose keys all send nothing stays 0."""
+    row whose keys all send nothing stays 0. In float32 as the attention is (the row sums in float64): one (n, n)
+    array beside the head's attention, refused beyond the memory budget before it is allocated."""
     layer = check_index(layer, ex.n_layers, "layer", "layers")
     head = check_index(head, ex.n_heads, "head", "heads per layer")
     n = ex.n_tokens
-    _within_budget(24 * n * n, f"norm_attention(ex, {layer}, {head}) over {n} tokens", "a shorter text (max_tokens=)")
-    norms = value_norms(ex, model)[layer, head].astype(np.float64)
-    weighted = ex.attention(layer, head).astype(np.float64) * norms[None, :]
-    sums = weighted.sum(axis=1, keepdims=True)
-    return read_only(np.divide(weighted, sums, out=np.zeros_like(weighted), where=sums > 0).astype(np.float32))
+    _within_budget(8 * n * n, f"norm_attention(ex, {layer}, {head}) over {n} tokens", "a shorter text (max_tokens=)")
+    norms = value_norms(ex, model)[layer, head].astype(np.float32)
+    weighted = ex.attention(layer, head) * norms[None, :]
+    sums = weighted.sum(axis=1, dtype=np.float64)
+    weighted *= np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0).astype(np.float32)[:, None]
+    return read_only(weighted)
 
 
 @dataclass(eq=False)

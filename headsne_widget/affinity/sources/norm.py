@@ -37,8 +37,8 @@ class Norm(Attention):
         return np.asarray(norm_attention(ex, layer, head))
 
     def dense_bytes(self, n: int, points: int, itemsize: int) -> int:
-        """Attention mode's, and :func:`~headsne_widget.capture.decompose.norm_attention`'s float64 temporaries."""
-        return super().dense_bytes(n, points, itemsize) + 24 * n * n
+        """Attention mode's, and :func:`~headsne_widget.capture.decompose.norm_attention`'s float32 (n, n) beside it."""
+        return super().dense_bytes(n, points, itemsize) + 4 * n * n
 
     def matrix_into(self, ex: Any, layer: int, head: int, out: np.ndarray) -> np.ndarray:
         np.copyto(out, self.matrix(ex, layer, head))
