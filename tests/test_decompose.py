@@ -293,8 +293,8 @@ def test_value_norms_are_computed_once_per_extraction(tiny, bert_tokenizer):
 
 def test_decompose_and_norm_attention_are_refused_beyond_the_memory_budget(tiny, bert_tokenizer):
     """decompose keeps K (n, d) float64 components (K = 1 + each layer's heads, feed-forward and correction) and
-    stacks them once; norm_attention makes an (n, n) float32 array beside the head's: both are refused before allocating past the
-    budget, with what to do, and run at the budget."""
+    stacks them once; norm_attention makes an (n, n) float32 array beside the head's: both are refused before
+    allocating past the budget, with what to do, and run at the budget."""
     from headsne_widget import budget
     from headsne_widget.errors import MemoryBudgetError
 

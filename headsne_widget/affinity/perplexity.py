@@ -1,6 +1,7 @@
 """The perplexity search, shared by the exact Gaussians (:mod:`.affinities`) and the k-nearest-neighbour ones
 (:mod:`.sparse`): the same stopping rule and step budget as scikit-learn's ``_binary_search_perplexity``, each
-row bisected by the compiled kernel (:mod:`.perplexity_kernels`), the rows in shares on the package's threads."""
+row searched by the compiled kernel (:mod:`.perplexity_kernels`: Newton's steps inside the bisection's bracket),
+the rows in shares on the package's threads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ __all__ = ["EPSILON_DBL", "N_STEPS", "PERPLEXITY_TOLERANCE", "conditional_gaussi
 
 #: a row's entropy is within this of log(perplexity) when its search stops
 PERPLEXITY_TOLERANCE = 1e-5
-#: most bisection steps a row takes
+#: most search steps a row takes
 N_STEPS = 100
 #: what a row's sum of Gaussians becomes when it underflows to 0
 EPSILON_DBL = 1e-8

@@ -231,7 +231,7 @@ def knn_gaussian_affinities(
 ) -> sp.csr_matrix:
     """Sparse P of standard t-SNE for points X (n, d) from each point's k nearest neighbours (openTSNE's
     construction): ``p_{j|i}`` a Gaussian on the squared distances to the ``k = min(n - 1, 3 x perplexity)``
-    nearest neighbours, its precision bisected so that the row's perplexity is ``perplexity`` (the same search
+    nearest neighbours, its precision searched so that the row's perplexity is ``perplexity`` (the same search
     as :func:`~headsne_widget.affinity.affinities.binary_search_perplexity`), then ``p_ij = (p_{j|i} + p_{i|j}) / 2n``;
     an entry that underflows to 0 (in ``dtype``) is not stored.
 
