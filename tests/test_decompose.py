@@ -344,3 +344,38 @@ def test_components_made_on_demand_with_the_allowed_model_and_within_the_budget(
     made = decompose(ex, 1)
     np.testing.assert_array_equal(made.vectors, decompose(twin, 1, model=model).vectors)
     assert keep_trace(twin, model).nbytes <= estimate
+
+
+def test_components_come_from_the_capture_pass_itself_equal_to_a_trace_of_their_own(tiny, bert_tokenizer):
+    """extract(..., components=True) runs the model once (the component hooks inside the capture's own pass), and
+    what it keeps decomposes every layer to the same bits as a trace made by a pass of its own; its budget is
+    checked before that pass."""
+    from headsne_widget import budget
+    from headsne_widget.capture.components import trace_bytes
+    from headsne_widget.errors import MemoryBudgetError
+
+    model = load(tiny("llama"), torch.float64)
+    passes: list[int] = []
+    hook = model.register_forward_pre_hook(lambda *_: passes.append(1))
+    options = dict(tokenizer=bert_tokenizer, device="cpu", max_tokens=N)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "text truncated", UserWarning)
+            one = extract(TSNE_ABSTRACT, model, components=True, **options)
+            assert len(passes) == 1
+            plain = extract(TSNE_ABSTRACT, model, **options)
+            keep_trace(plain, model)  # a pass of its own
+            assert len(passes) == 3
+            np.testing.assert_array_equal(one.hidden_states, plain.hidden_states)
+            for layer in range(one.n_layers):
+                np.testing.assert_array_equal(decompose(one, layer).vectors, decompose(plain, layer).vectors)
+            estimate = trace_bytes(one)
+            budget.set_memory_budget(estimate - 1)
+            with pytest.raises(MemoryBudgetError, match=r"components of \d+ tokens over \d+ layers"):
+                extract(TSNE_ABSTRACT, model, components=True, **options)
+            assert len(passes) == 3  # refused before the pass
+            budget.set_memory_budget(estimate)
+            extract(TSNE_ABSTRACT, model, components=True, **options)
+    finally:
+        budget.set_memory_budget(None)
+        hook.remove()

@@ -42,9 +42,12 @@ __all__ = [
     "TRACE_ARRAYS_PER_LAYER",
     "Trace",
     "allow_components",
+    "check_trace_budget",
+    "finish_trace",
     "keep_trace",
     "trace_bytes",
     "trace_of",
+    "tracing",
 ]
 
 COMPONENTS_IMPLEMENTATION = "headsne_components"
@@ -91,6 +94,18 @@ def trace_bytes(ex: Extraction) -> int:
     return ex.n_layers * TRACE_ARRAYS_PER_LAYER * int(states[0].numel()) * states.element_size()
 
 
+def check_trace_budget(needed: int, n_tokens: int, n_layers: int) -> None:
+    """MemoryBudgetError before a trace of ``needed`` bytes is made past the memory budget."""
+    budget = memory_budget_bytes()
+    if needed > budget:
+        raise MemoryBudgetError(
+            f"the components of {n_tokens} tokens over {n_layers} layers take about {needed / 2**20:,.0f} MiB, "
+            f"over the {budget / 2**20:,.0f} MiB memory budget: use a shorter text (max_tokens=), or raise the budget "
+            "(headsne_widget.budget.set_memory_budget)",
+            needed_bytes=needed,
+        )
+
+
 def allow_components(ex: Extraction, model: Any) -> None:
     """Let :func:`trace_of` make ``ex``'s components with ``model`` when first asked (the widget: the model its
     text was given with), so that a view that needs them works without ``extract(..., components=True)``."""
@@ -101,18 +116,10 @@ def keep_trace(ex: Extraction, model: Any) -> Trace:
     """Run ``model`` on ``ex``'s tokens with the component hooks and keep the trace with ``ex``
     (``extract(..., components=True)``): later :func:`trace_of` calls need no model. Refused before the forward
     pass where the trace would exceed the memory budget."""
-    needed, budget = trace_bytes(ex), memory_budget_bytes()
-    if needed > budget:
-        raise MemoryBudgetError(
-            f"the components of {ex.n_tokens} tokens over {ex.n_layers} layers take about {needed / 2**20:,.0f} MiB, "
-            f"over the {budget / 2**20:,.0f} MiB memory budget: use a shorter text (max_tokens=), or raise the budget "
-            "(headsne_widget.budget.set_memory_budget)",
-            needed_bytes=needed,
-        )
+    check_trace_budget(trace_bytes(ex), ex.n_tokens, ex.n_layers)
     if isinstance(model, torch.nn.Module):  # a loaded model: its tokenizer is not needed, the tokens are given
         model = LoadedModel(model, None, type(model).__name__, input_device(model))  # type: ignore[arg-type]
-    _TRACES[ex] = trace = _run_trace(ex, model if isinstance(model, LoadedModel) else load_model(model))
-    return trace
+    return _run_trace(ex, model if isinstance(model, LoadedModel) else load_model(model))
 
 
 def trace_of(ex: Extraction, model: Any = None) -> Trace:
@@ -132,24 +139,45 @@ def trace_of(ex: Extraction, model: Any = None) -> Trace:
 
 
 def _run_trace(ex: Extraction, loaded: LoadedModel) -> Trace:
-    model, n = loaded.model, ex.n_tokens
-    kind = type(model).__name__
-    name = loaded.name if kind in loaded.name else f"{loaded.name} ({kind})"
-    if n < 2:
-        raise ValueError(f"a decomposition needs at least 2 tokens, the text has {n}: give a longer text")
-    if not can_capture(model):
-        raise UnsupportedAttentionError(
-            f"{name} does not route its attention through transformers' AttentionInterface: its heads' outputs "
-            "cannot be read, so its states cannot be decomposed exactly"
-        )
-    recorder = _Recorder(layers=_layer_modules(model, ex.n_layers, name), name=name)
+    """A forward pass of its own with the component hooks (the trace of an extraction made without them)."""
+    if ex.n_tokens < 2:
+        raise ValueError(f"a decomposition needs at least 2 tokens, the text has {ex.n_tokens}: give a longer text")
+    model = loaded.model
     ids = torch.tensor(np.array(ex.token_ids))[None].to(input_device(model))
     inputs: dict[str, Any] = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    with torch.inference_mode(), _hooked(model, recorder):
+    with torch.inference_mode(), tracing(loaded, ex.n_layers) as recorder:
         try:
             model(**inputs, use_cache=False, return_dict=True)
         except TypeError:
             model(**inputs, return_dict=True)
+    return finish_trace(ex, recorder)
+
+
+def _model_name(loaded: LoadedModel) -> str:
+    kind = type(loaded.model).__name__
+    return loaded.name if kind in loaded.name else f"{loaded.name} ({kind})"
+
+
+@contextlib.contextmanager
+def tracing(loaded: LoadedModel, n_layers: int) -> Iterator[_Recorder]:
+    """The component hooks on ``loaded``'s model for the forward passes inside the block; what they record goes
+    to :func:`finish_trace`. Inside the capture's own pass (``extract(..., components=True)``) the components'
+    attention function runs the capture's, so that one forward pass gives both."""
+    name = _model_name(loaded)
+    if not can_capture(loaded.model):
+        raise UnsupportedAttentionError(
+            f"{name} does not route its attention through transformers' AttentionInterface: its heads' outputs "
+            "cannot be read, so its states cannot be decomposed exactly"
+        )
+    recorder = _Recorder(layers=_layer_modules(loaded.model, n_layers, name), name=name)
+    with _hooked(loaded.model, recorder):
+        yield recorder
+
+
+def finish_trace(ex: Extraction, recorder: _Recorder) -> Trace:
+    """The trace recorded under :func:`tracing`, checked against ``ex`` (the same model, one residual stream)
+    and kept with it."""
+    name = recorder.name
     if len(recorder.traces) != ex.n_layers:
         raise UnsupportedAttentionError(f"{name}: {len(recorder.traces)} of its {ex.n_layers} layers were traced")
     first = recorder.traces[0].x_in.to("cpu", ex.states.states.dtype)
@@ -161,7 +189,8 @@ def _run_trace(ex: Extraction, loaded: LoadedModel) -> Trace:
     if not torch.equal(first, ex.states.states[0]):
         raise ValueError(f"the model given ({name}) is not the one that made this extraction ({ex.model_name})")
     final = _final_norm(recorder, ex, name)
-    return Trace(name, recorder.traces, final, ex.states.states.dtype)
+    _TRACES[ex] = trace = Trace(name, recorder.traces, final, ex.states.states.dtype)
+    return trace
 
 
 def _layer_modules(model: Any, n_layers: int, name: str) -> list[Any]:

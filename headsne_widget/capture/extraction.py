@@ -23,7 +23,7 @@ import torch
 from .._checks import is_int, text_characters
 from ..errors import AttentionUnavailableError, TextTooLongError, UnsupportedAttentionError
 from .attention import SUPPORTED, can_capture, capturing
-from .components import keep_trace
+from .components import TRACE_ARRAYS_PER_LAYER, check_trace_budget, finish_trace, keep_trace, tracing
 from .extracted import Extraction, HiddenStates
 from .loading import (
     BUNDLED_MODEL_NAME,
@@ -87,8 +87,9 @@ def extract(
     and may raise to stop. KeyboardInterrupt (the kernel's interrupt) stops a capture at once, leaving the model
     as it was (its attention implementation restored, no thread still computing, torch's settings unchanged).
 
-    ``components=True`` runs the model a second time with hooks and keeps what each layer wrote (its heads'
-    contexts, values, feed-forward output, norms: :mod:`.components`), for ``decompose(ex, layer)``,
+    ``components=True`` hooks the same forward pass and keeps what each layer wrote (its heads' contexts,
+    values, feed-forward output, norms: :mod:`.components`; a pass of its own for a model whose config does not
+    give its layers and width), for ``decompose(ex, layer)``,
     ``value_norms(ex)`` and ``head_outputs(ex, layer, head)`` without the model (capture/decompose.py).
     """
     check_text(text, max_tokens)
@@ -99,6 +100,7 @@ def extract(
     report("loading the model", 0.0)
     loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
     token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
+    traced = _traced_layers(loaded, token_ids.size) if components else None
     with _progress_bar(progress, loaded, token_ids.size) as bar:
         ex = _extraction(
             loaded,
@@ -108,10 +110,23 @@ def extract(
             special=special,
             truncated=truncated,
             progress=bar or report,
+            traced=traced,
         )
-    if components:
+    if components and traced is None:  # a second pass of its own (or the reason it cannot be made)
         keep_trace(ex, loaded)
     return ex
+
+
+def _traced_layers(loaded: LoadedModel, n: int) -> int | None:
+    """The layers to trace in the capture's own pass (``components=True``), after the trace's memory budget is
+    checked; None where the model's config does not say its shape (the trace then takes a pass of its own)."""
+    config = loaded.model.config
+    layers, width = getattr(config, "num_hidden_layers", None), getattr(config, "hidden_size", None)
+    if not (isinstance(layers, int) and isinstance(width, int) and can_capture(loaded.model)):
+        return None
+    itemsize = torch.empty((), dtype=loaded.model.dtype).element_size()
+    check_trace_budget(layers * TRACE_ARRAYS_PER_LAYER * n * width * itemsize, n, layers)
+    return layers
 
 
 def _no_progress(what: str, fraction: float) -> None:
@@ -193,9 +208,10 @@ def _extraction(
     special: np.ndarray,
     truncated: bool,
     progress: Progress = _no_progress,
+    traced: int | None = None,
 ) -> Extraction:
-    source, grid, states, head_stats = _forward(loaded, token_ids, progress)
-    return Extraction(
+    source, grid, states, head_stats, recorder = _forward(loaded, token_ids, progress, traced)
+    ex = Extraction(
         text=text,
         tokens=list(loaded.tokenizer.convert_ids_to_tokens(token_ids.tolist())),
         token_ids=token_ids,
@@ -208,6 +224,9 @@ def _extraction(
         states=states,
         head_stats=head_stats,
     )
+    if recorder is not None:
+        finish_trace(ex, recorder)
+    return ex
 
 
 def _encode(
@@ -320,10 +339,11 @@ def _check_token_ids(token_ids: Sequence[int] | np.ndarray, loaded: LoadedModel)
 
 
 def _forward(
-    loaded: LoadedModel, token_ids: np.ndarray, progress: Progress = _no_progress
-) -> tuple[CapturedAttention | DenseAttention, np.ndarray, HiddenStates, HeadStatistics | None]:
-    """One forward pass: the attention source, the grid (L, H, n) float32, the hidden states, on the CPU, and the
-    head scores folded during the capture (None on the eager path: computed from the dense heads when asked).
+    loaded: LoadedModel, token_ids: np.ndarray, progress: Progress = _no_progress, traced: int | None = None
+) -> tuple[CapturedAttention | DenseAttention, np.ndarray, HiddenStates, HeadStatistics | None, Any]:
+    """One forward pass: the attention source, the grid (L, H, n) float32, the hidden states, on the CPU, the
+    head scores folded during the capture (None on the eager path: computed from the dense heads when asked), and
+    with ``traced`` layers the components' recorder of the same pass (:func:`.components.tracing`; else None).
 
     Architectures whose attention goes through transformers' AttentionInterface are captured layer by layer
     (:mod:`.capture`); the others run eager with ``output_attentions=True``, which holds every head's n x n at
@@ -345,8 +365,10 @@ def _forward(
     def on_chunks(k: int, fraction: float) -> None:  # while layer k is captured
         progress(f"capturing layer {k} of {total or '?'}", (k - 1 + fraction) / total if total else 0.0)
 
+    recorder = None
     if can_capture(model):
-        with torch.inference_mode(), capturing(model, on_layer, on_chunks) as session:
+        components = tracing(loaded, traced) if traced is not None else contextlib.nullcontext()
+        with torch.inference_mode(), capturing(model, on_layer, on_chunks) as session, components as recorder:
             output = model(**inputs, return_dict=True)
         if not session.layers:
             raise AttentionUnavailableError(
@@ -367,7 +389,7 @@ def _forward(
         raise AttentionUnavailableError(
             f"{loaded.name} produced NaN or infinite attention/hidden states; check its weights and dtype"
         )
-    return source, grid, states, head_stats
+    return source, grid, states, head_stats, recorder
 
 
 def _one_sequence(hidden: torch.Tensor, loaded: LoadedModel) -> torch.Tensor:
