@@ -47,6 +47,7 @@ __all__ = [
     "keep_trace",
     "trace_bytes",
     "trace_of",
+    "traced_layers",
     "tracing",
 ]
 
@@ -104,6 +105,18 @@ def check_trace_budget(needed: int, n_tokens: int, n_layers: int) -> None:
             "(headsne_widget.budget.set_memory_budget)",
             needed_bytes=needed,
         )
+
+
+def traced_layers(loaded: LoadedModel, n: int) -> int | None:
+    """The layers to trace in the capture's own pass (``components=True``), after the trace's memory budget is
+    checked; None where the model's config does not say its shape (the trace then takes a pass of its own)."""
+    config = loaded.model.config
+    layers, width = getattr(config, "num_hidden_layers", None), getattr(config, "hidden_size", None)
+    if not (isinstance(layers, int) and isinstance(width, int) and can_capture(loaded.model)):
+        return None
+    itemsize = torch.empty((), dtype=loaded.model.dtype).element_size()
+    check_trace_budget(layers * TRACE_ARRAYS_PER_LAYER * n * width * itemsize, n, layers)
+    return layers
 
 
 def allow_components(ex: Extraction, model: Any) -> None:

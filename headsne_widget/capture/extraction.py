@@ -23,7 +23,7 @@ import torch
 from .._checks import is_int, text_characters
 from ..errors import AttentionUnavailableError, TextTooLongError, UnsupportedAttentionError
 from .attention import SUPPORTED, can_capture, capturing
-from .components import TRACE_ARRAYS_PER_LAYER, check_trace_budget, finish_trace, keep_trace, tracing
+from .components import finish_trace, keep_trace, traced_layers, tracing
 from .extracted import Extraction, HiddenStates
 from .loading import (
     BUNDLED_MODEL_NAME,
@@ -100,7 +100,7 @@ def extract(
     report("loading the model", 0.0)
     loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
     token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
-    traced = _traced_layers(loaded, token_ids.size) if components else None
+    traced = traced_layers(loaded, token_ids.size) if components else None
     with _progress_bar(progress, loaded, token_ids.size) as bar:
         ex = _extraction(
             loaded,
@@ -115,18 +115,6 @@ def extract(
     if components and traced is None:  # a second pass of its own (or the reason it cannot be made)
         keep_trace(ex, loaded)
     return ex
-
-
-def _traced_layers(loaded: LoadedModel, n: int) -> int | None:
-    """The layers to trace in the capture's own pass (``components=True``), after the trace's memory budget is
-    checked; None where the model's config does not say its shape (the trace then takes a pass of its own)."""
-    config = loaded.model.config
-    layers, width = getattr(config, "num_hidden_layers", None), getattr(config, "hidden_size", None)
-    if not (isinstance(layers, int) and isinstance(width, int) and can_capture(loaded.model)):
-        return None
-    itemsize = torch.empty((), dtype=loaded.model.dtype).element_size()
-    check_trace_budget(layers * TRACE_ARRAYS_PER_LAYER * n * width * itemsize, n, layers)
-    return layers
 
 
 def _no_progress(what: str, fraction: float) -> None:
