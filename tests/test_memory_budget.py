@@ -53,15 +53,15 @@ CHILD = """
 """
 
 
-def run_limited(n: int, widget: bool, limit: int = LIMIT) -> dict:
-    """The child above for ``n`` tokens under RLIMIT_AS ``limit``; its JSON line (a kill or an error fails)."""
+def run_limited(code: str, limit: int = LIMIT) -> dict:
+    """A child running ``code`` (dedented) under RLIMIT_AS ``limit``; its JSON line (a kill or an error fails)."""
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     env = {k: v for k, v in os.environ.items() if k != "HEADSNE_MEMORY_BUDGET"}
     result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(CHILD.format(n=n, widget=widget))],
+        [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True, text=True, timeout=900, preexec_fn=cap, env=env,
     )  # fmt: skip
     assert result.returncode == 0, f"the child ended with {result.returncode}: {result.stderr[-3000:]}"
@@ -73,7 +73,7 @@ def test_a_broad_head_beyond_memory_is_capped_not_killed():
     """16384 tokens: the rows at mass 0.99 would keep 134 M entries (8 GiB to build), the dense P and head 2 GiB;
     under a 3 GiB address space both exceed the budget, so each row keeps its largest keys within it, in the
     function API and in the widget's click alike, and the status says what P holds."""
-    out = run_limited(16384, widget=True)
+    out = run_limited(CHILD.format(n=16384, widget=True))
     assert out["n"] == 16384 and out["sparse"] and out["shape"] == [16384, 16384]
     assert out["total"] == pytest.approx(1.0, rel=1e-4)
     assert "largest keys (memory budget)" in out["note"] and 0.0 < out["mass"] < 0.99
@@ -87,7 +87,7 @@ def test_a_broad_head_whose_dense_P_is_smaller_gets_the_dense_P():
     """8192 tokens under a 4 GiB address space: the broad rows would keep 33 M entries (2 GiB to build) against
     512 MiB for the dense P and head, which fit the budget: the dense P (no 5x cliff in time at the sparse
     threshold)."""
-    out = run_limited(8192, widget=False, limit=4 * 2**30)
+    out = run_limited(CHILD.format(n=8192, widget=False), limit=4 * 2**30)
     assert out["n"] == 8192 and not out["sparse"] and out["shape"] == [8192, 8192] and out["note"] == ""
     assert out["total"] == pytest.approx(1.0, rel=1e-4)
 
@@ -140,16 +140,7 @@ def test_a_decomposition_beyond_memory_is_refused_with_a_reason_not_killed():
     through the function API and the widget's ``w.decomposition``, with what it needs and what to do, and the
     process lives on; the norm-weighted attention of a head (one float32 (n, n) array beside the head's, 0.5 GiB)
     runs or is refused with its reason, whichever the budget left allows, never a kill."""
-    code = textwrap.dedent(DECOMPOSE_CHILD.format(n=8192))
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
-
-    env = {k: v for k, v in os.environ.items() if k != "HEADSNE_MEMORY_BUDGET"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
-                            preexec_fn=cap, env=env)  # fmt: skip
-    assert result.returncode == 0, f"the child ended with {result.returncode}: {result.stderr[-3000:]}"
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = run_limited(DECOMPOSE_CHILD.format(n=8192))
     assert out["n"] == 8192
     assert "over the" in out["refused"] and "memory budget" in out["refused"], out["refused"]
     norm = out["norm"]
