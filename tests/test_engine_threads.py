@@ -142,28 +142,46 @@ def test_one_thread_or_a_small_P_runs_serial_without_measuring(machine, monkeypa
         assert eng.pooled is False
 
 
+def slow(fn):
+    """``fn`` after a sleep of 5 ms: a way of stepping made slower, as by a busy core."""
+
+    def wrapped(*args):
+        time.sleep(0.005)
+        return fn(*args)
+
+    return wrapped
+
+
+KERNELS = {"forces": kernels.forces, "steps_serial": kernels.steps_serial}  # the passes in shares, the serial steps
+
+
+def slow_way(monkeypatch, name: str) -> None:
+    """Only the kernel ``name`` ("forces": the passes in shares; "steps_serial": the serial steps) made slow."""
+    for other, fn in KERNELS.items():
+        monkeypatch.setattr(kernels, other, slow(fn) if other == name else fn)
+
+
+def engine_of_1100() -> engines.NumbaEngine:
+    """An engine on 2 threads for a random P of 1100 points (big enough to be measured)."""
+    P = random_P(1100)
+    return engines.NumbaEngine(P, np.random.default_rng(0).normal(scale=1e-2, size=(1, 2, 1100)).astype(np.float32))
+
+
 def test_the_engine_takes_the_faster_way(machine, monkeypatch):
     """Undecided, the engine times its first iterations both ways and keeps the faster: here the passes in shares
-    are made slower (a sleep of 5 ms each), then the serial steps are."""
+    are made slower (a sleep of 5 ms each), then the serial steps are; and it measures again every
+    ``RECHECK_ITERS`` (250) iterations, so that a change of load during a run changes the choice."""
     machine(2)
-    P = random_P(1100)
-    Y0 = np.random.default_rng(0).normal(scale=1e-2, size=(1, 2, 1100)).astype(np.float32)
-    forces, serial = kernels.forces, kernels.steps_serial
-
-    def slow(fn):
-        def wrapped(*args):
-            time.sleep(0.005)
-            return fn(*args)
-
-        return wrapped
-
-    monkeypatch.setattr(kernels, "forces", slow(forces))
-    eng = engines.NumbaEngine(P, Y0)
+    slow_way(monkeypatch, "forces")
+    eng = engine_of_1100()
     eng.steps(30, 4.0, 0.5, 50.0)
     assert eng.pooled is False
-    monkeypatch.setattr(kernels, "forces", forces)
-    monkeypatch.setattr(kernels, "steps_serial", slow(serial))
-    eng = engines.NumbaEngine(P, Y0)
+    slow_way(monkeypatch, "steps_serial")
+    eng = engine_of_1100()
     for _ in range(30):  # one iteration a call: the measure spans calls
         eng.steps(1, 4.0, 0.5, 50.0)
     assert eng.pooled is True
+    slow_way(monkeypatch, "forces")  # the load changes during the run: measured again every 250 iterations
+    for _ in range(30):
+        eng.steps(10, 4.0, 0.5, 50.0)
+    assert eng.pooled is False

@@ -72,11 +72,16 @@ class NumbaEngine(ArrayBuffers):
     (:func:`.kernels.forces`) in turn, :data:`PROBE_ITERS` each, and the run goes on with the faster:
     what pays depends on the machine's cores, caches and load, not on the size alone (on 2 cores the shares
     lost below about 512 points and won from about 1024; a pass in shares costs some 30 us of dispatch). Both
-    give the same bits (the rows are independent), so the choice changes the speed only.
+    give the same bits (the rows are independent), so the choice changes the speed only. The load a run meets
+    changes while it runs (a browser drawing, another kernel), so the choice is measured again after every
+    :data:`RECHECK_ITERS` plain iterations.
     """
 
     #: iterations timed each way before the choice (each way's median counts)
     PROBE_ITERS = 5
+    #: plain iterations between two measurements (10 of them timed: at most 2 % of a run's iterations go the
+    #: slower way, where one way is twice as slow)
+    RECHECK_ITERS = 250
 
     def __init__(self, P: np.ndarray, Y0: np.ndarray, one: float = 1.0):
         from .. import _parallel
@@ -88,7 +93,10 @@ class NumbaEngine(ArrayBuffers):
         self.pooled: bool | None = None
         self._seconds: dict[bool, list[float]] = {False: [], True: []}  # the iterations timed each way
         self._started = False  # the first iteration in shares (untimed) is done
-        if runs * n * n < kernels.POOL_MIN_PAIRS or _parallel.threads() < 2:
+        self._since = 0  # plain iterations since the last choice
+        # one thread or a small P: serial for good, nothing measured
+        self._fixed = runs * n * n < kernels.POOL_MIN_PAIRS or _parallel.threads() < 2
+        if self._fixed:
             self.pooled = False
         dtype = Y0.dtype
         super().__init__(Y0)
@@ -131,8 +139,12 @@ class NumbaEngine(ArrayBuffers):
             for _ in range(count):
                 self.forces(exaggeration, False)
                 self.update(momentum, learning_rate)
-            return
-        self._serial(0, 2 * count, self.Y.dtype.type(exaggeration), momentum, learning_rate)
+        else:
+            self._serial(0, 2 * count, self.Y.dtype.type(exaggeration), momentum, learning_rate)
+        self._since += count
+        if not self._fixed and self._since >= self.RECHECK_ITERS:  # measured again from the next call
+            self._since, self.pooled = 0, None
+            self._seconds = {False: [], True: []}
 
     def _probe(self, exaggeration: float, momentum: float, learning_rate: float) -> None:
         """One iteration, serial and in shares in turn (the first in shares untimed: the threads start), timed;
