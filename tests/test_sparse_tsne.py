@@ -190,7 +190,7 @@ def test_repulsion_of_a_compact_start_is_exact_to_float_precision():
     exact, Z = exact_repulsion(Y)
     approx, Z_approx = interpolated_repulsion(Y)
     assert np.linalg.norm(approx - exact) / np.linalg.norm(exact) < 1e-6
-    assert Z_approx == pytest.approx(Z, rel=1e-9)
+    assert Z_approx == pytest.approx(Z, rel=1e-7)  # the grid's FFTs run in float32 (1.3e-8 measured)
 
 
 def test_the_grid_picks_the_cheaper_plan():
@@ -208,14 +208,19 @@ def test_the_grid_picks_the_cheaper_plan():
 # ------------------------------------------------------------------------------------------------ t-SNE
 
 
-def test_sparse_gradient_matches_the_exact_gradient(P):
+@pytest.mark.parametrize("reorder", [False, True])
+def test_sparse_gradient_matches_the_exact_gradient(P, reorder, monkeypatch):
+    from headsne_widget.embedding import sparse_engine
     from headsne_widget.embedding.sparse_engine import SparseEngine
 
+    monkeypatch.setattr(sparse_engine, "REORDER_MIN_N", 4 if reorder else 10**9)
     dense = P.toarray().astype(np.float64)
     S = check_sparse_affinities(P, np.float64)
     for scale in (1e-2, 1.0, 20.0):
         Y = np.random.default_rng(2).normal(0, scale, size=(P.shape[0], 2))
         engine = SparseEngine(S, np.ascontiguousarray(Y.T[None]))
+        assert (engine.order is not None) == reorder
+        assert np.array_equal(engine.embeddings()[0].T, Y)  # in the points' own order, whatever the engine's
         kl = engine.forces(1.0, True)[0]
         kl_exact, g_exact = gradient(dense, Y)
         g = engine.gradient()[0].T

@@ -248,22 +248,24 @@ def cell_counts(x, y, x0, y0, side, ncx, ncy, start):  # pragma: no cover - comp
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def near_pairs(start, ncx, ncy):  # pragma: no cover - compiled
-    """Pairs the near field visits: each point against the points of its cell and the 8 around it."""
+def near_pairs(start, ncx, ncy, reach):  # pragma: no cover - compiled
+    """Pairs the near field visits: each point against the points of the cells up to ``reach`` cells away in x
+    and in y (its cell and the 8 around it for ``reach`` 1)."""
     total = 0
     for cy in range(ncy):
         for cx in range(ncx):
             own = start[cy * ncx + cx + 1] - start[cy * ncx + cx]
             around = 0
-            for ny in range(max(cy - 1, 0), min(cy + 2, ncy)):
-                around += start[ny * ncx + min(cx + 2, ncx)] - start[ny * ncx + max(cx - 1, 0)]
+            for ny in range(max(cy - reach, 0), min(cy + reach + 1, ncy)):
+                around += start[ny * ncx + min(cx + reach + 1, ncx)] - start[ny * ncx + max(cx - reach, 0)]
             total += own * around
     return total
 
 
 @njit(cache=True, nogil=True, fastmath=_FASTMATH, error_model="numpy")
-def near_part(xs, ys, order, start, ncx, ncy, cut, c1, c2, repulsion, z, row_lo, row_hi):  # pragma: no cover
-    """Add the near-field correction of the split kernel for the points in cell rows ``row_lo .. row_hi - 1``.
+def near_part(xs, ys, order, start, ncx, ncy, reach, cut, c1, c2, repulsion, z, row_lo, row_hi):  # pragma: no cover
+    """The near-field correction of the split kernel for the points in cell rows ``row_lo .. row_hi - 1``, written
+    to ``repulsion`` and ``z`` (each point once; the caller adds them to the grid's sums).
 
     The far kernels on the grid equal w = 1 / (1 + u) and w^2 (u = d^2) beyond ``cut`` = r_c^2 and their cubic
     Taylor polynomials about ``cut`` (coefficients ``c1``, ``c2``, 4 each) inside, so that they are smooth; here
@@ -284,9 +286,9 @@ def near_part(xs, ys, order, start, ncx, ncy, cut, c1, c2, repulsion, z, row_lo,
                 xi = xs[k]
                 yi = ys[k]
                 rx = ry = zi = 0.0
-                for ny in range(max(cy - 1, 0), min(cy + 2, ncy)):
-                    lo = start[ny * ncx + max(cx - 1, 0)]
-                    hi = start[ny * ncx + min(cx + 2, ncx)]
+                for ny in range(max(cy - reach, 0), min(cy + reach + 1, ncy)):
+                    lo = start[ny * ncx + max(cx - reach, 0)]
+                    hi = start[ny * ncx + min(cx + reach + 1, ncx)]
                     sx = sy = sz = zero
                     for m in range(lo, hi):
                         dx = xi - xs[m]
@@ -307,9 +309,9 @@ def near_part(xs, ys, order, start, ncx, ncy, cut, c1, c2, repulsion, z, row_lo,
                     zi += sz
                 i = order[k]
                 # the grid counted poly1(0) for the pair (i, i), this loop 1 - poly1(0): w_ii = 0 takes both
-                z[i] += zi - 1.0
-                repulsion[0, i] += rx
-                repulsion[1, i] += ry
+                z[i] = zi - 1.0
+                repulsion[0, i] = rx
+                repulsion[1, i] = ry
 
 
 # ------------------------------------------------------------------ points outside the grid
