@@ -12,7 +12,7 @@ peak RSS is its own) and the table gives, per setting:
 Settings: ``sync`` (in this process, ``client=None``'s default without a Dask client), ``threads`` (a local Dask
 cluster of threads, started by the call), ``extract``: the same texts through ``extract()`` (which also
 captures every head's attention) and pooling its hidden states, to compare with running the model directly, and
-``widget``: ``HeadSNE.contexts`` (a forward pass and a capture pass a text, for the grid of the word's attention)
+``widget``: ``HeadSNE.contexts`` (one capture pass a text: its hidden states and the grid of the word's attention)
 until the map's first frame (``run s``: until the occurrences are ready; ``first frame s``: from the same start).
 
     .venv/bin/python benchmarks/word_contexts.py [--texts 1000] [--settings sync,threads,extract,widget]

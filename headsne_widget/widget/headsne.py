@@ -110,8 +110,8 @@ class HeadSNE(HeadSNEAttributes):
         (``w.color_by`` sets another colouring); the grid shows each head's largest attention to the word in its own
         text; the text panel the sentences; ``w.selected`` are occurrence indices into ``w.occurrences``.
 
-        The texts run in the background (progress shown), one forward pass and one capture pass each. ``term``:
-        "hidden", or what one kind of component wrote ("input", "attention", "mlp"; see ``word_contexts``).
+        The texts run in the background (progress shown), one capture pass each (its hidden states are the points).
+        ``term``: "hidden", or what one kind of component wrote ("input", "attention", "mlp"; see ``word_contexts``).
         Raises at once for a word or texts that cannot be searched; a word found nowhere, or ``labels`` of the
         wrong length, is the widget's error (``wait_ready`` raises it). See docs/word-contexts.md.
         """
