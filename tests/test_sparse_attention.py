@@ -3,6 +3,7 @@ to the dense head bit for bit, computed chunk by chunk; and the bounds on what a
 
 from __future__ import annotations
 
+import math
 import tracemalloc
 import warnings
 
@@ -280,24 +281,45 @@ def test_capture_rows_and_p_equal_the_dense_head_truncated_the_same_way(architec
     assert sel.mass == pytest.approx(expected_mass, rel=1e-6)  # (a sparse A's rows count as 1, a dense A's as summed)
 
 
-@pytest.mark.parametrize("mass", [0.3, 0.5, 0.9, 0.999])
-def test_rows_with_ties_keep_the_lower_columns_as_affinity_does(mass):
-    """Rows of a few distinct values (uniform rows, ties across the first candidates topk takes): the selection
-    is affinity's ``block_largest``, equal values taken from the lower column first, and its float32 values."""
-    from headsne_widget.affinity.sparse import block_largest
-    from headsne_widget.capture.sparse import FIRST_K, top_mass
+def _plain_top_mass(row: np.ndarray, mass: float, max_keys: int | None) -> tuple[list[int], float]:
+    """The selection rule in plain Python (the oracle): positive entries ranked by (-value, column), summed in
+    float64 one by one until the sum reaches mass x total x (1 - 1e-12), at most max_keys of them."""
+    total = float(np.sum(row, dtype=np.float64))
+    target = mass * total * (1.0 - 1e-12) if mass < 1.0 else math.inf
+    ranked = sorted((j for j in range(row.size) if row[j] > 0), key=lambda j: (-float(row[j]), j))
+    kept, running = [], 0.0
+    for j in ranked[: row.size if max_keys is None else max_keys]:
+        kept.append(j)
+        running += float(row[j])
+        if running >= target:
+            break
+    whole = mass >= 1.0 and (max_keys is None or max_keys >= row.size)  # every nonzero entry: 1 by definition
+    return sorted(kept), (running / total if kept and total > 0 and not whole else 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("mass", "max_keys"), [(0.3, None), (0.5, None), (0.9, None), (0.999, None), (1.0, None),
+                                                (0.9, 5), (1.0, 7)])  # fmt: skip
+def test_rows_with_ties_keep_the_lower_columns(mass, max_keys, dtype):
+    """Rows of a few distinct values (uniform rows, ties across the cut, zeros, an all-zero row) and of softmax
+    weights of many magnitudes: ``top_mass``'s counts, columns (increasing), float32 values and shares kept are
+    the plain-Python rule's (float32 rows: the compiled radix ranking; float64: its merge sort)."""
+    from headsne_widget.capture.sparse import top_mass
 
     rng = np.random.default_rng(1)
-    width = 8 * FIRST_K
-    levels = rng.integers(0, 4, size=(64, width)).astype(np.float32)  # 0..3: many ties, some zeros
+    width = 128
+    levels = rng.integers(0, 4, size=(64, width)).astype(np.float64)  # 0..3: many ties, some zeros
     levels[0] = 1.0  # uniform: every entry ties
-    levels[1, : 3 * FIRST_K] = 3.0  # more ties at the top than topk's first candidates
-    rows = levels / levels.sum(axis=1, keepdims=True, dtype=np.float32)
-    counts, columns, values, _ = top_mass(torch.from_numpy(rows), mass)
-    expected_counts, expected_columns, expected_values = block_largest(rows, mass)
-    np.testing.assert_array_equal(counts, expected_counts)
+    levels[1, :48] = 3.0  # many ties at the top
+    levels[2] = 0.0  # nothing to keep
+    logits = rng.normal(0.0, 4.0, size=(32, width))
+    spread = np.exp(logits - logits.max(axis=1, keepdims=True))
+    rows = np.concatenate([levels / np.maximum(levels.sum(axis=1, keepdims=True), 1.0), spread]).astype(dtype)
+    counts, columns, values, kept = top_mass(torch.from_numpy(rows), mass, max_keys)
     starts = np.concatenate([[0], np.cumsum(counts)])
-    for i in range(rows.shape[0]):  # (top_mass gives a row's entries largest first, block_largest by column)
-        mine = np.sort(columns[starts[i] : starts[i + 1]])
-        np.testing.assert_array_equal(mine, expected_columns[starts[i] : starts[i + 1]])
-    np.testing.assert_array_equal(np.sort(values), np.sort(expected_values.astype(np.float32)))
+    assert values.dtype == np.float32 and columns.size == starts[-1]
+    for i, row in enumerate(rows):
+        expected, share = _plain_top_mass(row, mass, max_keys)
+        np.testing.assert_array_equal(columns[starts[i] : starts[i + 1]], expected)
+        np.testing.assert_array_equal(values[starts[i] : starts[i + 1]], row[expected].astype(np.float32))
+        assert kept[i] == share

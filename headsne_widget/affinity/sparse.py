@@ -46,29 +46,26 @@ _SUM_TOL = 1e-4
 _ROWS = 256  # rows per block where a dense matrix is read
 
 
-def block_largest(B: np.ndarray, mass: float, first: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def block_largest(B: np.ndarray, mass: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each row of the block B (rows, n) of non-negative entries, the smallest set of its largest entries
     whose sum reaches ``mass`` of the row's sum: (counts (rows,), column indices, values), the indices of each
     row increasing, rows one after the other (:func:`_block_rows` without the shares kept)."""
-    counts, cols, values, _ = _block_rows(B, mass, first)
+    counts, cols, values, _ = _block_rows(B, mass)
     return counts, cols, values
 
 
 def _block_rows(
-    B: np.ndarray, mass: float, first: int = 64, max_keys: int | None = None
+    B: np.ndarray, mass: float, max_keys: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`block_largest` with at most ``max_keys`` entries a row, and each row's share kept ``(rows,)``.
 
     The selection is the capture's (:func:`~headsne_widget.capture.sparse.top_mass`, one rule for the package:
     ties go to the lower column), ranked in float64; the values are B's, as float64."""
-    import torch
-
     from ..capture.sparse import top_mass
 
     block = np.ascontiguousarray(B, dtype=np.float64)
-    counts, cols, _, kept = top_mass(torch.from_numpy(block), mass, first, max_keys)
+    counts, cols, _, kept = top_mass(block, mass, max_keys)
     rows = np.repeat(np.arange(B.shape[0]), counts)
-    cols = cols.astype(np.int64)[np.lexsort((cols, rows))]
     return counts, cols, block[rows, cols], kept
 
 
@@ -199,28 +196,6 @@ def sparse_attention_dispatch(dense: Callable[..., Any]) -> Callable[..., Any]:
 # ---------------------------------------------------------------------------------- hidden states: kNN Gaussian
 
 
-def nearest_neighbours(X: np.ndarray, k: int, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-    """The exact k nearest neighbours of every row of X (itself excluded): (indices (n, k) int64, squared
-    euclidean distances (n, k) float64), nearest first. Blocks of rows against all rows by one matrix product
-    each and ``torch.topk`` (O(n^2 d) time, O(block n) memory; in torch rather than numpy's argpartition: 2.1x
-    faster at 16384 points of 64 dimensions, 2.3 against 5.0 s, the same neighbours)."""
-    import torch
-
-    n = X.shape[0]
-    Xc = np.asarray(X, dtype=np.float64)
-    T = torch.from_numpy(Xc - Xc.mean(axis=0))  # the expansion |x|^2 + |y|^2 - 2 x.y cancels less about the centre
-    norms = (T * T).sum(dim=1)
-    indices = np.empty((n, k), np.int64)
-    distances = np.empty((n, k))
-    for lo in range(0, n, block):
-        hi = min(lo + block, n)
-        D = torch.addmm(norms[lo:hi, None] + norms[None, :], T[lo:hi], T.T, alpha=-2.0).clamp_(min=0.0)
-        D[torch.arange(hi - lo), torch.arange(lo, hi)] = torch.inf  # not its own neighbour
-        d, nearest = torch.topk(D, k, dim=1, largest=False, sorted=True)
-        indices[lo:hi], distances[lo:hi] = nearest.numpy(), d.numpy()
-    return indices, distances
-
-
 def knn_gaussian_affinities(
     X: ArrayLike,
     perplexity: float = 20.0,
@@ -228,6 +203,7 @@ def knn_gaussian_affinities(
     k: int | None = None,
     dtype: DTypeLike = np.float32,
     max_entries: int | None = None,
+    neighbours: str | None = None,
 ) -> sp.csr_matrix:
     """Sparse P of standard t-SNE for points X (n, d) from each point's k nearest neighbours (openTSNE's
     construction): ``p_{j|i}`` a Gaussian on the squared distances to the ``k = min(n - 1, 3 x perplexity)``
@@ -238,8 +214,14 @@ def knn_gaussian_affinities(
     ``max_entries`` (e.g. ``budget.entries_within()``) bounds the n x k neighbour entries: k is lowered to
     ``max_entries // n`` where it is more, and the perplexity to k / 3 with it (``MemoryBudgetError`` when not
     even one neighbour a point fits). The returned matrix says what was used: ``P.perplexity`` and ``P.k``.
+
+    ``neighbours``: the search, ``"auto"``, ``"exact"`` or ``"approx"`` (pynndescent; :mod:`.neighbours`), None
+    for ``neighbours.settings.neighbours`` ("auto": approximate from ``APPROX_MIN_POINTS`` points on).
     """
+    from . import neighbours as knn
     from .perplexity import conditional_gaussians
+
+    method = None if neighbours is None else knn.check_neighbours(neighbours)
 
     X = real_array(np.asarray(X), "X").astype(np.float64, copy=False)
     if X.ndim != 2:
@@ -258,7 +240,7 @@ def knn_gaussian_affinities(
         k, perplexity = _knn_within(n, k, float(perplexity), max_entries)
     scale = float(np.abs(X - X.mean(axis=0)).max())
     X = X / scale if scale > 0 else X  # P is scale-free: the search adapts the widths
-    indices, D = nearest_neighbours(X, k)
+    indices, D = knn.neighbours(X, k, method)
     C = conditional_gaussians(D, np.full(n, -1), perplexity)  # the same search as the exact Gaussians
     order = np.argsort(indices, axis=1, kind="stable")  # canonical CSR straight away: sorted columns a row
     columns, C = np.take_along_axis(indices, order, axis=1), np.take_along_axis(C, order, axis=1)

@@ -36,21 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SparseRows", "check_entries", "check_limits", "sparse_from_dense", "top_mass"]
 
-FIRST_K = 16  # entries a row is first ranked by; a row that needs more is ranked again by four times as many
 _DENSE_BLOCK_BYTES = 4 * 2**20  # rows of a dense head selected at once
-
-
-def _largest(sub: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` largest entries of each row of ``sub`` (float64 values, columns), the largest first and the lower
-    column first among equal ones: a stable sort of the whole row where k is its width (a sliding window's broad
-    rows), else ``torch.topk`` and a sort of the k."""
-    if k == sub.shape[1]:
-        top_values, top_columns = torch.sort(sub, dim=-1, descending=True, stable=True)
-        return top_values.numpy().astype(np.float64), top_columns.numpy()
-    top_values, top_columns = torch.topk(sub, k, dim=-1, largest=True, sorted=False)
-    values, columns = top_values.numpy().astype(np.float64), top_columns.numpy()
-    order = np.lexsort((columns, -values), axis=1)
-    return np.take_along_axis(values, order, axis=1), np.take_along_axis(columns, order, axis=1)
 
 
 def check_limits(max_keys: Any, max_entries: Any) -> tuple[int | None, int | None]:
@@ -84,69 +70,35 @@ def check_entries(
     )
 
 
-def _lowest_ties(sub: torch.Tensor, values: np.ndarray, columns: np.ndarray, cut: np.ndarray, rows: np.ndarray) -> None:
-    """Where row ``i``'s last kept entry ties the smallest candidate, an equal entry ``topk`` left out may have a
-    lower column: the kept entries equal to the last one become the row's lowest columns of that value (the
-    running sums are unchanged, the values being equal). ``columns`` is changed in place."""
-    last = values[np.arange(values.shape[0]), np.maximum(cut - 1, 0)]
-    for i in rows[(cut[rows] > 0) & (last[rows] == values[rows, -1])]:
-        equal = torch.nonzero(sub[i] == float(last[i])).flatten().numpy()  # (increasing columns)
-        if equal.size > int((values[i] == last[i]).sum()):
-            greater = int((values[i, : cut[i]] > last[i]).sum())
-            columns[i, greater : cut[i]] = equal[: cut[i] - greater]
-
-
 def top_mass(
-    rows: torch.Tensor, mass: float, first: int = FIRST_K, max_keys: int | None = None
+    rows: torch.Tensor | np.ndarray, mass: float, max_keys: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The entries of each row of ``rows`` (float32 ``(r, k)``, non-negative) kept for ``mass`` (module doc).
+    """The entries of each row of ``rows`` (float32 or float64 ``(r, k)``, non-negative) kept for ``mass``
+    (module doc).
 
-    Returns ``(counts, columns, values, kept)``: entries kept per row ``(r,)``, their columns (in ``rows``) and
-    values, row after row (largest first), and the share of each row's total kept ``(r,)`` float64 (1 for a row
-    whose total is 0, which keeps nothing). The rule, the one of every sparse selection in the package
-    (:func:`~headsne_widget.affinity.sparse.largest_entries` calls this): entries ranked by value, the lower
-    column first among equal ones, summed in float64 from the largest until the sum reaches
-    ``mass x total x (1 - 1e-12)``, and no more than ``max_keys`` of them (then ``kept`` may fall below
-    ``mass``); zeros are never kept. Each row is ranked by its ``first`` largest entries (``torch.topk``: no sort
-    of the row), by four times as many while they fall short; where the cut ties an entry ``topk`` left out, the
-    tied entries kept are the row's lowest columns of that value (:func:`_lowest_ties`).
+    Returns ``(counts, columns, values, kept)``: entries kept per row ``(r,)``, their columns (in ``rows``, int64,
+    increasing in each row) and float32 values, row after row, and the share of each row's total kept ``(r,)``
+    float64 (1 for a row whose total is 0, which keeps nothing). The rule, the one of every sparse selection in
+    the package (:func:`~headsne_widget.affinity.sparse.largest_entries` calls this): entries ranked by value,
+    the lower column first among equal ones, summed in float64 from the largest until the sum reaches
+    ``mass x total x (1 - 1e-12)`` (total: the row's float64 sum, numpy's), and no more than ``max_keys`` of them
+    (then ``kept`` may fall below ``mass``); zeros are never kept. One compiled pass a row
+    (:func:`.mass_kernels.mass_rows`: a radix sort of the row's positive entries, no torch sort).
     """
-    w = rows.detach().cpu()
+    from .mass_kernels import mass_rows  # numba: imported on first use
+
+    w = rows.detach().cpu().numpy() if isinstance(rows, torch.Tensor) else np.asarray(rows)
+    if w.dtype not in (np.float32, np.float64):
+        w = w.astype(np.float32)
+    w = np.ascontiguousarray(w)
     r, width = w.shape
     limit = width if max_keys is None else min(width, max_keys)
-    kept = np.ones(r, dtype=np.float64)
-    counts = np.zeros(r, dtype=np.int64)
-    if mass >= 1.0 and limit == width:  # every nonzero entry
-        where = torch.nonzero(w > 0)
-        counts = torch.bincount(where[:, 0], minlength=r).numpy().astype(np.int64)
-        return counts, where[:, 1].numpy(), w[where[:, 0], where[:, 1]].numpy(), kept
-    totals = w.numpy().sum(axis=1, dtype=np.float64)
+    totals = w.sum(axis=1, dtype=np.float64)
     target = mass * totals * (1.0 - 1e-12) if mass < 1.0 else np.full(r, np.inf)
-    chosen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, columns (rows, k), values (rows, k))
-    pending = np.arange(r)
-    k = min(width, max(first, 1))
-    while pending.size:
-        sub = w if pending.size == r else w[torch.from_numpy(pending)]
-        values, columns = _largest(sub, k)
-        reached = np.cumsum(values, axis=1) >= target[pending, None]
-        cut = np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, k)
-        cut = np.minimum(np.minimum(cut, (values > 0).sum(axis=1)), limit)  # (a zero among them: every positive is)
-        done = np.flatnonzero(reached.any(axis=1) | (k >= limit))
-        if k < width:
-            _lowest_ties(sub, values, columns, cut, done)
-        for i in done:
-            row, count = pending[i], int(cut[i])
-            counts[row] = count
-            if count and totals[row] > 0:
-                kept[row] = float(np.cumsum(values[i, :count])[-1]) / totals[row]
-            chosen.append((row, columns[i, :count], values[i, :count]))
-        pending = np.delete(pending, done)
-        k = min(width, 4 * k)
-    chosen.sort(key=lambda part: part[0])
-    empty = np.zeros(0)
-    columns_kept = np.concatenate([c for _, c, _ in chosen]) if chosen else empty.astype(np.int64)
-    values_kept = np.concatenate([v for _, _, v in chosen]) if chosen else empty
-    return counts, columns_kept, values_kept.astype(np.float32), kept
+    counts, columns, values, kept = mass_rows(w, target, totals, limit)
+    if mass >= 1.0 and limit == width:  # every nonzero entry: the whole row, whatever the order of its sum
+        kept[:] = 1.0
+    return counts, columns, values.astype(np.float32, copy=False), kept
 
 
 class SparseRows:
@@ -166,17 +118,11 @@ class SparseRows:
         self.label = label  # what the budget's refusal names ("layer 1 head 2")
         self.parts: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.lock = threading.Lock()
-        self.first = FIRST_K  # entries the next chunk's rows are first ranked by (learnt from the last chunk)
         self.entries = self.rows_done = 0
 
     def add(self, rows: slice, keys: slice, weights: torch.Tensor) -> None:
         """The weights ``(r, k)`` of the query ``rows`` over the keys ``keys`` (zero outside them)."""
-        counts, columns, values, kept = top_mass(weights.float(), self.mass, self.first, self.max_keys)
-        # most rows of a head keep alike: rank the next chunk's first by what 9 in 10 of these rows kept (the
-        # selection is the same whatever the start; a sliding window's broad rows then take one sort, not four)
-        if counts.size:
-            wide = max(float(np.quantile(counts, 0.9)), 1.0) / FIRST_K
-            self.first = FIRST_K * 4 ** max(0, math.ceil(math.log(wide, 4)))
+        counts, columns, values, kept = top_mass(weights.float(), self.mass, self.max_keys)
         columns = (columns + keys.start).astype(np.int32 if self.n < 2**31 else np.int64)
         with self.lock:
             self.parts[rows.start] = (rows.stop, counts, columns, values.astype(np.float32, copy=False), kept)
@@ -209,7 +155,7 @@ class SparseRows:
             at = int(indptr[start])
             indices[at : at + columns.size], data[at : at + values.size] = columns, values
         matrix = csr_array((data, indices, indptr), shape=(self.n, self.n), copy=False)
-        matrix.sort_indices()  # (each row's entries were by decreasing value)
+        matrix.has_canonical_format = True  # (each row's columns are increasing and distinct: top_mass)
         matrix.mass = self.mass  # type: ignore[attr-defined]
         kept.flags.writeable = False
         matrix.kept = kept  # type: ignore[attr-defined]

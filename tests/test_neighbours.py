@@ -1,0 +1,87 @@
+"""Hidden mode's nearest neighbours (issue 31): the approximate search's recall against an independent exact
+oracle (scikit-learn's NearestNeighbors), the exact switch, and the switch's checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.neighbors import NearestNeighbors
+
+from headsne_widget.affinity import neighbours as knn
+from headsne_widget.affinity.sparse import knn_gaussian_affinities
+
+
+def _clusters(n: int, d: int, seed: int = 0) -> np.ndarray:
+    """n points around 12 centres in d dimensions, of different spreads (no two distances equal)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0.0, 4.0, size=(12, d))
+    labels = rng.integers(0, 12, size=n)
+    return centres[labels] + rng.normal(size=(n, d)) * rng.uniform(0.3, 1.5, size=(n, 1))
+
+
+def _oracle(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    distances, indices = NearestNeighbors(n_neighbors=k + 1, algorithm="brute").fit(X).kneighbors(X)
+    return indices[:, 1:], distances[:, 1:] ** 2  # (each point's own index first: distinct points)
+
+
+def test_approximate_neighbours_recall_against_an_exact_oracle():
+    """pynndescent's neighbours (the first call compiles its numba code: most of this test's time) hold at least
+    98% of the true k nearest, their squared distances are the points' own, nearest first, never the point."""
+    X = _clusters(3000, 16)
+    k = 30
+    indices, distances = knn.approx_neighbours(X, k)
+    expected, _ = _oracle(X, k)
+    hits = sum(np.intersect1d(a, e).size for a, e in zip(indices, expected, strict=True))
+    assert hits / expected.size >= 0.98
+    assert indices.shape == (3000, k) and not (indices == np.arange(3000)[:, None]).any()
+    assert all(np.unique(row).size == k for row in indices)
+    np.testing.assert_allclose(distances, ((X[indices] - X[:, None, :]) ** 2).sum(axis=2), rtol=1e-9)
+    assert (np.diff(distances, axis=1) >= 0).all()
+
+
+def test_exact_switch_gives_the_exact_neighbours(monkeypatch):
+    """``"exact"`` (and ``"auto"`` below APPROX_MIN_POINTS) is the exact search, never the approximate one: the
+    oracle's neighbours and squared distances; the kNN P takes the same switch, and ``settings`` switches a call
+    that names none."""
+    monkeypatch.setattr(knn, "approx_neighbours", lambda *a, **k: pytest.fail("the approximate search ran"))
+    X = _clusters(700, 8, seed=1)
+    expected, squared = _oracle(X, 12)
+    for method in ("exact", "auto"):
+        indices, distances = knn.neighbours(X, 12, method)
+        np.testing.assert_array_equal(indices, expected)
+        np.testing.assert_allclose(distances, squared, rtol=1e-6, atol=1e-9)
+    monkeypatch.setattr(knn, "APPROX_MIN_POINTS", 100)
+    monkeypatch.setattr(knn.settings, "neighbours", "exact")
+    P = knn_gaussian_affinities(X, 4.0)
+    assert (P != knn_gaussian_affinities(X, 4.0, neighbours="exact")).nnz == 0
+
+
+def test_auto_switches_to_the_approximate_search_from_its_threshold(monkeypatch):
+    """``"auto"`` (the default) and ``"approx"`` call the approximate search from APPROX_MIN_POINTS points on."""
+    calls = []
+
+    def fake(X, k, *, seed=0):
+        calls.append(len(X))
+        return knn.exact_neighbours(X, k)
+
+    monkeypatch.setattr(knn, "approx_neighbours", fake)
+    monkeypatch.setattr(knn, "APPROX_MIN_POINTS", 200)
+    X = _clusters(300, 4, seed=2)
+    knn_gaussian_affinities(X, 5.0)
+    knn.neighbours(X[:150], 5, "auto")  # below: exact
+    knn.neighbours(X[:150], 5, "approx")
+    knn.neighbours(X[:150], 5, "pynndescent")
+    assert calls == [300, 150, 150]
+
+
+@pytest.mark.parametrize("bad", ["annoy", "Exact", "", None, 1])
+def test_a_bad_switch_is_refused_before_any_search(monkeypatch, bad):
+    monkeypatch.setattr(knn, "exact_neighbours", lambda *a, **k: pytest.fail("searched"))
+    monkeypatch.setattr(knn, "approx_neighbours", lambda *a, **k: pytest.fail("searched"))
+    X = _clusters(50, 3)
+    if bad is not None:
+        with pytest.raises(ValueError, match="neighbours must be one of 'auto', 'exact', 'approx', 'pynndescent'"):
+            knn_gaussian_affinities(X, 5.0, neighbours=bad)
+    monkeypatch.setattr(knn.settings, "neighbours", bad)
+    with pytest.raises(ValueError, match="neighbours must be one of"):
+        knn_gaussian_affinities(X, 5.0)
