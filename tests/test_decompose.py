@@ -91,8 +91,12 @@ def test_minilm_components_sum_to_every_layer(minilm_path):
     check_sums(ex, 1e-5)
     kept = extract(ex.text, minilm_path, components=True)  # the trace made with the extraction: no model needed
     np.testing.assert_array_equal(decompose(kept, 5).vectors, d.vectors)
-    with pytest.raises(TypeError, match="components must be True or False"):
-        extract(ex.text, minilm_path, components=1)
+    from_ids = extract_token_ids(ex.token_ids, minilm_path, components=True)  # the same from token ids
+    np.testing.assert_array_equal(decompose(from_ids, 5).vectors, d.vectors)
+    for bad in (lambda: extract(ex.text, minilm_path, components=1),
+                lambda: extract_token_ids(ex.token_ids, minilm_path, components="yes")):  # fmt: skip
+        with pytest.raises(TypeError, match="components must be True or False"):
+            bad()
     float64 = run(load(minilm_path, torch.float64), ex_tokenizer(minilm_path), ex.text)
     check_sums(float64, 1e-10)
 

@@ -107,9 +107,14 @@ def check_trace_budget(needed: int, n_tokens: int, n_layers: int) -> None:
         )
 
 
-def traced_layers(loaded: LoadedModel, n: int) -> int | None:
-    """The layers to trace in the capture's own pass (``components=True``), after the trace's memory budget is
-    checked; None where the model's config does not say its shape (the trace then takes a pass of its own)."""
+def traced_layers(loaded: LoadedModel, n: int, components: Any = True) -> int | None:
+    """The layers to trace in the capture's own pass for ``components`` (checked: a bool; False: None), after the
+    trace's memory budget is checked; None where the model's config does not say its shape (the trace then takes a
+    pass of its own)."""
+    if not isinstance(components, bool):
+        raise TypeError(f"components must be True or False, got {components!r}")
+    if not components:
+        return None
     config = loaded.model.config
     layers, width = getattr(config, "num_hidden_layers", None), getattr(config, "hidden_size", None)
     if not (isinstance(layers, int) and isinstance(width, int) and can_capture(loaded.model)):

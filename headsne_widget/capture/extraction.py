@@ -93,14 +93,12 @@ def extract(
     ``value_norms(ex)`` and ``head_outputs(ex, layer, head)`` without the model (capture/decompose.py).
     """
     check_text(text, max_tokens)
-    if not isinstance(components, bool):
-        raise TypeError(f"components must be True or False, got {components!r}")
     _check_progress(progress)
     report = progress if callable(progress) else _no_progress
     report("loading the model", 0.0)
     loaded = load_model(model, tokenizer=tokenizer, device=device, trust_remote_code=trust_remote_code)
     token_ids, offsets, special, truncated = _encode(text, loaded, None if max_tokens is None else int(max_tokens))
-    traced = traced_layers(loaded, token_ids.size) if components else None
+    traced = traced_layers(loaded, token_ids.size, components)
     with _progress_bar(progress, loaded, token_ids.size) as bar:
         ex = _extraction(
             loaded,
@@ -175,16 +173,20 @@ def extract_token_ids(
     *,
     tokenizer: str | os.PathLike | PreTrainedTokenizerBase | None = None,
     device: str | torch.device | None = None,
+    components: bool = False,
 ) -> Extraction:
-    """Run the model on given token ids (special tokens as given, e.g. with a token swapped).
-
-    The result has no character spans (``offsets`` all None) and ``text`` is the decoded ids.
-    """
+    """Run the model on given token ids (special tokens as given, e.g. with a token swapped); ``components`` as
+    :func:`extract`'s. The result has no character spans (``offsets`` all None) and ``text`` is the decoded ids."""
     loaded = load_model(model, tokenizer=tokenizer, device=device)
     ids = _check_token_ids(token_ids, loaded)
+    traced = traced_layers(loaded, ids.size, components)
     text = str(loaded.tokenizer.decode(ids.tolist(), skip_special_tokens=True))
     special = _special_mask(ids, loaded.tokenizer, np.zeros(ids.size, dtype=bool))
-    return _extraction(loaded, text=text, token_ids=ids, offsets=[None] * ids.size, special=special, truncated=False)
+    ex = _extraction(loaded, text=text, token_ids=ids, offsets=[None] * ids.size, special=special, truncated=False,
+                     traced=traced)  # fmt: skip
+    if components and traced is None:
+        keep_trace(ex, loaded)
+    return ex
 
 
 def _extraction(

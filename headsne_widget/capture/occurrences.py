@@ -156,7 +156,7 @@ def occurrence_states(index: int, job: Job, model: Any, *, term: str, attention:
 
     ids, spans = np.asarray(job[0]), job[1]
     loaded = load_model(model)
-    captured = extract_token_ids(ids, loaded) if attention or term != "hidden" else None
+    captured = extract_token_ids(ids, loaded, components=term != "hidden") if attention or term != "hidden" else None
     if term == "hidden":  # the capture's own states where it ran: one forward pass a text, not two
         states = _hidden_states(ids, loaded) if captured is None else captured.states.states.to(torch.float32)
         pooled = _pool(states, spans)

@@ -8,9 +8,9 @@ layer (the paper's Fig. 3a), :func:`compare_models` the Spearman rho between two
 
 The texts run like :func:`~.corpus.corpus_study`'s (:mod:`.workers`): ``client="sync"`` in this process,
 ``"threads"`` / ``"processes"`` on a local Dask cluster, a ``distributed.Client``, or None (the session's client,
-else a local cluster of threads). Each task runs its text twice through the model (the capture, then the
-component trace of ``extract(..., components=True)``); a process runs one text's passes at a time, since the
-trace hooks the model itself (the decomposition's arithmetic then runs in parallel).
+else a local cluster of threads). Each task runs its text once through the model (the capture and the
+component trace of ``extract_token_ids(..., components=True)`` in one pass); a process runs one text's pass at a
+time, since the trace hooks the model itself (the decomposition's arithmetic then runs in parallel).
 """
 
 from __future__ import annotations
@@ -56,14 +56,12 @@ def _encode(items: list[str], loaded: Any) -> tuple[dict[int, np.ndarray], dict[
 def text_shares(index: int, token_ids: np.ndarray, model: Any, *, layers: list[int], by_head: bool) -> list[dict]:
     """The rows of one text (one task, in a worker or in-process): its states decomposed at each layer."""
     from ..capture.attention import _SWITCH_LOCK
-    from ..capture.components import keep_trace
     from ..capture.decompose import decompose
     from ..capture.extraction import extract_token_ids, load_model
 
     loaded = load_model(model)
     with _SWITCH_LOCK:  # the trace's hooks sit on the model: no other capture of this process may run meanwhile
-        ex = extract_token_ids(np.asarray(token_ids, dtype=np.int64), loaded)
-        keep_trace(ex, loaded)
+        ex = extract_token_ids(np.asarray(token_ids, dtype=np.int64), loaded, components=True)
     rows: list[dict] = []
     for layer in layers:
         dec = decompose(ex, layer)
