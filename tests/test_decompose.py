@@ -297,8 +297,8 @@ def test_value_norms_are_computed_once_per_extraction(tiny, bert_tokenizer):
 
 def test_decompose_and_norm_attention_are_refused_beyond_the_memory_budget(tiny, bert_tokenizer):
     """decompose keeps K (n, d) float64 components (K = 1 + each layer's heads, feed-forward and correction) and
-    stacks them once; norm_attention makes an (n, n) float32 array beside the head's: both are refused before
-    allocating past the budget, with what to do, and run at the budget."""
+    stacks them once; norm_attention makes one (n, n) float32 array (the head's, weighted in place): both are
+    refused before allocating past the budget, with what to do, and run at the budget."""
     from headsne_widget import budget
     from headsne_widget.errors import MemoryBudgetError
 
@@ -312,10 +312,10 @@ def test_decompose_and_norm_attention_are_refused_beyond_the_memory_budget(tiny,
             decompose(ex, last)
         budget.set_memory_budget(needed)
         assert len(decompose(ex, last).terms) == 1 + ex.n_layers * (ex.n_heads + 2)
-        budget.set_memory_budget(8 * n * n - 1)
+        budget.set_memory_budget(4 * n * n - 1)
         with pytest.raises(MemoryBudgetError, match=r"norm_attention.*max_tokens="):
             norm_attention(ex, 1, 2)
-        budget.set_memory_budget(8 * n * n)
+        budget.set_memory_budget(4 * n * n)
         assert norm_attention(ex, 1, 2).shape == (n, n)
     finally:
         budget.set_memory_budget(None)

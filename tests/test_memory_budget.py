@@ -138,8 +138,8 @@ def test_a_decomposition_beyond_memory_is_refused_with_a_reason_not_killed():
     """8192 tokens, 32 heads of hidden size 256 under a 3 GiB address space: layer 1's decomposition (69 vectors of
     (n, d) float64, twice) needs 2.3 GiB, over what the process may still get: it is refused before it allocates,
     through the function API and the widget's ``w.decomposition``, with what it needs and what to do, and the
-    process lives on; the norm-weighted attention of a head (one float32 (n, n) array beside the head's, 0.5 GiB)
-    runs or is refused with its reason, whichever the budget left allows, never a kill."""
+    process lives on; the norm-weighted attention of a head (one float32 (n, n) array, the head's weighted in
+    place, 0.25 GiB) runs or is refused with its reason, whichever the budget left allows, never a kill."""
     out = run_limited(DECOMPOSE_CHILD.format(n=8192))
     assert out["n"] == 8192
     assert "over the" in out["refused"] and "memory budget" in out["refused"], out["refused"]

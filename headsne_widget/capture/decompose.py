@@ -41,6 +41,7 @@ __all__ = [
     "head_output_distances",
     "head_outputs",
     "norm_attention",
+    "norm_attention_into",
     "value_norms",
 ]
 
@@ -199,16 +200,26 @@ def value_norms(ex: Extraction, model: Any = None) -> np.ndarray:
 def norm_attention(ex: Extraction, layer: int, head: int, model: Any = None) -> np.ndarray:
     """float32 (n, n): ``alpha_ij ||f_h(x_j)||`` with each row renormalised to sum 1 (Kobayashi et al. 2020); a
     row whose keys all send nothing stays 0. In float32 as the attention is (the row sums in float64): one (n, n)
-    array beside the head's attention, refused beyond the memory budget before it is allocated."""
+    array, refused beyond the memory budget before it is allocated."""
+    n = ex.n_tokens
+    _within_budget(4 * n * n, f"norm_attention(ex, {layer}, {head}) over {n} tokens", "a shorter text (max_tokens=)")
+    return read_only(norm_attention_into(ex, layer, head, np.empty((n, n), dtype=np.float32), model))
+
+
+def norm_attention_into(ex: Extraction, layer: int, head: int, out: np.ndarray, model: Any = None) -> np.ndarray:
+    """:func:`norm_attention` written into ``out`` (a C-contiguous float32 (n, n) array of the caller's): the head's
+    attention, then its rows weighted by the value norms and renormalised in place, in shares on the package's
+    threads (:mod:`.norm_kernels`)."""
+    from .._parallel import in_shares
+    from .norm_kernels import weigh_rows
+
     layer = check_index(layer, ex.n_layers, "layer", "layers")
     head = check_index(head, ex.n_heads, "head", "heads per layer")
-    n = ex.n_tokens
-    _within_budget(8 * n * n, f"norm_attention(ex, {layer}, {head}) over {n} tokens", "a shorter text (max_tokens=)")
     norms = value_norms(ex, model)[layer, head].astype(np.float32)
-    weighted = ex.attention(layer, head) * norms[None, :]
-    sums = weighted.sum(axis=1, dtype=np.float64)
-    weighted *= np.divide(1.0, sums, out=np.zeros_like(sums), where=sums > 0).astype(np.float32)[:, None]
-    return read_only(weighted)
+    ex.attention_into(layer, head, out)
+    n = ex.n_tokens
+    in_shares(n, lambda lo, hi: weigh_rows(out, norms, lo, hi), count=max(1, min(16, n // 256)))
+    return out
 
 
 @dataclass(eq=False)

@@ -36,13 +36,11 @@ class Norm(Attention):
 
         return np.asarray(norm_attention(ex, layer, head))
 
-    def dense_bytes(self, n: int, points: int, itemsize: int) -> int:
-        """Attention mode's, and :func:`~headsne_widget.capture.decompose.norm_attention`'s float32 (n, n) beside it."""
-        return super().dense_bytes(n, points, itemsize) + 4 * n * n
-
     def matrix_into(self, ex: Any, layer: int, head: int, out: np.ndarray) -> np.ndarray:
-        np.copyto(out, self.matrix(ex, layer, head))
-        return out
+        """Written in ``out`` in place (no (n, n) beside it: attention mode's memory)."""
+        from ...capture.decompose import norm_attention_into
+
+        return norm_attention_into(ex, layer, head, out)
 
     def rows(self, ex: Any, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits) -> Any:
         """The attention's kept rows (a column rescaling by the value norms), each scaled back to the share of its
