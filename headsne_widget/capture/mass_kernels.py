@@ -68,16 +68,16 @@ def _ranked_row(
 
 @njit(cache=True, nogil=True)
 def mass_rows(
-    w: np.ndarray, target: np.ndarray, totals: np.ndarray, limit: int
+    w: np.ndarray, target: np.ndarray, totals: np.ndarray, limit: int, columns: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """``(counts (r,) int64, columns int64, values (w's dtype), kept (r,) float64)`` of the rows of ``w`` (r, k)
     float32 or float64, non-negative: each row's kept entries by increasing column, rows one after the other;
     ``kept`` the share of the row's ``totals`` kept (1 where nothing is kept or the total is 0). ``target``:
-    float64 (r,), the sum a row's entries must reach (inf: every positive entry, up to ``limit``)."""
+    float64 (r,), the sum a row's entries must reach (inf: every positive entry, up to ``limit``). ``columns``:
+    int64 scratch of at least ``r x min(k, limit)`` entries (the caller's thread's, reused from chunk to chunk)."""
     r, width = w.shape
     counts = np.zeros(r, np.int64)
     kept = np.ones(r, np.float64)
-    columns = np.empty(r * min(width, limit), np.int64)
     keys, spare_keys = np.empty(width, np.uint32), np.empty(width, np.uint32)
     ranked, spare = np.empty(width, np.int64), np.empty(width, np.int64)
     negated = np.empty(width, w.dtype)

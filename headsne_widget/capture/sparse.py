@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["SparseRows", "check_entries", "check_limits", "sparse_from_dense", "top_mass"]
 
 _DENSE_BLOCK_BYTES = 4 * 2**20  # rows of a dense head selected at once
+_SCRATCH = threading.local()  # each thread's column buffer for top_mass, kept from chunk to chunk
 
 
 def check_limits(max_keys: Any, max_entries: Any) -> tuple[int | None, int | None]:
@@ -95,7 +96,10 @@ def top_mass(
     limit = width if max_keys is None else min(width, max_keys)
     totals = w.sum(axis=1, dtype=np.float64)
     target = mass * totals * (1.0 - 1e-12) if mass < 1.0 else np.full(r, np.inf)
-    counts, columns, values, kept = mass_rows(w, target, totals, limit)
+    scratch = getattr(_SCRATCH, "columns", None)
+    if scratch is None or scratch.size < r * limit:
+        scratch = _SCRATCH.columns = np.empty(max(r * limit, 2**16), np.int64)
+    counts, columns, values, kept = mass_rows(w, target, totals, limit, scratch)
     if mass >= 1.0 and limit == width:  # every nonzero entry: the whole row, whatever the order of its sum
         kept[:] = 1.0
     return counts, columns, values.astype(np.float32, copy=False), kept
