@@ -27,6 +27,17 @@ click: norm                 7.6 ms, 0.93x           6.32 s, 2.59x; after float32
 click: head-output          40.6 ms, 4.98x          3.23 s, 1.33x; 0.73 s, 0.55x
 ==========================  ======================  =======================================
 
+Again after issue 31's last changes (norm's matrix in place, 24bb0f0; the search with Newton's steps, f10e2f4):
+
+==========================  ================================  =====================================
+                            512 tokens (MiniLM, load 1.0-1.3)  8192 tokens (tiny Llama, load 4.0-4.6)
+==========================  ================================  =====================================
+capture, components / plain 2.14x (0.8 / 0.4 s, 3 runs)       1.22x (32.3 / 26.4 s, 3 runs)
+click: attention            12.8 ms (best 9.6)                3.25 s (best 2.43)
+click: norm                 10.6 ms, 0.83x                    1.23 s, 0.38x
+click: head-output          34.9 ms, 2.72x                    1.78 s, 0.55x
+==========================  ================================  =====================================
+
 The 512-token clicks and captures are after the compiled perplexity search (bea3fa2) and the matrix-product
 rebuild of the queries and keys (e858a8d); before them, under load 5, head-output took 154 ms (7.4x attention's)
 and a components capture 3.8x a plain one. At 512 the Gaussians' perplexity search (10-20 ms) is what a

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..affinity.neighbours import APPROX_MIN_POINTS
+
 __all__ = ["attention_partners", "head_partners", "hidden_neighbours", "partner_traits", "top_edges"]
 
 _BLOCK = 1024  # rows per block: bounds the temporary to _BLOCK x n floats
@@ -105,11 +107,36 @@ def hidden_neighbours(X: np.ndarray, k: int, kept: np.ndarray | None = None) -> 
     def d2(rows: np.ndarray) -> np.ndarray:
         return np.maximum(sq[rows, None] + sq[None, :] - 2.0 * X[rows] @ X.T, 0.0)
 
-    indices, neg = _blocked(lambda rows: -d2(rows), n, k, _partner_mask(n, kept))
-    dist2 = -neg.astype(np.float64)
+    partner = _partner_mask(n, kept)
+    if partner.sum() >= APPROX_MIN_POINTS:  # a long text: the P's own search (approximate unless switched off)
+        indices, dist2 = _searched(X, k, partner, d2)
+    else:
+        indices, neg = _blocked(lambda rows: -d2(rows), n, k, partner)
+        dist2 = -neg.astype(np.float64)
     scale = float(np.median(dist2)) if dist2.size else 1.0
     weights = 1.0 / (1.0 + dist2 / (scale if scale > 0 else 1.0))
     return indices, weights.astype(np.float32)
+
+
+def _searched(X: np.ndarray, k: int, partner: np.ndarray, d2: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The partners of a long text's tokens by :func:`~headsne_widget.affinity.neighbours.neighbours` among the
+    ``partner`` tokens (as hidden mode's P finds its neighbours), and of the others (few: the excluded ones)
+    exactly: (indices int32, squared distances)."""
+    from ..affinity.neighbours import neighbours
+
+    among = np.flatnonzero(partner)
+    k = max(0, min(int(k), len(among) - 1))
+    found, distances = neighbours(X[among], k)
+    indices = np.zeros((X.shape[0], k), dtype=np.int32)
+    dist2 = np.zeros((X.shape[0], k))
+    indices[among], dist2[among] = among[found], distances
+    others = np.flatnonzero(~partner)
+    if others.size:
+        D = d2(others)
+        D[:, ~partner] = np.inf
+        order = np.argsort(D, axis=1, kind="stable")[:, :k]
+        indices[others], dist2[others] = order, np.take_along_axis(D, order, axis=1)
+    return indices, dist2
 
 
 def partner_traits(A: np.ndarray | None, X: np.ndarray | None, k: int, kept: np.ndarray) -> dict[str, Any]:
