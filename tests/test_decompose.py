@@ -94,7 +94,8 @@ def test_minilm_components_sum_to_every_layer(minilm_path):
     from_ids = extract_token_ids(ex.token_ids, minilm_path, components=True)  # the same from token ids
     np.testing.assert_array_equal(decompose(from_ids, 5).vectors, d.vectors)
     for bad in (lambda: extract(ex.text, minilm_path, components=1),
-                lambda: extract_token_ids(ex.token_ids, minilm_path, components="yes")):  # fmt: skip
+                lambda: extract_token_ids(ex.token_ids, minilm_path, components="yes"),
+                lambda: extract(ex.text, "/no/such/model", components=1)):  # before the model loads  # fmt: skip
         with pytest.raises(TypeError, match="components must be True or False"):
             bad()
     float64 = run(load(minilm_path, torch.float64), ex_tokenizer(minilm_path), ex.text)

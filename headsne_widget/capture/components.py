@@ -42,6 +42,7 @@ __all__ = [
     "TRACE_ARRAYS_PER_LAYER",
     "Trace",
     "allow_components",
+    "check_components",
     "check_trace_budget",
     "finish_trace",
     "keep_trace",
@@ -107,12 +108,17 @@ def check_trace_budget(needed: int, n_tokens: int, n_layers: int) -> None:
         )
 
 
-def traced_layers(loaded: LoadedModel, n: int, components: Any = True) -> int | None:
-    """The layers to trace in the capture's own pass for ``components`` (checked: a bool; False: None), after the
-    trace's memory budget is checked; None where the model's config does not say its shape (the trace then takes a
-    pass of its own)."""
+def check_components(components: Any) -> bool:
+    """``components=`` of a capture, checked at its boundary (before the model loads): True or False."""
     if not isinstance(components, bool):
         raise TypeError(f"components must be True or False, got {components!r}")
+    return components
+
+
+def traced_layers(loaded: LoadedModel, n: int, components: bool = True) -> int | None:
+    """The layers to trace in the capture's own pass for ``components`` (False: None), after the trace's memory
+    budget is checked; None where the model's config does not say its shape (the trace then takes a pass of its
+    own)."""
     if not components:
         return None
     config = loaded.model.config

@@ -23,7 +23,7 @@ import torch
 from .._checks import is_int, text_characters
 from ..errors import AttentionUnavailableError, TextTooLongError, UnsupportedAttentionError
 from .attention import SUPPORTED, can_capture, capturing
-from .components import finish_trace, keep_trace, traced_layers, tracing
+from .components import check_components, finish_trace, keep_trace, traced_layers, tracing
 from .extracted import Extraction, HiddenStates
 from .loading import (
     BUNDLED_MODEL_NAME,
@@ -93,6 +93,7 @@ def extract(
     ``value_norms(ex)`` and ``head_outputs(ex, layer, head)`` without the model (capture/decompose.py).
     """
     check_text(text, max_tokens)
+    check_components(components)
     _check_progress(progress)
     report = progress if callable(progress) else _no_progress
     report("loading the model", 0.0)
@@ -177,6 +178,7 @@ def extract_token_ids(
 ) -> Extraction:
     """Run the model on given token ids (special tokens as given, e.g. with a token swapped); ``components`` as
     :func:`extract`'s. The result has no character spans (``offsets`` all None) and ``text`` is the decoded ids."""
+    check_components(components)
     loaded = load_model(model, tokenizer=tokenizer, device=device)
     ids = _check_token_ids(token_ids, loaded)
     traced = traced_layers(loaded, ids.size, components)
