@@ -43,6 +43,35 @@ def P(head) -> sp.csr_matrix:
 # ------------------------------------------------------------------------------------------------ sparse P
 
 
+def test_a_large_P_from_float32_rows_is_scipys_construction_and_reorders_as_scipy_does():
+    """Rows of 2.4 M float32 entries (P's arrays above numpy's huge-page threshold, so from ``fresh_empty``'s
+    memory): P equals scipy's (M + M^T), diagonal dropped, over its float64 sum, rounded once to float32; the
+    engine's reordering of P (:func:`permuted`) holds scipy's ``P[order][:, order]``, entry for entry."""
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    from headsne_widget.affinity.sparse import permuted
+
+    n, per_row = 20000, 120
+    rng = np.random.default_rng(5)
+    rows = np.repeat(np.arange(n), per_row)
+    cols = (rows + rng.integers(-3000, 3000, size=rows.size)) % n  # (duplicates and the diagonal included)
+    M = sp.csr_matrix((rng.random(rows.size).astype(np.float32), (rows, cols)), shape=(n, n))
+    M.sum_duplicates()
+    P, _ = sparse_attention_affinities(M.astype(np.float32))
+    expected = (M.astype(np.float64) + M.T.astype(np.float64)).tolil()
+    expected.setdiag(0)
+    expected = expected.tocsr()
+    expected.eliminate_zeros()
+    expected = (expected / expected.sum()).astype(np.float32).tocsr()
+    assert P.dtype == np.float32 and P.nnz == expected.nnz and P.nnz * 4 > 4 * 2**20
+    assert (P != expected).nnz == 0
+    S = check_sparse_affinities(P, np.float32, check=False)
+    order = reverse_cuthill_mckee(P, symmetric_mode=True).astype(np.int64)
+    R = permuted(S, order)
+    reordered = sp.csr_matrix((R.data, R.indices, R.indptr), shape=(n, n))
+    assert (reordered != P[order][:, order]).nnz == 0
+
+
 def test_largest_entries_are_each_rows_smallest_set_reaching_the_mass(head):
     kept = largest_entries(head, 0.9)
     for i in range(0, head.shape[0], 7):

@@ -26,15 +26,21 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, DTypeLike
 
 from .._checks import DEFAULT_MASS, check_mass, is_number, real_array
+from .._memory import fresh_empty
+from .._parallel import shares
 from ..errors import DegenerateAffinitiesError
 
 __all__ = [
     "SPARSE_MIN_TOKENS",
     "check_sparse_affinities",
+    "in_row_shares",
     "knn_gaussian_affinities",
     "largest_entries",
+    "permuted",
+    "row_shares",
     "sparse_attention_affinities",
     "sparse_attention_dispatch",
+    "symmetric_P_arrays",
 ]
 
 #: Tokens from which :func:`~headsne_widget.affinity.selection.selection_affinities` gives a sparse P (and so
@@ -44,6 +50,7 @@ SPARSE_MIN_TOKENS = 4096
 _SYMMETRY_TOL = 1e-6  # relative to the largest entry, as the dense check
 _SUM_TOL = 1e-4
 _ROWS = 256  # rows per block where a dense matrix is read
+_SHARES = 16  # ranges of rows of equal work handed to the worker threads
 
 
 def block_largest(B: np.ndarray, mass: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -105,29 +112,6 @@ def largest_entries(
     return matrix
 
 
-def _symmetric_P(M: sp.spmatrix, dtype: DTypeLike) -> sp.csr_matrix:
-    """The package's sparse P of M + M^T (M non-negative): diagonal and zeros dropped (also those that underflow
-    in ``dtype``), divided by its sum, in ``dtype``, sorted int32 indices; one compiled pass
-    (:func:`.sparse_kernels.symmetric_sum`)."""
-    from .sparse_kernels import symmetric_sum  # numba: imported on first use
-
-    M = sp.csr_matrix(M, dtype=np.float64)
-    M.sum_duplicates()  # canonical (sorted, no duplicates): already so for the capture's rows
-    n = M.shape[0]
-    indptr, indices, data = symmetric_sum(M.indptr.astype(np.int64), M.indices.astype(np.int32), M.data, n)
-    total = float(data.sum())
-    if not total > 0.0:
-        raise DegenerateAffinitiesError(
-            "no affinity mass is left off the diagonal (every kept token attends only to itself), "
-            "so P is undefined; pick another head or keep more mass"
-        )
-    data /= total
-    P = sp.csr_matrix((data.astype(dtype), indices, indptr), shape=(n, n))
-    if P.nnz and not P.data.all():  # an entry below float32's least (a far kNN neighbour): not stored
-        P.eliminate_zeros()
-    return P
-
-
 def sparse_attention_affinities(
     A: Any, *, exclude: ArrayLike | None = None, dtype: DTypeLike = np.float32, mass: float = DEFAULT_MASS
 ) -> tuple[sp.csr_matrix, float] | tuple[sp.csr_matrix, float, np.ndarray]:
@@ -146,7 +130,7 @@ def sparse_attention_affinities(
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"dtype must be float32 or float64, got {dt}")
     if sp.issparse(A):
-        M = sp.csr_matrix(A, dtype=np.float64)
+        M = _canonical(A)
         if M.ndim != 2 or M.shape[0] != M.shape[1]:
             raise ValueError(f"A must be a square (n, n) matrix, got shape {M.shape}")
         if M.nnz and not np.isfinite(M.data).all():
@@ -172,7 +156,7 @@ def sparse_attention_affinities(
             full = full[kept] if sp.issparse(A) else np.asarray(dense[np.ix_(kept, kept)].sum(axis=1), np.float64)
     if M.shape[0] < 2:
         raise DegenerateAffinitiesError(f"P needs at least 2 tokens, but only {M.shape[0]} remain")
-    kept_mass = float(M.sum()) / max(float(full.sum()), np.finfo(float).tiny)
+    kept_mass = float(M.data.sum(dtype=np.float64)) / max(float(full.sum()), np.finfo(float).tiny)
     P = _symmetric_P(M, dt)
     return (P, kept_mass, kept) if exclude is not None else (P, kept_mass)
 
@@ -269,6 +253,92 @@ def _knn_within(n: int, k: int, perplexity: float, max_entries: int) -> tuple[in
     return fits, min(perplexity, fits / 3.0)
 
 
+# ---------------------------------------------------------------------------------- M + M^T, P in another order
+
+
+def _symmetric_P(M: sp.spmatrix, dtype: DTypeLike) -> sp.csr_matrix:
+    """The package's sparse P of M + M^T (M non-negative): diagonal and zeros dropped (also those that underflow
+    in ``dtype``), divided by its sum, in ``dtype``, sorted int32 indices (:func:`symmetric_P_arrays`)."""
+    M = _canonical(M)
+    n = M.shape[0]
+    arrays = symmetric_P_arrays(M.indptr.astype(np.int64), M.indices.astype(np.int32), M.data, n, np.dtype(dtype))
+    P = sp.csr_matrix(arrays[::-1], shape=(n, n))
+    if P.nnz and not P.data.all():  # an entry below float32's least (a far kNN neighbour): not stored
+        P.eliminate_zeros()
+    return P
+
+
+def _canonical(M: Any) -> sp.csr_matrix:
+    """M as a canonical CSR matrix (sorted indices, no duplicates) of float32 or float64 values, sharing M's
+    arrays where M already is one (a float32 head's rows are not copied to float64: 0.75 s at 30 M entries)."""
+    C = sp.csr_matrix(M)
+    if C.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        C = C.astype(np.float64)
+    if not C.has_canonical_format:
+        C = C.copy()  # (sum_duplicates works in place: never on the caller's arrays)
+        C.sum_duplicates()
+    return C
+
+
+def row_shares(cumulative: np.ndarray, count: int) -> np.ndarray:
+    """Row edges (at most ``count`` + 1) cutting rows 0 .. n - 1 into ranges of about equal work,
+    ``cumulative[i]`` the work of the rows before i (length n + 1)."""
+    targets = np.linspace(0, cumulative[-1], count + 1)
+    edges = np.searchsorted(cumulative, targets, side="left")
+    edges[0], edges[-1] = 0, cumulative.shape[0] - 1
+    return np.unique(edges)
+
+
+def in_row_shares(edges: np.ndarray, part: Callable[[int, int], object]) -> None:
+    """``part(lo, hi)`` for each range of :func:`row_shares`' ``edges``, on this thread and the workers."""
+    shares(len(edges) - 1, lambda k: part(int(edges[k]), int(edges[k + 1])))
+
+
+def symmetric_P_arrays(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n: int, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr int64, indices int32, data in ``dtype``) of (M + M^T) / sum(M + M^T) without its diagonal and zeros,
+    indices sorted, for a canonical CSR M (n, n) given as int64 ``indptr``, int32 ``indices``, float32 or float64
+    ``data``: the transpose on this thread, then two passes over ranges of rows of equal work on the worker
+    threads (count and sum, then write). Raises :class:`DegenerateAffinitiesError` where no mass is off the
+    diagonal."""
+    from . import sparse_kernels as kernels  # numba: imported on first use
+
+    t_ptr, t_idx, t_val = kernels.transpose(indptr, indices, data, n)
+    edges = row_shares(indptr + t_ptr, _SHARES)
+    counts, sums = np.zeros(n + 1, np.int64), np.zeros(n)
+    in_row_shares(edges, lambda lo, hi: kernels.merged_counts(indptr, indices, data, t_ptr, t_idx, t_val, n, counts,
+                                                               sums, lo, hi))  # fmt: skip
+    total = float(sums.sum())
+    if not total > 0.0:
+        raise DegenerateAffinitiesError(
+            "no affinity mass is left off the diagonal (every kept token attends only to itself), "
+            "so P is undefined; pick another head or keep more mass"
+        )
+    out_ptr = np.cumsum(counts)
+    out_idx, out_val = fresh_empty(out_ptr[n], np.int32), fresh_empty(out_ptr[n], dtype)
+    in_row_shares(edges, lambda lo, hi: kernels.merge_rows(indptr, indices, data, t_ptr, t_idx, t_val, n, total,
+                                                            out_ptr, out_idx, out_val, lo, hi))  # fmt: skip
+    return out_ptr, out_idx, out_val
+
+
+def permuted(S: SparseAffinities, order: np.ndarray) -> SparseAffinities:
+    """S with its points in ``order`` (``order[k]``: the point at place k): row k is row ``order[k]``, column j
+    is renamed ``place[j]`` (``place`` the inverse of ``order``); the entries of a row keep their sequence, so
+    its indices are no longer sorted. Ranges of rows of equal work on the worker threads."""
+    from . import sparse_kernels as kernels  # numba: imported on first use
+
+    place = np.empty_like(order)
+    place[order] = np.arange(order.shape[0], dtype=order.dtype)
+    out_ptr = np.zeros(S.n + 1, np.int64)
+    np.cumsum(np.diff(S.indptr)[order], out=out_ptr[1:])
+    out_idx, out_val = fresh_empty(S.indices.size, S.indices.dtype), fresh_empty(S.data.size, S.data.dtype)
+    edges = row_shares(out_ptr + np.arange(S.n + 1), _SHARES)
+    in_row_shares(edges, lambda lo, hi: kernels.permute_rows(S.indptr, S.indices, S.data, order, place, out_ptr,
+                                                              out_idx, out_val, lo, hi))  # fmt: skip
+    return SparseAffinities(out_ptr, out_idx, out_val)
+
+
 # ---------------------------------------------------------------------------------- checks
 
 
@@ -301,7 +371,9 @@ def check_sparse_affinities(P: Any, dtype: DTypeLike = np.float32, check: bool =
     dt = np.dtype(dtype)
     if not check:
         C = sp.csr_matrix(P)
-        return SparseAffinities(C.indptr.astype(np.int64), C.indices.astype(np.int32), C.data.astype(dt))
+        return SparseAffinities(
+            C.indptr.astype(np.int64, copy=False), C.indices.astype(np.int32, copy=False), C.data.astype(dt, copy=False)
+        )
     C = sp.csr_matrix(P, dtype=np.float64, copy=True)
     C.sum_duplicates()
     if C.nnz and not np.isfinite(C.data).all():

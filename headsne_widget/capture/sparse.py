@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from .._checks import check_mass, int_at_least
+from .._memory import fresh_empty
 from ..budget import SPARSE_ENTRY_BYTES
 from ..errors import MemoryBudgetError
 
@@ -153,7 +154,7 @@ class SparseRows:
         index = np.int32 if max(nnz, self.n) < 2**31 else np.int64
         indptr = np.zeros(self.n + 1, dtype=index)
         np.cumsum(counts, out=indptr[1:])
-        indices, data = np.empty(nnz, dtype=index), np.empty(nnz, dtype=np.float32)
+        indices, data = fresh_empty(nnz, index), fresh_empty(nnz, np.float32)
         for start in starts:
             _, _, columns, values, _ = self.parts.pop(start)
             at = int(indptr[start])

@@ -28,9 +28,13 @@ _warmup_thread: threading.Thread | None = None
 def _warm() -> None:
     try:
         warmup()
-        from ..affinity.sparse_kernels import symmetric_sum  # a long text's P (numba)
+        from ..affinity.sparse import SparseAffinities, permuted, symmetric_P_arrays  # a long text's P (numba)
 
-        symmetric_sum(np.zeros(2, np.int64), np.zeros(0, np.int32), np.zeros(0), 1)
+        indptr, indices = np.array([0, 1, 1], np.int64), np.ones(1, np.int32)  # M = [[0, 1], [0, 0]]
+        for dtype in (np.float32, np.float64):  # (a head's rows are float32, a kNN P's float64)
+            for out in (np.float32, np.float64):
+                symmetric_P_arrays(indptr, indices, np.ones(1, dtype), 2, np.dtype(out))
+            permuted(SparseAffinities(indptr, indices, np.ones(1, dtype)), np.array([1, 0], np.int64))
     except Exception as err:  # only an optimisation: the run itself reports real failures
         warnings.warn(f"t-SNE warm-up failed ({err}); the first run compiles instead", RuntimeWarning, stacklevel=2)
 
