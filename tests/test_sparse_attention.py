@@ -323,3 +323,34 @@ def test_rows_with_ties_keep_the_lower_columns(mass, max_keys, dtype):
         np.testing.assert_array_equal(columns[starts[i] : starts[i + 1]], expected)
         np.testing.assert_array_equal(values[starts[i] : starts[i + 1]], row[expected].astype(np.float32))
         assert kept[i] == share
+
+
+def test_a_target_met_exactly_at_the_end_of_a_band_of_values_keeps_what_the_rule_keeps():
+    """The mass is set so that a row's target falls on the running sum (to the last bit) right after an entry
+    followed by a much smaller one: whether that entry's sum reaches the target decides between keeping it alone
+    or the smaller one too. ``top_mass`` ranks only the entries it may keep, found from sums taken in another
+    order than the rule's (float32 rows); on these edges it keeps the rule's entries and share."""
+    from headsne_widget.capture.sparse import top_mass
+
+    rng = np.random.default_rng(7)
+    checked = 0
+    for _ in range(8):
+        logits = rng.normal(0.0, 3.0, size=96)
+        row = np.exp(logits - logits.max()).astype(np.float32)
+        ranked = sorted(range(row.size), key=lambda j: (-float(row[j]), j))
+        total = float(np.sum(row, dtype=np.float64))
+        running = 0.0
+        for c, j in enumerate(ranked[:-1]):
+            running += float(row[j])
+            if row[ranked[c + 1]] > 0.5 * row[j]:  # only where the next entry is much smaller
+                continue
+            at = running / total / (1.0 - 1e-12)
+            for mass in (at, np.nextafter(at, 0.0), np.nextafter(at, 1.0)):
+                if not 0.0 < mass < 1.0:
+                    continue
+                counts, columns, _, kept = top_mass(row[None], float(mass), None)
+                expected, share = _plain_top_mass(row, float(mass), None)
+                np.testing.assert_array_equal(columns, expected)
+                assert kept[0] == share
+                checked += 1
+    assert checked > 40
