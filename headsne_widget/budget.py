@@ -30,15 +30,18 @@ __all__ = [
 #: once (a click and the hovered head's prefetch); two builds at half each still stay within what was free.
 BUDGET_SHARE = 0.5
 
-#: peak bytes per kept entry of a sparse attention P built end to end: the rows (float32 value + int32 column,
-#: 8 B), then ``affinity.sparse.sparse_attention_affinities``' float64 copy of them, the transposed copy and the
-#: output of ``symmetric_sum`` (up to two entries of M + M^T per kept entry, float64 + int32) and its float32 P.
-#: Measured (tests/test_budget.py::test_sparse_entry_bytes_covers_the_measured_peak repeats it at 4096 tokens): a
-#: fresh process builds the rows of a uniform causal head (row i = 1/(i+1) on columns 0..i, the broadest causal
-#: head) chunk by chunk with ``capture.sparse.SparseRows`` at mass 0.99, then ``sparse_attention_affinities`` of
-#: them, after numba's kernel was compiled and run on a small P; peak bytes = ru_maxrss minus the RSS before the
-#: rows, divided by the rows' nnz. 2026-11-25, Linux x86-64, numpy 2, scipy 1.16: 4096 tokens (8.3 M entries)
-#: 62.0 B, 8192 tokens (33.2 M entries, peak 2.4 GiB) 63.4 B; 72 leaves the allocator 13 % of slack.
+#: peak bytes per kept entry of a sparse attention P built end to end and handed to the t-SNE: the rows (float32
+#: value + int32 column, 8 B), then ``affinity.sparse.sparse_attention_affinities``' transposed copy of them and its
+#: P (up to two entries of M + M^T per kept entry, float32 + int32), then the sparse engine's copy of P in reverse
+#: Cuthill-McKee order beside it. Measured (tests/test_budget.py::test_sparse_entry_bytes_covers_the_measured_peak
+#: repeats it at 4096 tokens): a fresh process builds the rows of a uniform causal head (row i = 1/(i+1) on columns
+#: 0..i, the broadest causal head) chunk by chunk with ``capture.sparse.SparseRows`` at mass 0.99, then
+#: ``sparse_attention_affinities`` of them and the engine's reordering, after numba's kernels were compiled and run
+#: on a small P; peak bytes = ru_maxrss minus the RSS before the rows, divided by the rows' nnz. 2026-11-26, Linux
+#: x86-64, numpy 2, scipy 1.16: 4096 tokens (8.3 M entries) 48.4 B, 8192 tokens (33.2 M entries) 43.4 B (the rows
+#: to P alone 37-42 B: 58 B before P was written straight in float32, 62-63 B on 2026-11-25, when 72 was set with
+#: 13 % of slack). Kept at 72: 49-66 % above the peak measured now, for what the widget holds beside a build (the
+#: run's buffers, the partners' rows), not measured here.
 SPARSE_ENTRY_BYTES = 72
 
 #: environment variable overriding the budget, in bytes ("3G", "512M", "1.5GiB" accepted)

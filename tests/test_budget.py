@@ -191,12 +191,15 @@ def test_the_budget_is_a_share_of_what_this_process_can_still_get():
 
 
 def test_sparse_entry_bytes_covers_the_measured_peak():
-    """SPARSE_ENTRY_BYTES is the peak bytes a kept entry costs from the rows to P (budget.py says how it was
-    measured); measured again here at 4096 tokens in a fresh process: not above the constant, nor far below."""
+    """SPARSE_ENTRY_BYTES is the peak bytes a kept entry costs from the rows to P and the engine's reordered copy
+    of P (budget.py says how it was measured); measured again here at 4096 tokens in a fresh process: not above
+    the constant, nor far below."""
     code = """
         import json, resource
         import torch
-        from headsne_widget.affinity.sparse import sparse_attention_affinities
+        import numpy as np
+        from scipy.sparse.csgraph import reverse_cuthill_mckee
+        from headsne_widget.affinity.sparse import check_sparse_affinities, permuted, sparse_attention_affinities
         from headsne_widget.capture.sparse import SparseRows
 
         def rss():
@@ -210,10 +213,15 @@ def test_sparse_entry_bytes_covers_the_measured_peak():
                 rows.add(slice(a, b), slice(0, b), torch.where(j <= i, 1.0 / (i + 1).float(), torch.zeros(())))
             return rows.build()
 
-        sparse_attention_affinities(uniform_rows(64))  # numba compiled and run
+        def reordered(P):  # the sparse engine's copy of P (REORDER_MIN_N points and more), P kept beside it
+            order = reverse_cuthill_mckee(P, symmetric_mode=True).astype(np.int64)
+            return permuted(check_sparse_affinities(P, np.float32, check=False), order)
+
+        reordered(sparse_attention_affinities(uniform_rows(64))[0])  # numba compiled and run
         before = rss()
         S = uniform_rows(4096)
         P, _ = sparse_attention_affinities(S)
+        R = reordered(P)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(json.dumps(dict(per_entry=(peak - before) / S.nnz, nnz=S.nnz)))
     """

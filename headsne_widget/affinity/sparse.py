@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from .._checks import DEFAULT_MASS, check_mass, is_number, real_array
 from .._memory import fresh_empty
-from .._parallel import shares
+from .._parallel import shares, threads
 from ..errors import DegenerateAffinitiesError
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "sparse_attention_affinities",
     "sparse_attention_dispatch",
     "symmetric_P_arrays",
+    "transposed",
 ]
 
 #: Tokens from which :func:`~headsne_widget.affinity.selection.selection_affinities` gives a sparse P (and so
@@ -299,12 +300,12 @@ def symmetric_P_arrays(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(indptr int64, indices int32, data in ``dtype``) of (M + M^T) / sum(M + M^T) without its diagonal and zeros,
     indices sorted, for a canonical CSR M (n, n) given as int64 ``indptr``, int32 ``indices``, float32 or float64
-    ``data``: the transpose on this thread, then two passes over ranges of rows of equal work on the worker
+    ``data``: the transpose (:func:`transposed`), then two passes over ranges of rows of equal work on the worker
     threads (count and sum, then write). Raises :class:`DegenerateAffinitiesError` where no mass is off the
     diagonal."""
     from . import sparse_kernels as kernels  # numba: imported on first use
 
-    t_ptr, t_idx, t_val = kernels.transpose(indptr, indices, data, n)
+    t_ptr, t_idx, t_val = transposed(indptr, indices, data, n)
     edges = row_shares(indptr + t_ptr, _SHARES)
     counts, sums = np.zeros(n + 1, np.int64), np.zeros(n)
     in_row_shares(edges, lambda lo, hi: kernels.merged_counts(indptr, indices, data, t_ptr, t_idx, t_val, n, counts,
@@ -320,6 +321,29 @@ def symmetric_P_arrays(
     in_row_shares(edges, lambda lo, hi: kernels.merge_rows(indptr, indices, data, t_ptr, t_idx, t_val, n, total,
                                                             out_ptr, out_idx, out_val, lo, hi))  # fmt: skip
     return out_ptr, out_idx, out_val
+
+
+def transposed(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """M^T as CSR (indptr int64, indices int32 increasing in each row, data in M's dtype) of a CSR M (n, n) with
+    int64 ``indptr`` and int32 ``indices``: a counting sort in ranges of rows of equal entries on the worker
+    threads, each range counting its columns, then writing them from its own places (every column's entries of
+    the earlier ranges first)."""
+    from . import sparse_kernels as kernels  # numba: imported on first use
+
+    workers = threads()
+    edges = row_shares(indptr, 1 if workers == 1 else min(_SHARES, 2 * workers))  # (one thread: one range)
+    ranges = len(edges) - 1
+    counts = np.zeros((ranges, n), np.int64)
+    shares(ranges, lambda r: kernels.column_counts(indptr, indices, int(edges[r]), int(edges[r + 1]), counts[r]))
+    t_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts.sum(axis=0), out=t_ptr[1:])
+    fill = t_ptr[:-1] + np.cumsum(counts, axis=0) - counts  # range r's first place in each column
+    t_idx, t_val = fresh_empty(int(t_ptr[n]), np.int32), fresh_empty(int(t_ptr[n]), data.dtype)
+    shares(ranges, lambda r: kernels.scatter_columns(indptr, indices, data, int(edges[r]), int(edges[r + 1]), fill[r],
+                                                     t_idx, t_val))  # fmt: skip
+    return t_ptr, t_idx, t_val
 
 
 def permuted(S: SparseAffinities, order: np.ndarray) -> SparseAffinities:

@@ -3,15 +3,15 @@ P's points put in another order.
 
 scipy builds M + M^T from a transposed copy (``tocsr``), a merge (``csr_plus_csr``), then drops the diagonal
 by inserting it first (``setdiag``) and sorts again: 5.4 s for 30 M kept entries of a 65536-token head, most of a
-head change's wait. Here :func:`transpose` transposes by a counting sort (columns come out in row order, so
-sorted), and :func:`merged_counts` / :func:`merge_rows` merge each row with its column over a range of rows
-(``lo .. hi``, written by that range alone, so that ranges run on the worker threads of :mod:`.._parallel`:
-:func:`.sparse.symmetric_P_arrays`): the first counts each row's entries and sums them, the second writes them
-divided by the total. The sums are float64 (a + b of two float32 or float64 values, as scipy's), zero sums and
-the diagonal are left out; the division is float64 too, then stored in P's dtype (no float64 copy of P).
-:func:`permute_rows` writes rows of a CSR matrix in a new order with their
-columns renamed, a range at a time (scipy's ``P[order][:, order]`` copies twice and sorts). The helpers are
-inlined (``inline="always"``): no cached kernel calls another (the rule of :mod:`..embedding.kernels`).
+head change's wait. Here every pass works on a range of rows (``lo .. hi``) and writes only what that range owns,
+so that ranges run on the worker threads of :mod:`.._parallel` (:func:`.sparse.symmetric_P_arrays`):
+:func:`column_counts` and :func:`scatter_columns` transpose by a counting sort (columns come out in row order, so
+sorted); :func:`merged_counts` and :func:`merge_rows` merge each row with its column, the first counting each
+row's entries and summing them, the second writing them divided by the total. The sums are float64 (a + b of two
+float32 or float64 values, as scipy's), zero sums and the diagonal are left out; the division is float64 too,
+then stored in P's dtype (no float64 copy of P). :func:`permute_rows` writes rows of a CSR matrix in a new order
+with their columns renamed (scipy's ``P[order][:, order]`` copies twice and sorts). The helpers are inlined
+(``inline="always"``): no cached kernel calls another (the rule of :mod:`..embedding.kernels`).
 """
 
 from __future__ import annotations
@@ -19,27 +19,27 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["merge_rows", "merged_counts", "permute_rows", "transpose"]
+__all__ = ["column_counts", "merge_rows", "merged_counts", "permute_rows", "scatter_columns"]
 
 
 @njit(cache=True, nogil=True)
-def transpose(indptr, indices, data, n):  # pragma: no cover - compiled
-    """M^T as CSR (indptr int64, indices int32, data in M's dtype), the indices of each row increasing."""
-    t_ptr = np.zeros(n + 1, np.int64)
-    for k in range(indptr[n]):
-        t_ptr[indices[k] + 1] += 1
-    for i in range(n):
-        t_ptr[i + 1] += t_ptr[i]
-    t_idx = np.empty(indptr[n], np.int32)
-    t_val = np.empty(indptr[n], data.dtype)
-    fill = t_ptr[:-1].copy()
-    for i in range(n):
+def column_counts(indptr, indices, lo, hi, counts):  # pragma: no cover - compiled
+    """``counts[j]`` += the entries of rows lo .. hi - 1 in column j (the first pass of the transpose)."""
+    for k in range(indptr[lo], indptr[hi]):
+        counts[indices[k]] += 1
+
+
+@njit(cache=True, nogil=True)
+def scatter_columns(indptr, indices, data, lo, hi, fill, t_idx, t_val):  # pragma: no cover - compiled
+    """The entries of rows lo .. hi - 1 into M^T's arrays, column j's from ``fill[j]`` on (advanced): rows in
+    increasing order, so that each row of M^T holds its indices increasing (the second pass of the transpose)."""
+    for i in range(lo, hi):
         for k in range(indptr[i], indptr[i + 1]):
-            at = fill[indices[k]]
+            j = indices[k]
+            at = fill[j]
             t_idx[at] = i
             t_val[at] = data[k]
-            fill[indices[k]] = at + 1
-    return t_ptr, t_idx, t_val
+            fill[j] = at + 1
 
 
 @njit(inline="always")
