@@ -38,17 +38,22 @@ def _partner_mask(n: int, kept: np.ndarray | None) -> np.ndarray:
     return mask
 
 
-def _blocked(score, n: int, k: int, partner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k of ``score(rows)`` (a (len(rows), n) block) over partners, self excluded, block by block."""
+def _blocked(
+    score: Any, n: int, k: int, partner: np.ndarray, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k of ``score(block)`` (a (len(block), n) block) over partners, self excluded, block by block, for the
+    tokens ``rows`` (None: all n): (indices int32, weights float32), a row per token of ``rows``."""
     k = max(0, min(int(k), int(partner.sum()) - 1))
-    indices = np.zeros((n, k), dtype=np.int32)
-    weights = np.zeros((n, k), dtype=np.float32)
-    for start in range(0, n, _BLOCK):
-        rows = np.arange(start, min(n, start + _BLOCK))
-        W = np.array(score(rows), dtype=np.float32)
+    rows = np.arange(n) if rows is None else rows
+    indices = np.zeros((len(rows), k), dtype=np.int32)
+    weights = np.zeros((len(rows), k), dtype=np.float32)
+    for start in range(0, len(rows), _BLOCK):
+        at = slice(start, min(len(rows), start + _BLOCK))
+        block = rows[at]
+        W = np.array(score(block), dtype=np.float32)
         W[:, ~partner] = -np.inf
-        W[np.arange(len(rows)), rows] = -np.inf
-        indices[rows], weights[rows] = _top_k(W, k)
+        W[np.arange(len(block)), block] = -np.inf
+        indices[at], weights[at] = _top_k(W, k)
     return indices, weights
 
 
@@ -120,8 +125,8 @@ def hidden_neighbours(X: np.ndarray, k: int, kept: np.ndarray | None = None) -> 
 
 def _searched(X: np.ndarray, k: int, partner: np.ndarray, d2: Any) -> tuple[np.ndarray, np.ndarray]:
     """The partners of a long text's tokens by :func:`~headsne_widget.affinity.neighbours.neighbours` among the
-    ``partner`` tokens (as hidden mode's P finds its neighbours), and of the others (few: the excluded ones)
-    exactly: (indices int32, squared distances)."""
+    ``partner`` tokens (as hidden mode's P finds its neighbours), and of the others (few: the excluded ones) by
+    the blocked search short texts take: (indices int32, squared distances)."""
     from ..affinity.neighbours import neighbours
 
     among = np.flatnonzero(partner)
@@ -132,10 +137,8 @@ def _searched(X: np.ndarray, k: int, partner: np.ndarray, d2: Any) -> tuple[np.n
     indices[among], dist2[among] = among[found], distances
     others = np.flatnonzero(~partner)
     if others.size:
-        D = d2(others)
-        D[:, ~partner] = np.inf
-        order = np.argsort(D, axis=1, kind="stable")[:, :k]
-        indices[others], dist2[others] = order, np.take_along_axis(D, order, axis=1)
+        indices[others], neg = _blocked(lambda rows: -d2(rows), X.shape[0], k, partner, others)
+        dist2[others] = -neg.astype(np.float64)
     return indices, dist2
 
 
