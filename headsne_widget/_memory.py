@@ -26,10 +26,14 @@ ADVICE_MIN_BYTES = 4 * 2**20
 
 def fresh_empty(count: int, dtype: Any) -> np.ndarray:
     """``np.empty(count, dtype)`` (1-D, writable, contents undefined) from private anonymous memory without the
-    huge-page advice, where numpy would give that advice (Linux, ``ADVICE_MIN_BYTES`` and more); else np.empty."""
+    huge-page advice, where numpy would give that advice (Linux, ``ADVICE_MIN_BYTES`` and more); else np.empty.
+    Memory that cannot be had is a MemoryError, as np.empty's."""
     dt = np.dtype(dtype)
     nbytes = int(count) * dt.itemsize
     if nbytes < ADVICE_MIN_BYTES or sys.platform != "linux":
         return np.empty(count, dt)
-    memory = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        memory = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except OSError as err:  # (ENOMEM): the MemoryError numpy's np.empty raises
+        raise MemoryError(f"Unable to allocate {nbytes / 2**30:.2f} GiB for an array of {count} {dt}") from err
     return np.frombuffer(memory, dtype=dt, count=int(count))

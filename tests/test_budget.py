@@ -337,3 +337,27 @@ def test_a_broad_head_under_an_address_space_limit_is_refused_or_capped_not_kill
     assert out["lowest"]  # every row keeps its lowest columns: the ties go to the lower column
     np.testing.assert_allclose(out["kept"], counts / (i + 1), rtol=1e-6)
     assert out["nnz"] == counts.sum() <= out["limit"] and 0 < out["P_nnz"] <= 2 * out["nnz"]
+
+
+def test_a_p_array_that_cannot_be_had_is_a_memory_error_as_numpys():
+    """The big P arrays come from ``_memory.fresh_empty`` (its own mmap, not np.empty): under RLIMIT_AS an array
+    beyond the limit raises MemoryError, as np.empty of the same size does, and one within it is writable."""
+    code = """
+        import json
+        import numpy as np
+        from headsne_widget._memory import fresh_empty
+
+        kinds = []
+        for make in (np.empty, fresh_empty):
+            try:
+                make(2**31, np.float32)
+                kinds.append("allocated")
+            except Exception as error:
+                kinds.append(type(error).__name__)
+        a = fresh_empty(2**22, np.float32)
+        a[:] = 2.0
+        print(json.dumps(dict(kinds=kinds, total=float(a.sum()))))
+    """
+    out = run_child(code, limit=LIMIT)
+    assert out["kinds"] == ["MemoryError", "MemoryError"]
+    assert out["total"] == 2.0 * 2**22
