@@ -189,9 +189,17 @@ def additive_rows(mask: MaskRows | torch.Tensor | None, rows: slice | list[int],
 
 def mask_spans(logits: torch.Tensor, keys: slice, first: torch.Tensor, last: torch.Tensor, dtype: torch.dtype) -> None:
     """Set ``logits`` (h, r, keys) to dtype's minimum outside each row's keys first[r]..last[r] ((r, 1) each), in
-    place. Only the columns some row may not see are visited: before the largest first key and after the smallest
-    last key (a causal chunk of 256 rows at 8192 tokens: its last 256 columns instead of all 4352)."""
+    place. A float32 or float64 chunk on the CPU is written row by row by a compiled loop
+    (:func:`.mask_kernels.fill_outside`); any other is compared column by column, visiting only the columns some
+    row may not see: before the largest first key and after the smallest last key."""
     start, stop = keys.start, keys.stop
+    if logits.device.type == "cpu" and logits.dtype in (torch.float32, torch.float64) and logits.is_contiguous():
+        from .mask_kernels import fill_outside  # numba: imported on first use
+
+        low = np.ascontiguousarray(first.reshape(-1).numpy() - start, dtype=np.int64)
+        high = np.ascontiguousarray(last.reshape(-1).numpy() - start, dtype=np.int64)
+        fill_outside(logits.numpy(), low, high, torch.finfo(dtype).min)
+        return
     inner_start, inner_stop = int(first.max()), int(last.min()) + 1  # every row sees [inner_start, inner_stop)
     edges = [(start, inner_start), (inner_stop, stop)] if inner_start < inner_stop else [(start, stop)]
     for a, b in edges:

@@ -85,7 +85,7 @@ def top_mass(
     the lower column first among equal ones, summed in float64 from the largest until the sum reaches
     ``mass x total x (1 - 1e-12)`` (total: the row's float64 sum, numpy's), and no more than ``max_keys`` of them
     (then ``kept`` may fall below ``mass``); zeros are never kept. One compiled pass a row
-    (:func:`.mass_kernels.mass_rows`: a radix sort of the row's positive entries, no torch sort).
+    (:func:`.mass_kernels.mass_rows`: bins of the row's positive entries, only the cut bin ranked; no torch sort).
     """
     from .mass_kernels import mass_rows  # numba: imported on first use
 
@@ -98,8 +98,8 @@ def top_mass(
     totals = w.sum(axis=1, dtype=np.float64)
     target = mass * totals * (1.0 - 1e-12) if mass < 1.0 else np.full(r, np.inf)
     scratch = getattr(_SCRATCH, "columns", None)
-    if scratch is None or scratch.size < r * limit:
-        scratch = _SCRATCH.columns = np.empty(max(r * limit, 2**16), np.int64)
+    if scratch is None or scratch.size < r * limit + 1:
+        scratch = _SCRATCH.columns = np.empty(max(r * limit + 1, 2**16), np.int64)
     counts, columns, values, kept = mass_rows(w, target, totals, limit, scratch)
     if mass >= 1.0 and limit == width:  # every nonzero entry: the whole row, whatever the order of its sum
         kept[:] = 1.0
