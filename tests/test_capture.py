@@ -93,6 +93,26 @@ def test_chunks_seen_in_the_forward_are_masked_from_their_spans_with_the_same_bi
         np.testing.assert_array_equal(heads, layer.heads())
 
 
+def test_one_head_recomputed_alone_is_the_every_head_pass_bit_for_bit(bert_tokenizer, tmp_path, monkeypatch):
+    """A GQA head of 64 dimensions in chunks of 2 query rows (as a long causal text's last chunks): the head
+    recomputed alone (the dense head, its sparse rows) is, bit for bit, what the pass over every head gave
+    (``heads()``, and the forward pass's grid); torch's product of fewer rows sums in another order."""
+    path = save_tiny(
+        "LlamaConfig", "LlamaModel", tmp_path / "llama64", bert_tokenizer, hidden_size=256, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=64, intermediate_size=64, num_hidden_layers=1, max_position_embeddings=512,
+    )  # fmt: skip
+    n = 300
+    monkeypatch.setattr(layers, "CHUNK_BYTES", 2 * 4 * 4 * n)  # 2 rows of 4 heads over every key
+    ex = extract_n(path, n=n, text=long_text(300))
+    layer = ex.attention_source.layers[0]
+    every = layer.heads()
+    for head in range(4):
+        np.testing.assert_array_equal(layer.heads(head)[0], every[head])
+        S = ex.sparse_attention(0, head, 1.0)
+        np.testing.assert_array_equal(S.toarray(), every[head])
+    np.testing.assert_array_equal(ex.max_attention[0], every.max(axis=1))
+
+
 @pytest.mark.parametrize(("architecture", "n"), [("llama", 100), ("mistral", 100), ("modernbert", 100), ("bert", 60)])
 def test_chunks_tile_the_rows_and_are_sized_by_their_key_span(architecture, n, tiny_model_dir, monkeypatch):
     """A pass takes its query rows in consecutive chunks; where the mask's rows are unbroken runs of keys

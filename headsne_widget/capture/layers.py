@@ -157,7 +157,7 @@ class LayerAttention:
         if isinstance(self.mask, MaskRows) and self.query.device.type == "cpu" and not self.mask.learnt():
             self._learn_mask(self.mask, None if recording else pool)
         chunks = list(self.chunks())
-        heads = self.n_heads if head is None else 1
+        heads = self.n_heads if head is None else self.kv_groups  # (one head: its group's scores, _scores)
         workspace = _Workspace(heads * max(self._chunk_bytes() // (4 * self.n_heads), self.n_tokens), self.query.device)
         report = _Throttled(progress, len(chunks))
         if recording or in_order or self.query.device.type != "cpu" or len(chunks) == 1 or pool is None:
@@ -192,9 +192,10 @@ class LayerAttention:
         scores and ``w`` live in its buffers (``w`` is valid until the thread's next chunk)."""
         if head is None:
             query, key = self.query[:, rows], self.key
-        else:
-            query = self.query[head : head + 1, rows]
-            key = self.key[head // self.kv_groups : head // self.kv_groups + 1]
+        else:  # the head's key/value group: the product every head's pass computes (:meth:`_scores`)
+            group = head // self.kv_groups
+            query = self.query[group * self.kv_groups : (group + 1) * self.kv_groups, rows]
+            key = self.key[group : group + 1]
         mask = self.mask if isinstance(self.mask, MaskRows) else None
         spans = mask.spans(rows) if mask is not None and isinstance(rows, slice) else None
         allowed = None
@@ -223,7 +224,13 @@ class LayerAttention:
         head: int | None,
         scratch: Scratch | None,
     ) -> torch.Tensor:
-        """Scaled (and soft-capped, and biased) scores ``(h, r, k)`` of ``query`` over the span's ``key``."""
+        """Scaled (and soft-capped, and biased) scores ``(h, r, k)`` of ``query`` over the span's ``key`` (of
+        ``head`` alone when given, ``query`` then being its key/value group's heads). Each key/value head's
+        queries are one product (its group's rows after one another), for one head as for every head: torch's
+        CPU product sums a score in an order that depends on the product's row count below a few rows (1 row
+        at 16 dimensions, 9 at 256), so one head alone, in products of its own rows, differed in the last bit
+        from the pass over every head in a quarter of its entries (a GQA head of 64 dimensions in chunks of 2
+        rows, as at 65536 causal tokens)."""
         h, r, d = query.shape
         queries = query.reshape(key.shape[0], -1, d)
         if scratch is None:
@@ -231,6 +238,8 @@ class LayerAttention:
         else:  # the same product, written into this thread's buffer
             buffer = scratch.take("scores", (key.shape[0], queries.shape[1], keys.stop - keys.start), query.dtype)
             logits = torch.matmul(queries, key.transpose(1, 2), out=buffer)
+        if head is not None:  # the head's rows of its group's product (contiguous)
+            logits, h = logits.view(h, r, -1)[head % h : head % h + 1], 1
         logits = logits.view(h, r, -1).mul_(self.scaling)  # in place: the scores are this chunk's own
         if self.softcap is not None and scratch is None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
