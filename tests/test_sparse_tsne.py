@@ -243,6 +243,7 @@ def test_sparse_gradient_matches_the_exact_gradient(P, reorder, monkeypatch):
     from headsne_widget.embedding.sparse_engine import SparseEngine
 
     monkeypatch.setattr(sparse_engine, "REORDER_MIN_N", 4 if reorder else 10**9)
+    monkeypatch.setattr(sparse_engine, "BANDED_MAX", -1)  # (this P's band is narrow)
     dense = P.toarray().astype(np.float64)
     S = check_sparse_affinities(P, np.float64)
     for scale in (1e-2, 1.0, 20.0):
@@ -255,6 +256,33 @@ def test_sparse_gradient_matches_the_exact_gradient(P, reorder, monkeypatch):
         g = engine.gradient()[0].T
         assert np.linalg.norm(g - g_exact) / np.linalg.norm(g_exact) < 2e-3, scale
         assert kl == pytest.approx(kl_exact, abs=1e-4)
+
+
+def test_a_band_keeps_its_order_and_the_same_p_shuffled_is_reordered():
+    """A P whose non-zeros lie within 3 places of the diagonal (a windowed head's) on 6000 points keeps its own
+    order; the same P with its points shuffled is reordered; both give the same gradient, in the points' order."""
+    from headsne_widget.embedding.sparse_engine import SparseEngine
+
+    n = 6000
+    rng = np.random.default_rng(5)
+    i = np.repeat(np.arange(n), 3)
+    j = np.minimum(i + np.tile([1, 2, 3], n), n - 1)
+    band = sp.coo_matrix((rng.random(i.size), (i, j)), shape=(n, n)).tocsr()
+    band = band + band.T
+    band.setdiag(0)
+    band.eliminate_zeros()
+    shuffle = rng.permutation(n)
+    Y = rng.normal(0, 1, size=(n, 2))
+    gradients = []
+    for P, points in ((band, np.arange(n)), (band[shuffle][:, shuffle], shuffle)):
+        P = P / P.sum()
+        engine = SparseEngine(check_sparse_affinities(P, np.float64), np.ascontiguousarray(Y[points].T[None]))
+        assert (engine.order is None) == (points is not shuffle)
+        engine.forces(1.0, False)
+        gradient = np.empty_like(Y)
+        gradient[points] = engine.gradient()[0].T
+        gradients.append(gradient)
+    np.testing.assert_allclose(gradients[0], gradients[1], rtol=1e-6, atol=1e-9)
 
 
 def test_kl_of_a_sparse_P_is_the_exact_kl(P):

@@ -14,7 +14,8 @@ the repulsion and Z are interpolated on a grid (:class:`.interpolation.Repulsion
 dispatch (:func:`.._parallel.shares`): the grid's far field (a serial chain: spread, FFT, gather) is the first
 piece, so that it runs on one thread while the others take the attraction's rows and the near field's pieces.
 From :data:`REORDER_MIN_N` points the engine keeps P's points in reverse Cuthill-McKee order (the attraction's
-reads of y_j then hit the cache) and hands out embeddings and gradients in the points' own order.
+reads of y_j then hit the cache) unless P already is a narrow band (:data:`BANDED_MAX`), and hands out
+embeddings and gradients in the points' own order.
 
 The KL reported with the frames is sum_{p_ij > 0} p_ij log(p_ij / q_ij) over P's non-zeros (with sum p = 1
 the pairs with p_ij = 0 add nothing), with Z summed exactly over all pairs (:func:`exact_z`, O(n^2) time in
@@ -49,6 +50,7 @@ from .options import check_embedding, check_restarts, initial_embeddings, resolv
 from .schedule import Report, check_schedule, run
 
 __all__ = [
+    "BANDED_MAX",
     "EXACT_KL_MAX_N",
     "REORDER_MIN_N",
     "SparseEngine",
@@ -69,6 +71,11 @@ SHARES = 16
 EXACT_KL_MAX_N = 2048
 #: points from which the engine works on P's points in reverse Cuthill-McKee order (:func:`_reordered`)
 REORDER_MIN_N = 4096
+#: P's bandwidth (the farthest any point's non-zero lies from it, in places) up to which its own order is kept:
+#: the attraction then reads y_j from a window of 2 x 4096 points (128 KiB of float64 coordinates, within any
+#: core's L2 cache), which no reordering shortens by much; a windowed head's P (window 1024) is such a band, and
+#: its reordering cost 0.3-0.5 s of a head change at 65536 tokens
+BANDED_MAX = 4096
 
 
 def _reordered(S: SparseAffinities) -> tuple[SparseAffinities, np.ndarray | None]:
@@ -79,11 +86,21 @@ def _reordered(S: SparseAffinities) -> tuple[SparseAffinities, np.ndarray | None
     the head's own order on one thread. The rows are moved by :func:`.affinity.sparse.permuted` (a row's
     entries keep their sequence: the attraction reads them in any order): 0.3-0.8 s for 59 M non-zeros, where
     scipy's ``P[order][:, order]`` and its sort took 3.7-5.2 s of a head change's wait."""
-    if S.n < REORDER_MIN_N:
+    if S.n < REORDER_MIN_N or _bandwidth(S) <= BANDED_MAX:
         return S, None
     P = sp.csr_matrix((S.data, S.indices, S.indptr), shape=(S.n, S.n))
     order = reverse_cuthill_mckee(P, symmetric_mode=True).astype(np.int64)
     return permuted(S, order), order
+
+
+def _bandwidth(S: SparseAffinities) -> int:
+    """The largest |i - j| over P's non-zeros p_ij (0 for an empty P); a row's entries in any order."""
+    filled = np.flatnonzero(np.diff(S.indptr))
+    if filled.size == 0:
+        return 0
+    starts = S.indptr[filled]
+    low, high = np.minimum.reduceat(S.indices, starts), np.maximum.reduceat(S.indices, starts)
+    return int(max((filled - low).max(), (high - filled).max()))
 
 
 class SparseEngine(ArrayBuffers):
