@@ -393,3 +393,18 @@ def test_chunks_on_worker_threads_equal_the_sequential_head_and_leave_torch_thre
     assert torch.get_num_threads() == before and seen == [before]
     monkeypatch.setattr(layers, "workers", lambda: None)
     np.testing.assert_array_equal(pooled, layer.heads())
+
+
+def test_spans_mask_scores_that_autograd_records_as_those_it_does_not():
+    """A chunk's scores masked from the rows' spans: the same entries with or without an autograd graph (a
+    forward pass run with gradients), and the gradient flows through the kept entries only."""
+    scores = torch.randn(2, 3, 6, dtype=torch.float32)
+    first, last = torch.tensor([[1], [2], [3]]), torch.tensor([[3], [4], [5]])
+    plain = scores.clone()
+    masks.mask_spans(plain, slice(1, 7), first, last, torch.float32)
+    leaf = scores.clone().requires_grad_(True)
+    recorded = leaf * 1.0
+    masks.mask_spans(recorded, slice(1, 7), first, last, torch.float32)
+    np.testing.assert_array_equal(recorded.detach().numpy(), plain.numpy())
+    recorded.sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), (plain != torch.finfo(torch.float32).min).float().numpy())

@@ -193,7 +193,8 @@ def mask_spans(logits: torch.Tensor, keys: slice, first: torch.Tensor, last: tor
     (:func:`.mask_kernels.fill_outside`); any other is compared column by column, visiting only the columns some
     row may not see: before the largest first key and after the smallest last key."""
     start, stop = keys.start, keys.stop
-    if logits.device.type == "cpu" and logits.dtype in (torch.float32, torch.float64) and logits.is_contiguous():
+    compiled = logits.device.type == "cpu" and logits.dtype in (torch.float32, torch.float64)
+    if compiled and logits.is_contiguous() and not logits.requires_grad:  # (numpy sees no autograd graph)
         from .mask_kernels import fill_outside  # numba: imported on first use
 
         low = np.ascontiguousarray(first.reshape(-1).numpy() - start, dtype=np.int64)
