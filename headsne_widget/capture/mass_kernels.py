@@ -180,6 +180,22 @@ def _exact_row(
             keys[m] = np.uint32(0x7FFFFFFF) - bits
             m += 1
     _radix_rank(keys, ranked, spare_keys, spare, m)
+    return _take_ranked(row, ranked, m, target, limit, total, count, flags)
+
+
+@njit(inline="always")
+def _take_ranked(
+    row: np.ndarray,
+    ranked: np.ndarray,
+    m: int,
+    target: float,
+    limit: int,
+    total: float,
+    count: int,
+    flags: np.ndarray,
+) -> tuple[float, int]:  # pragma: no cover - compiled
+    """The rule's sum: the ``m`` entries ``ranked`` (largest first) added in float64 to ``total`` one by one, and
+    flagged, until the sum reaches ``target`` or ``count`` reaches ``limit``; returns the sum and the count."""
     q = 0
     while q < m and count < limit:
         total += np.float64(row[ranked[q]])
@@ -236,13 +252,7 @@ def _general_row(
     ``columns[at]``; returns the sum, the count and the end."""
     ranked, keys, spare_keys, spare, negated, flags = scratch
     m = _ranked_row(row, target * (1.0 + _MARGIN), limit, ranked, keys, spare_keys, spare, negated, bins)
-    total, c = 0.0, 0
-    while c < m and c < limit:
-        total += np.float64(row[ranked[c]])
-        c += 1
-        if total >= target:
-            break
-    flags[ranked[:c]] = True
+    total, c = _take_ranked(row, ranked, m, target, limit, 0.0, 0, flags)
     for j in range(row.shape[0]):
         if flags[j]:
             columns[at] = j
