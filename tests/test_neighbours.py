@@ -3,11 +3,18 @@ oracle (scikit-learn's NearestNeighbors), the exact switch, and the switch's che
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+import time
+
 import numpy as np
+import psutil
 import pytest
 from sklearn.neighbors import NearestNeighbors
 
 from headsne_widget.affinity import neighbours as knn
+from headsne_widget.affinity.descent import SearchWorkerError
 from headsne_widget.affinity.sparse import knn_gaussian_affinities
 
 
@@ -102,3 +109,62 @@ def test_hidden_partners_of_a_long_text_come_from_the_p_search(monkeypatch):
     searched = partners.hidden_neighbours(X, 5, kept)
     np.testing.assert_array_equal(searched[0], oracle[0])
     np.testing.assert_allclose(searched[1], oracle[1], rtol=1e-6)
+
+
+def _search_workers() -> list[psutil.Process]:
+    """This process's approximate-search worker processes (``python -m headsne_widget.affinity.descent``)."""
+    return [
+        p
+        for p in psutil.Process().children()
+        if p.status() != psutil.STATUS_ZOMBIE and "headsne_widget.affinity.descent" in p.cmdline()
+    ]
+
+
+def _kill_search_workers() -> None:
+    """SIGKILL to each worker, then wait until it is dead (its parent, not this test, reaps it: WNOWAIT)."""
+    for process in _search_workers():
+        process.kill()
+        with contextlib.suppress(ChildProcessError):  # its parent reaped it already: dead
+            os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
+
+
+def test_the_search_runs_in_a_worker_whose_death_never_takes_the_kernel():
+    """pynndescent runs (and compiles) in a worker process, not in the kernel. A worker killed between searches
+    (as the system kills a process out of memory) is replaced by a new one; a worker killed during a search makes
+    that search raise a clear error; the next search works, and gives the same neighbours (it is seeded)."""
+    X = _clusters(3000, 16, seed=4)
+    first = knn.approx_neighbours(X, 20)
+    (worker,) = _search_workers()
+    _kill_search_workers()  # between searches
+    killed: list[int] = []
+
+    def kill_the_search() -> None:
+        killed.extend(p.pid for p in _search_workers())
+        _kill_search_workers()
+
+    threading.Timer(1.0, kill_the_search).start()  # a new worker compiles for 30 s or more before it replies
+    with pytest.raises(SearchWorkerError, match=r"worker process ended \(exit code -9: killed, out of memory\?\)"):
+        knn.approx_neighbours(X, 20)
+    assert killed and worker.pid not in killed, "the dead worker was replaced before the search was sent"
+    again = knn.approx_neighbours(X, 20)
+    np.testing.assert_array_equal(again[0], first[0])
+    np.testing.assert_array_equal(again[1], first[1])
+
+
+def test_prepare_starts_the_worker_only_for_an_approximate_search(monkeypatch):
+    """The widget prepares the search of every text it opens: a worker (compiling pynndescent ahead) starts for a
+    text of APPROX_MIN_POINTS tokens on, none below or with the exact search switched on."""
+    _kill_search_workers()
+    knn.prepare(knn.APPROX_MIN_POINTS - 1)
+    knn.prepare(knn.APPROX_MIN_POINTS, "exact")
+    monkeypatch.setattr(knn.settings, "neighbours", "exact")
+    knn.prepare(10 * knn.APPROX_MIN_POINTS)
+    time.sleep(0.5)
+    assert _search_workers() == []
+    monkeypatch.setattr(knn.settings, "neighbours", "auto")
+    knn.prepare(knn.APPROX_MIN_POINTS)
+    deadline = time.monotonic() + 30
+    while not _search_workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_search_workers()) == 1
+    _kill_search_workers()  # its compile would hold a core through the tests after this one

@@ -14,11 +14,9 @@ The search a call without ``neighbours=`` takes (the widget's hidden mode) is :d
 ``headsne_widget.affinity.neighbours.settings.neighbours = "exact"`` switches every later kNN P to the exact
 search.
 
-pynndescent compiles its numba code on its first call in a process: about 40 s on 2 quiet cores, which numba
-does not cache (its parallel functions). That is about what the exact search takes at 65536 points, so the first
-approximate search of a process costs no more than the exact one there, and every later one a quarter. It is not
-compiled ahead in a background thread: numba's compiler holds the GIL, and a head change at 65536 tokens took
-80 s (the next one 12 s, the machine's load 5-7) while it compiled beside it.
+pynndescent compiles its numba code on its first search in a process (35-45 s on 2 cores; numba cannot cache
+its descent), so the search runs in a worker process of its own (:mod:`.descent`), which :func:`prepare`
+compiles ahead when a text is long enough for the approximate search: the widget calls it on opening one.
 
 Measured (``benchmarks/knn_recall.py``, 2 cores): see docs/long-texts.md for the recall against the exact
 neighbours and the times that set :data:`APPROX_MIN_POINTS`.
@@ -26,11 +24,13 @@ neighbours and the times that set :data:`APPROX_MIN_POINTS`.
 
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+
+from .._parallel import in_shares
+from .neighbour_kernels import squared_distances
 
 __all__ = [
     "APPROX_MIN_POINTS",
@@ -39,6 +39,7 @@ __all__ = [
     "check_neighbours",
     "exact_neighbours",
     "neighbours",
+    "prepare",
     "settings",
 ]
 
@@ -48,10 +49,8 @@ NEIGHBOURS = ("auto", "exact", "approx", "pynndescent")
 #: two took the same time, 2.8 and 3.0 s; at 65536 the exact search 4.3x the approximate; below, the exact search
 #: needs no compilation)
 APPROX_MIN_POINTS = 32768
-_DISTANCE_ROWS = 2048  # rows whose neighbours' distances are computed at once
 #: the search of a call that names none (``neighbours="auto"``): set ``settings.neighbours = "exact"`` to switch
 settings = SimpleNamespace(neighbours="auto")
-_APPROX_LOCK = threading.Lock()  # one approximate search at a time (pynndescent's numba threads)
 
 
 def check_neighbours(neighbours: Any) -> str:
@@ -61,14 +60,27 @@ def check_neighbours(neighbours: Any) -> str:
     return neighbours
 
 
+def _approximate(n: int, k: int, method: str | None) -> bool:
+    """Whether ``method`` (None: ``settings.neighbours``) searches n points' k neighbours approximately."""
+    method = check_neighbours(settings.neighbours if method is None else method)
+    return method != "exact" and (method != "auto" or n >= APPROX_MIN_POINTS) and k < n - 1
+
+
+def prepare(n: int, method: str | None = None) -> None:
+    """Compile the approximate search ahead (in its worker, :mod:`.descent`) where a search of n points by
+    ``method`` would take it; nothing otherwise. Returns at once."""
+    if _approximate(n, 1, method):
+        from .descent import warm_up
+
+        warm_up()
+
+
 def neighbours(X: np.ndarray, k: int, method: str | None = None, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The k nearest neighbours of every row of X (itself excluded) by ``method`` (module doc; None:
     ``settings.neighbours``): (indices (n, k) int64, squared euclidean distances (n, k) float64), nearest first."""
-    method = check_neighbours(settings.neighbours if method is None else method)
-    n = X.shape[0]
-    if method == "exact" or (method == "auto" and n < APPROX_MIN_POINTS) or k >= n - 1:
-        return exact_neighbours(X, k)
-    return approx_neighbours(X, k, seed=seed)
+    if _approximate(X.shape[0], k, method):
+        return approx_neighbours(X, k, seed=seed)
+    return exact_neighbours(X, k)
 
 
 def exact_neighbours(
@@ -97,25 +109,19 @@ def exact_neighbours(
 
 def approx_neighbours(X: np.ndarray, k: int, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """About the k nearest neighbours of every row of X (itself excluded), by nearest-neighbour descent
-    (``pynndescent.NNDescent`` with k + 1 neighbours, openTSNE's trees and iterations for n points), as
-    :func:`exact_neighbours` returns them: the squared distances computed again in float64, nearest first.
-    Where the search did not return a point itself among its k + 1, its farthest is dropped instead; a row it
-    found fewer than k neighbours for is searched exactly."""
-    from pynndescent import NNDescent  # numba: compiled on the first call in a process (module doc)
+    (pynndescent with k + 1 neighbours, openTSNE's trees and iterations for n points, in its worker process:
+    :mod:`.descent`), as :func:`exact_neighbours` returns them: the squared distances computed again in float64,
+    nearest first. Where the search did not return a point itself among its k + 1, its farthest is dropped
+    instead; a row it found fewer than k neighbours for is searched exactly."""
+    from .descent import search
 
     Xc = np.asarray(X, dtype=np.float64)
     Xc = Xc - Xc.mean(axis=0)
     n = Xc.shape[0]
-    with _APPROX_LOCK:
-        index = NNDescent(
-            Xc.astype(np.float32), n_neighbors=k + 1, random_state=seed, low_memory=True, max_candidates=60,
-            n_trees=5 + round(n**0.5 / 20), n_iters=max(5, round(np.log2(n))), compressed=True,
-        )  # fmt: skip
-    found = _without_self(np.asarray(index.neighbor_graph[0], dtype=np.int64), k)
+    graph = search(Xc, k + 1, seed)
+    found = _without_self(graph, k)
     distances = np.empty(found.shape)
-    for lo in range(0, n, _DISTANCE_ROWS):  # (n, k, d) float64 differences a block at a time
-        part = Xc[found[lo : lo + _DISTANCE_ROWS]] - Xc[lo : lo + _DISTANCE_ROWS, None, :]
-        distances[lo : lo + _DISTANCE_ROWS] = np.einsum("ijk,ijk->ij", part, part)
+    in_shares(n, lambda lo, hi: squared_distances(Xc, found, lo, hi, distances))
     order = np.argsort(distances, axis=1, kind="stable")
     found, distances = np.take_along_axis(found, order, axis=1), np.take_along_axis(distances, order, axis=1)
     short = np.flatnonzero((found < 0).any(axis=1))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..affinity.heads import head_features, related_heads
+from ..affinity.neighbours import prepare as prepare_neighbours
 from ..affinity.sources import source
 from ..capture.extraction import Extraction
 from ..capture.scores import SCORES
@@ -248,6 +249,7 @@ class Owner(Results):
         the first run."""
         if not self.take_extraction(ex) or not self.take_colors(ex):
             return
+        prepare_neighbours(ex.n_tokens)  # a long text's hidden mode searches approximately: compiled ahead
         if ex.has_attention:  # the heads' features and map come from each head's attention in the text
             self.features = head_features(ex)  # in the model's default grid, as the head map
             self.update_related()
