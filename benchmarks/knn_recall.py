@@ -7,7 +7,8 @@ tokens' states are those of an n-token capture: the model is causal), and MiniLM
 abstract repeated to 512 tokens (``--minilm``). k = 3 x perplexity (60 for the widget's perplexity 20), as the kNN
 P takes. The searches alternate, ``--repeats`` times each (best and median reported); recall@k is the mean over
 points of |approximate & exact| / k. The first approximate search of a process compiles pynndescent's numba code
-(cold, reported apart, in a fresh process). Each row prints the load average.
+in the process's search worker (affinity/descent.py): cold, reported apart, in a fresh process; here the worker
+is compiled before the timed searches. Each row prints the load average.
 
     python benchmarks/knn_recall.py --sizes 8192 16384 65536 [--layer 1] [--k 60] [--repeats 3] [--minilm]
 """
@@ -95,6 +96,9 @@ def main() -> None:
     parser.add_argument("--minilm", action="store_true", help="also MiniLM's states at 512 tokens")
     args = parser.parse_args()
     print(json.dumps(dict(cold_compile_s=round(cold(args.k), 1), load=round(os.getloadavg()[0], 1))), flush=True)
+    from headsne_widget.affinity.descent import warm_up
+
+    warm_up().join()  # this process's search worker compiled before the timed searches (as the widget does)
     if args.minilm:
         print(json.dumps(compare("MiniLM", minilm_states(args.layer), args.k, args.repeats)), flush=True)
     states = tiny_states(max(args.sizes), args.layer)

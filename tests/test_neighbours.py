@@ -112,11 +112,11 @@ def test_hidden_partners_of_a_long_text_come_from_the_p_search(monkeypatch):
 
 
 def _search_workers() -> list[psutil.Process]:
-    """This process's approximate-search worker processes (``python -m headsne_widget.affinity.descent``)."""
+    """This process's approximate-search worker processes (started by affinity/descent.py)."""
     return [
         p
         for p in psutil.Process().children()
-        if p.status() != psutil.STATUS_ZOMBIE and "headsne_widget.affinity.descent" in p.cmdline()
+        if p.status() != psutil.STATUS_ZOMBIE and any("headsne_widget.affinity.descent" in a for a in p.cmdline())
     ]
 
 
@@ -168,3 +168,20 @@ def test_prepare_starts_the_worker_only_for_an_approximate_search(monkeypatch):
         time.sleep(0.05)
     assert len(_search_workers()) == 1
     _kill_search_workers()  # its compile would hold a core through the tests after this one
+
+
+def test_the_widget_prepares_the_search_when_it_opens_a_long_text(monkeypatch, make, abstract_ex):
+    """A widget opening a text of APPROX_MIN_POINTS tokens or more starts the worker (its first hidden click then
+    finds pynndescent compiled); one on a shorter text does not."""
+    _kill_search_workers()
+    monkeypatch.setattr(knn, "APPROX_MIN_POINTS", abstract_ex.n_tokens + 1)
+    make(abstract_ex, autostart=False)
+    time.sleep(0.5)
+    assert _search_workers() == []
+    monkeypatch.setattr(knn, "APPROX_MIN_POINTS", abstract_ex.n_tokens)
+    make(abstract_ex, autostart=False)
+    deadline = time.monotonic() + 30
+    while not _search_workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_search_workers()) == 1
+    _kill_search_workers()

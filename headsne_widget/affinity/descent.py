@@ -4,7 +4,7 @@
 pynndescent compiles its numba code on its first search in a process: 35-45 s on 2 cores, for every new
 kernel, since numba cannot cache its descent (it calls the distance through a dynamic global). Compiled in a
 thread of the kernel, it held the GIL and a head change beside it took 80 s instead of 12. So the search runs
-in one worker process (``python -m headsne_widget.affinity.descent``, started on first use, kept for the
+in one worker process (:func:`serve`, started on first use with this process's interpreter, kept for the
 session), and :func:`warm_up` compiles it there ahead of the first search: the widget calls it when it
 opens a text long enough for the approximate search, and the compile then takes a core of the machine for
 about 40 s, never this process's GIL. A search asked for while it compiles waits for the compile.
@@ -34,6 +34,12 @@ __all__ = ["SearchWorkerError", "descend", "search", "warm_up"]
 MAX_CANDIDATES = 40
 _WARM_POINTS = 3000  # a search this size compiles everything a large one runs (measured: the next is warm)
 _LOCK = threading.Lock()  # one request at a time on the worker's pipes
+#: the worker's start: this package from where this process has it (added to the path only if missing there,
+#: so that no installed directory moves ahead of the standard library), then :func:`serve`
+_BOOT = (
+    "import sys; root = sys.argv[1]; root in sys.path or sys.path.insert(0, root); "
+    "from headsne_widget.affinity.descent import serve; serve()"
+)
 
 
 class SearchWorkerError(RuntimeError):
@@ -62,10 +68,8 @@ class _Worker:
 
     def __init__(self) -> None:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "headsne_widget.affinity.descent"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+            [sys.executable, "-c", _BOOT, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )  # fmt: skip
 
     def ask(self, request: dict[str, Any]) -> Any:
@@ -163,7 +167,12 @@ def main(stdin: BinaryIO, stdout: BinaryIO) -> None:
         stdout.flush()
 
 
-if __name__ == "__main__":
-    replies = os.fdopen(os.dup(1), "wb")  # the replies' pipe; anything printed goes to stderr
+def serve() -> None:
+    """The worker process: :func:`main` on stdin and the original stdout; anything printed goes to stderr."""
+    replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     main(sys.stdin.buffer, replies)
+
+
+if __name__ == "__main__":
+    serve()
