@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
@@ -80,7 +81,7 @@ class _Worker:
             pickle.dump(request, stdin, protocol=pickle.HIGHEST_PROTOCOL)
             stdin.flush()
             status, value = pickle.load(stdout)
-        except (BrokenPipeError, EOFError, pickle.UnpicklingError) as err:
+        except (OSError, EOFError, pickle.UnpicklingError) as err:  # a broken or closed pipe, a cut reply
             code = self.process.wait()
             raise SearchWorkerError(
                 f"the approximate neighbour search's worker process ended (exit code {code}"
@@ -92,12 +93,9 @@ class _Worker:
         return value
 
     def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()  # the worker ends at the end of its input
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        """End the worker now (at exit: it holds nothing to keep, and a compile would go on for 30 s or more)."""
+        self.process.kill()
+        self.process.wait()
 
 
 _worker: _Worker | None = None
@@ -168,7 +166,9 @@ def main(stdin: BinaryIO, stdout: BinaryIO) -> None:
 
 
 def serve() -> None:
-    """The worker process: :func:`main` on stdin and the original stdout; anything printed goes to stderr."""
+    """The worker process: :func:`main` on stdin and the original stdout; anything printed goes to stderr. Ctrl-C
+    in a terminal reaches the whole process group: the kernel's to handle, not the worker's."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     main(sys.stdin.buffer, replies)
