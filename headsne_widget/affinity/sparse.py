@@ -198,7 +198,9 @@ def knn_gaussian_affinities(
 
     ``max_entries`` (e.g. ``budget.entries_within()``) bounds the n x k neighbour entries: k is lowered to
     ``max_entries // n`` where it is more, and the perplexity to k / 3 with it (``MemoryBudgetError`` when not
-    even one neighbour a point fits). The returned matrix says what was used: ``P.perplexity`` and ``P.k``.
+    even one neighbour a point fits). The returned matrix says what was used: ``P.perplexity`` and ``P.k``, and
+    keeps the search's result, ``P.neighbours``: (indices (n, k) int64, squared distances (n, k) float64 in X's
+    units), nearest first (the widget's hover partners take theirs from it rather than search again).
 
     ``neighbours``: the search, ``"auto"``, ``"exact"`` or ``"approx"`` (pynndescent; :mod:`.neighbours`), None
     for ``neighbours.settings.neighbours`` ("auto": approximate from ``APPROX_MIN_POINTS`` points on).
@@ -232,6 +234,7 @@ def knn_gaussian_affinities(
     conditional = sp.csr_matrix((C.ravel(), columns.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
     P = _symmetric_P(conditional, dtype)
     P.perplexity, P.k = float(perplexity), k  # type: ignore[attr-defined]
+    P.neighbours = (indices, D * scale**2 if scale > 0 else D)  # type: ignore[attr-defined]
     return P
 
 

@@ -16,6 +16,9 @@ import numpy as np
 
 from ..affinity.neighbours import APPROX_MIN_POINTS
 
+#: a kNN P's own search among its points (``P.neighbours``): (indices (m, k), squared distances (m, k)), nearest first
+Searched = tuple[np.ndarray, np.ndarray]
+
 __all__ = ["attention_partners", "head_partners", "hidden_neighbours", "partner_traits", "top_edges"]
 
 _BLOCK = 1024  # rows per block: bounds the temporary to _BLOCK x n floats
@@ -100,10 +103,14 @@ def attention_partners(
     return to, by
 
 
-def hidden_neighbours(X: np.ndarray, k: int, kept: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def hidden_neighbours(
+    X: np.ndarray, k: int, kept: np.ndarray | None = None, searched: Searched | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Each token's k nearest neighbours in hidden space X (n, d), by Euclidean distance, nearest first.
 
-    Weights are ``1 / (1 + d^2 / median d^2)``, in (0, 1], so they read like attention weights.
+    Weights are ``1 / (1 + d^2 / median d^2)``, in (0, 1], so they read like attention weights. ``searched``: the
+    neighbours a long text's kNN P found among the ``kept`` tokens (``P.neighbours``), taken instead of a second
+    search where they hold at least k a token.
     """
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
@@ -113,8 +120,10 @@ def hidden_neighbours(X: np.ndarray, k: int, kept: np.ndarray | None = None) -> 
         return np.maximum(sq[rows, None] + sq[None, :] - 2.0 * X[rows] @ X.T, 0.0)
 
     partner = _partner_mask(n, kept)
+    if searched is not None and not np.array_equal(np.arange(n) if kept is None else kept, np.flatnonzero(partner)):
+        searched = None  # the P's rows are the kept tokens in their order: only increasing ones are the partners'
     if partner.sum() >= APPROX_MIN_POINTS:  # a long text: the P's own search (approximate unless switched off)
-        indices, dist2 = _searched(X, k, partner, d2)
+        indices, dist2 = _searched(X, k, partner, d2, searched)
     else:
         indices, neg = _blocked(lambda rows: -d2(rows), n, k, partner)
         dist2 = -neg.astype(np.float64)
@@ -123,15 +132,21 @@ def hidden_neighbours(X: np.ndarray, k: int, kept: np.ndarray | None = None) -> 
     return indices, weights.astype(np.float32)
 
 
-def _searched(X: np.ndarray, k: int, partner: np.ndarray, d2: Any) -> tuple[np.ndarray, np.ndarray]:
+def _searched(
+    X: np.ndarray, k: int, partner: np.ndarray, d2: Any, searched: Searched | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The partners of a long text's tokens by :func:`~headsne_widget.affinity.neighbours.neighbours` among the
-    ``partner`` tokens (as hidden mode's P finds its neighbours), and of the others (few: the excluded ones) by
-    the blocked search short texts take: (indices int32, squared distances)."""
+    ``partner`` tokens (as hidden mode's P finds its neighbours; ``searched``, the P's own result, where it holds
+    them), and of the others (few: the excluded ones) by the blocked search short texts take: (indices int32,
+    squared distances)."""
     from ..affinity.neighbours import neighbours
 
     among = np.flatnonzero(partner)
     k = max(0, min(int(k), len(among) - 1))
-    found, distances = neighbours(X[among], k)
+    if searched is not None and searched[0].shape[0] == len(among) and searched[0].shape[1] >= k:
+        found, distances = searched[0][:, :k], searched[1][:, :k]  # the P's search, nearest first
+    else:
+        found, distances = neighbours(X[among], k)
     indices = np.zeros((X.shape[0], k), dtype=np.int32)
     dist2 = np.zeros((X.shape[0], k))
     indices[among], dist2[among] = among[found], distances
@@ -142,9 +157,12 @@ def _searched(X: np.ndarray, k: int, partner: np.ndarray, d2: Any) -> tuple[np.n
     return indices, dist2
 
 
-def partner_traits(A: np.ndarray | None, X: np.ndarray | None, k: int, kept: np.ndarray) -> dict[str, Any]:
+def partner_traits(
+    A: np.ndarray | None, X: np.ndarray | None, k: int, kept: np.ndarray, searched: Searched | None = None
+) -> dict[str, Any]:
     """The widget's partner traits ``edges``, ``attends_to``, ``attended_by`` (each ``{"indices", "weights"}`` or
-    None): from a head's attention A, or (A None) nearest neighbours in hidden space X."""
+    None): from a head's attention A, or (A None) nearest neighbours in hidden space X (``searched``: the kNN
+    P's own search, :func:`hidden_neighbours`)."""
 
     def pack(pair: tuple[np.ndarray, np.ndarray]) -> dict[str, np.ndarray]:
         return {"indices": pair[0], "weights": pair[1]}
@@ -152,6 +170,6 @@ def partner_traits(A: np.ndarray | None, X: np.ndarray | None, k: int, kept: np.
     if A is None:
         if X is None:
             raise ValueError("partner_traits needs a head's attention A or hidden states X")
-        return {"edges": pack(hidden_neighbours(X, k, kept)), "attends_to": None, "attended_by": None}
+        return {"edges": pack(hidden_neighbours(X, k, kept, searched)), "attends_to": None, "attended_by": None}
     to, by, edges = head_partners(A, k, kept)
     return {"edges": pack(edges), "attends_to": pack(to), "attended_by": pack(by)}

@@ -93,12 +93,12 @@ def run_job(
                                   len(record.kl_history), done=False))  # fmt: skip
                 if not at_once:  # a long text: the partners once the first frame is out
                     at_once = True
-                    _partners_now(job, ex, request, sel.kept, workspace, rows, sparse=sparse)
+                    _partners_now(job, ex, request, sel.kept, workspace, rows, sparse=sparse, P=sel.P)
         if last is None:
             raise RuntimeError("the optimisation reported no frame")
         job.emit(RunFrame(request.run_id, last.iteration, last.kl, last.embedding, len(record.kl_history), done=True))
         if not at_once:
-            _partners_now(job, ex, request, sel.kept, workspace, rows, sparse=sparse)
+            _partners_now(job, ex, request, sel.kept, workspace, rows, sparse=sparse, P=sel.P)
         if len(sel.kept) <= BEST_CHECK_MAX_TOKENS and last.kl is not None:
             _best_of(job, sel.P, request, last.kl)
 
@@ -120,14 +120,16 @@ def _best_of(job: Job, P: np.ndarray, request: RunRequest, kl: float) -> None:
 
 def _partners_now(
     job: Job, ex: Any, request: RunRequest, kept: np.ndarray, workspace: Workspace, rows: RowsHold | None = None,
-    *, sparse: bool,
+    *, sparse: bool, P: Any = None,
 ) -> None:  # fmt: skip
     """The partners of a long text's run, after its first frame: a sparse run's from the head's ``rows``
-    (computed again when None), a dense head's recomputed into a lease, a source of points' neighbours."""
+    (computed again when None), a dense head's recomputed into a lease, a source of points' neighbours (from
+    the run's kNN ``P``'s own search where it kept one)."""
     key, src = request.key, source(request.key.mode)
     if sparse or not isinstance(src, HeadMatrixSource):
         held = None if rows is None else rows.rows
-        traits = selection_partners(ex, key, request.edge_k, kept, rows=held, sparse=sparse)
+        searched = getattr(P, "neighbours", None)
+        traits = selection_partners(ex, key, request.edge_k, kept, rows=held, sparse=sparse, searched=searched)
         if rows is not None:
             rows.release()  # P stays; the rows are not needed any more
         job.emit(Partners(request.run_id, traits))

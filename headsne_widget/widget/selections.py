@@ -28,7 +28,7 @@ from ..affinity.spec import checked_spec, kept_count
 from ..budget import entries_within
 from ..errors import MemoryBudgetError
 from .jobs import Job, Progress
-from .partners import partner_traits
+from .partners import Searched, partner_traits
 from .workspace import Lease, OwnArray, Workspace
 
 __all__ = ["SPARSE_MASS", "Hold", "RowsHold", "SelectionKey", "build_selection", "is_sparse", "selection_partners"]
@@ -151,16 +151,16 @@ def _held(job: Job, lock: Any) -> Iterator[None]:
 
 def selection_partners(
     ex: Any, key: SelectionKey, k: int, kept: np.ndarray, *, matrix: np.ndarray | None = None, rows: Any = None,
-    sparse: bool | None = None,
+    sparse: bool | None = None, searched: Searched | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The partner traits of a selection, per token (``kept`` lists a query-key selection's tokens twice): a head
     source's from its dense ``matrix`` or sparse ``rows`` (computed when neither is given), a source of points'
-    nearest neighbours in its space. ``sparse``: whether the run's P was sparse (None: the builder's rule by
-    length, for a selection not built yet)."""
+    nearest neighbours in its space (``searched``: its kNN P's own search, not done again). ``sparse``: whether
+    the run's P was sparse (None: the builder's rule by length, for a selection not built yet)."""
     src = source(key.mode)
     tokens = kept[: len(kept) // src.points_per_token]
     if isinstance(src, PointSource):
-        return partner_traits(None, src.space(ex, key.layer, key.head), k, tokens)
+        return partner_traits(None, src.space(ex, key.layer, key.head), k, tokens, searched)
     assert isinstance(src, HeadMatrixSource)
     if sparse is None:
         sparse = is_sparse(ex, key)
