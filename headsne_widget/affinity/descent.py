@@ -127,9 +127,12 @@ def search(X: np.ndarray, n_neighbors: int, seed: int = 0) -> np.ndarray:
 
 def warm_up() -> threading.Thread:
     """Start the worker and compile pynndescent in it, in a daemon thread that waits on its reply (returned:
-    ``join()`` it to wait); a search asked for meanwhile waits for the compile."""
+    ``join()`` it to wait); a search asked for meanwhile waits for the compile. Nothing where a worker is alive:
+    every worker starts with a request, which compiles it."""
 
     def compile_ahead() -> None:
+        if _worker is not None and _worker.process.poll() is None:
+            return  # a live worker compiled (or is compiling) for the request that started it
         try:
             search(_warm_points(), 16)
         except RuntimeError:

@@ -234,7 +234,9 @@ def knn_gaussian_affinities(
     conditional = sp.csr_matrix((C.ravel(), columns.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
     P = _symmetric_P(conditional, dtype)
     P.perplexity, P.k = float(perplexity), k  # type: ignore[attr-defined]
-    P.neighbours = (indices, D * scale**2 if scale > 0 else D)  # type: ignore[attr-defined]
+    if scale > 0:
+        D *= scale**2  # back in X's units (the Gaussians above are done with D)
+    P.neighbours = (indices, D)  # type: ignore[attr-defined]
     return P
 
 
