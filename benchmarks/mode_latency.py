@@ -3,7 +3,7 @@
 1. **Clicks.** One widget, made inside a running asyncio event loop as in a kernel (its comm timestamps what it
    would publish, as ``widget_latency.py``'s does), on an extraction that holds its components (``extract(...,
    components=True)``). Each selection (layer, head) is clicked once per mode, the modes in turn (interleaved:
-   attention, norm, head-output, attention, ...), one browser message setting mode, layer and head; the time to
+   attention, norm, head-output, hidden, attention, ...), one browser message setting mode, layer and head; the time to
    the first frame message of that run is recorded per mode. A selection's first click in a mode needing the
    trace's per-layer arrays (norm, head-output) includes computing them for that layer (value norms, head
    outputs: kept afterwards); the table gives the median and best over the selections, and the ratio of each
@@ -38,6 +38,20 @@ click: norm                 10.6 ms, 0.83x                    1.23 s, 0.38x
 click: head-output          34.9 ms, 2.72x                    1.78 s, 0.55x
 ==========================  ================================  =====================================
 
+The exact Gaussians compiled further (each row's search starting from its predecessor's precision, the distances
+and P's symmetrisation in compiled passes, P written once in float32) and a source of points' partners after
+the first frame: 512 tokens, ``--repeats 0``, this tree alternating with a worktree of 93384a5, 3 rounds, load
+1.1-1.9, medians of 12 clicks (ms):
+
+===========  =====================  =====================
+             before (93384a5)       after
+===========  =====================  =====================
+attention    11.8, 13.6, 9.8        14.2, 8.6, 10.2
+head-output  32.3, 39.0, 32.2       20.6, 17.8, 18.7
+  / attention  2.74x, 2.85x, 3.29x  1.45x, 2.07x, 1.83x
+hidden       44.7, 49.6, 40.7       24.9, 20.0, 22.5
+===========  =====================  =====================
+
 The 512-token clicks and captures are after the compiled perplexity search (bea3fa2) and the matrix-product
 rebuild of the queries and keys (e858a8d); before them, under load 5, head-output took 154 ms (7.4x attention's)
 and a components capture 3.8x a plain one. At 512 the Gaussians' perplexity search (10-20 ms) is what a
@@ -68,7 +82,7 @@ from headsne_widget.embedding.background import start_warmup
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.headsne import HeadSNE
 
-MODES = ("attention", "norm", "head-output")
+MODES = ("attention", "norm", "head-output", "hidden")
 
 
 async def clicks(ex: Any, selections: int, n_iter: int) -> dict[str, list[float]]:

@@ -151,6 +151,44 @@ def test_each_point_reaches_the_perplexity(perplexity):
     np.testing.assert_allclose(np.exp(_entropy(conditional_P)), perplexity, rtol=1e-4)
 
 
+def test_a_row_after_an_unreachable_one_still_reaches_the_perplexity():
+    """Each row's search starts from its predecessor's precision, unless that row did not converge: 12 copies of
+    one point cannot reach a perplexity of 4 (their entropy stays above log 12), and their precision doubles
+    at every step to 2^100, from which the next rows would need 100 halvings."""
+    rng = np.random.default_rng(5)
+    X = np.concatenate([np.full((12, 4), 50.0), rng.normal(size=(60, 4))])  # far: no other point's nearest
+    conditional_P = binary_search_perplexity(squared_distances(X), 4.0)
+    np.testing.assert_allclose(np.exp(_entropy(conditional_P[12:])), 4.0, rtol=1e-4)
+
+
+def test_gaussian_P_does_not_depend_on_the_threads():
+    """The search's chains of rows restart at fixed rows, so that the pool's shares and one thread give the same
+    bits (the same seed, the same map, on any machine)."""
+    from headsne_widget import _parallel
+
+    X = np.random.default_rng(9).normal(size=(700, 12))
+    shared = gaussian_affinities(X, 15.0)
+    try:
+        _parallel.set_spare_cores(_parallel.cores())  # one thread: every row in this thread, in order
+        alone = gaussian_affinities(X, 15.0)
+    finally:
+        _parallel.set_spare_cores(None)
+    np.testing.assert_array_equal(alone, shared)
+
+
+def test_gaussian_P_into_out_in_float32():
+    X = np.random.default_rng(2).normal(size=(90, 5))
+    expected = gaussian_affinities(X, 10.0)
+    out = np.full((90, 90), np.nan, dtype=np.float32)
+    P = gaussian_affinities(X, 10.0, dtype=np.float32, out=out)
+    assert P is out
+    np.testing.assert_array_equal(out, expected.astype(np.float32))  # rounded once from the float64 P
+    with pytest.raises(ValueError, match="C-contiguous float32"):
+        gaussian_affinities(X, 10.0, dtype=np.float32, out=np.empty((90, 90)))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        gaussian_affinities(X, 10.0, dtype=np.int32)
+
+
 def test_far_apart_points_do_not_underflow():
     # Squared distances ~1e6: exp(-beta d) underflows to 0 at the starting beta = 1; the search must recover.
     X = np.random.default_rng(3).normal(size=(40, 2)) * 1e3

@@ -397,6 +397,31 @@ def test_long_texts_publish_partners_after_the_first_frame(make, ex, monkeypatch
         np.testing.assert_array_equal(getattr(w, name)["weights"], expected[name][1])
 
 
+def test_a_short_texts_hidden_run_publishes_its_partners_after_the_first_frame(make, ex):
+    """A source of points' partners (nearest neighbours in its space) come after the run's first frame, which
+    their search would delay: the old ones cleared at the click, the new ones the exact nearest neighbours."""
+    from scipy.spatial.distance import cdist
+
+    w, c = make(ex, n_iter=30, speed=0.0, edge_k=3)
+    w.wait(10)
+    wait_until(lambda: w.edges is not None, 10, "the attention run's partners")
+    w.mode, w.layer = "hidden", 1
+    w.wait(10)
+    wait_until(lambda: w.edges is not None, 10, "the hidden run's partners")
+    states = c.states()
+    click = max(i for i, s in enumerate(states) if s.get("mode") == "hidden")
+    after = list(enumerate(states))[click:]
+    cleared = min(i for i, s in after if "edges" in s and s["edges"] is None)
+    first_frame = min(i for i, s in after if s.get("frame") is not None)
+    published = min(i for i, s in after if s.get("edges") is not None)
+    assert cleared < first_frame < published  # cleared at the click, the new ones after the first frame
+    kept = np.asarray(w.kept)
+    d2 = cdist(ex.hidden_states[2], ex.hidden_states[2][kept], "sqeuclidean")  # the output of layer 1
+    d2[kept, np.arange(len(kept))] = np.inf  # not its own partner
+    expected = kept[np.argsort(d2, axis=1, kind="stable")[:, :3]]
+    np.testing.assert_array_equal(w.edges["indices"], expected)
+
+
 def test_wait_waits_for_the_run_of_the_current_settings(make, ex, monkeypatch):
     """``wait()`` after a change waits for the run of the new settings (its P slow to build), never returns
     the previous run's KL."""

@@ -192,7 +192,12 @@ def _captured_head(A: object) -> tuple[np.ndarray, float] | None:
 
 
 def gaussian_affinities(
-    X: ArrayLike, perplexity: float = 20.0, *, check: Callable[[], None] | None = None
+    X: ArrayLike,
+    perplexity: float = 20.0,
+    *,
+    check: Callable[[], None] | None = None,
+    dtype: DTypeLike = np.float64,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """P of standard exact t-SNE for points X (n, d): ``p_ij = (p_{j|i} + p_{i|j}) / 2n``.
 
@@ -200,7 +205,8 @@ def gaussian_affinities(
     perplexity of row i equals ``perplexity`` (the effective number of neighbours). Matches
     ``sklearn.manifold._t_sne._joint_probabilities`` on squared euclidean distances. ``check()`` is called at
     each step of the search (a widget's cancel point: the search over n x n distances takes seconds at 2048
-    points) and may raise to stop it.
+    points) and may raise to stop it. P is computed in float64 and rounded once to ``dtype`` (float32 or
+    float64), written into ``out`` when given (a C-contiguous (n, n) array of that dtype).
     """
     X = np.asarray(X)
     if X.ndim != 2:
@@ -210,10 +216,25 @@ def gaussian_affinities(
     if n < 2:
         raise ValueError(f"X must have at least 2 points, got {n}")
     perplexity = _check_perplexity(perplexity, n)
+    P = _output(out, dtype, n)
     X = _distance_scaled(X)
     conditional_P = binary_search_perplexity(squared_distances(X), perplexity, check=check)
-    P = conditional_P + conditional_P.T
-    return P / max(P.sum(), MACHINE_EPSILON)
+    from .matrix_kernels import symmetrise
+
+    symmetrise(conditional_P, max(2.0 * float(conditional_P.sum()), MACHINE_EPSILON), P)
+    return P
+
+
+def _output(out: np.ndarray | None, dtype: DTypeLike, n: int) -> np.ndarray:
+    """The (n, n) array P is written into: ``out`` when it fits, else a new one of ``dtype``."""
+    out_dtype = np.dtype(dtype)
+    if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be float32 or float64, got {out_dtype}")
+    if out is None:
+        return np.empty((n, n), dtype=out_dtype)
+    if not (isinstance(out, np.ndarray) and out.shape == (n, n) and out.dtype == out_dtype and out.flags.c_contiguous):
+        raise ValueError(f"out must be a C-contiguous {out_dtype} array of shape {(n, n)}")
+    return out
 
 
 def _power_of_two_scaled(A: np.ndarray) -> np.ndarray:
@@ -246,12 +267,18 @@ def _distance_scaled(X: np.ndarray) -> np.ndarray:
 
 
 def squared_distances(X: np.ndarray) -> np.ndarray:
-    """Squared euclidean distances between the rows of X, exactly symmetric with a zero diagonal."""
+    """Squared euclidean distances between the rows of X, exactly symmetric with a zero diagonal: the expansion
+    ``|x|^2 + |y|^2 - 2 x.y`` from BLAS's product, floored at 0 (it can go slightly negative by rounding), then
+    ``(D + D^T) / 2`` with a zero diagonal, each a compiled pass (:mod:`.matrix_kernels`)."""
+    from .._parallel import in_shares
+    from .matrix_kernels import gram_to_squared_distances, symmetrise
+
     sq_norms = np.einsum("ij,ij->i", X, X)
-    D = sq_norms[:, None] + sq_norms[None, :] - 2.0 * (X @ X.T)
-    np.maximum(D, 0.0, out=D)  # the expansion can go slightly negative by rounding
-    D = (D + D.T) / 2.0
-    np.fill_diagonal(D, 0.0)
+    G = X @ X.T
+    n = G.shape[0]
+    in_shares(n, lambda lo, hi: gram_to_squared_distances(G, sq_norms, lo, hi), count=max(1, min(16, n // 256)))
+    D = np.empty_like(G)
+    symmetrise(G, 2.0, D)
     return D
 
 

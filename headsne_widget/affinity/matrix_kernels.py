@@ -246,3 +246,16 @@ def partners(A, partner, weights, indices, tile=TILE):  # pragma: no cover - com
                     _offer(weights[0, i], indices[0, i], a, j)
                     _offer(weights[1, i], indices[1, i], b, j)
                     _offer(weights[2, i], indices[2, i], max(a, b), j)
+
+
+@njit(cache=True, nogil=True)
+def gram_to_squared_distances(G, sq, lo, hi):  # pragma: no cover - compiled
+    """Rows lo .. hi - 1 of a Gram matrix ``G = X X^T`` turned in place into ``max(|x_i|^2 + |x_j|^2 - 2 x_i.x_j,
+    0)`` (``sq``: the squared norms): the expansion's three n x n numpy passes and their temporaries in one
+    contiguous pass (at 2048 points, 129 ms for numpy's whole ``squared_distances``)."""
+    n = G.shape[1]
+    for i in range(lo, hi):
+        row, s = G[i], sq[i]
+        for j in range(n):
+            v = s + sq[j] - 2.0 * row[j]
+            row[j] = v if v > 0.0 else 0.0

@@ -17,7 +17,8 @@ PERPLEXITY_TOLERANCE = 1e-5
 N_STEPS = 100
 #: what a row's sum of Gaussians becomes when it underflows to 0
 EPSILON_DBL = 1e-8
-#: rows a share of the search holds at least (a share is a cancel point: about 10 ms at 2048 points)
+#: rows a share of the search holds at least (a share is a cancel point: about 10 ms at 2048 points), and a chain
+#: of rows each starting from its predecessor's precision (:mod:`.perplexity_kernels`)
 ROWS_A_SHARE = 64
 
 
@@ -38,7 +39,7 @@ def conditional_gaussians(
     def part(lo: int, hi: int) -> None:
         if check is not None:
             check()
-        search_rows(D, skip, lo, hi, target, PERPLEXITY_TOLERANCE, N_STEPS, EPSILON_DBL, out)
+        search_rows(D, skip, lo, hi, target, PERPLEXITY_TOLERANCE, N_STEPS, EPSILON_DBL, ROWS_A_SHARE, out)
 
-    in_shares(m, part, count=max(1, min(64, m // ROWS_A_SHARE)))
+    in_shares(m, part, count=max(1, min(64, m // ROWS_A_SHARE)), multiple=ROWS_A_SHARE)
     return out

@@ -30,7 +30,7 @@ class RunStarted:
     run_id: int
     kept: np.ndarray
     note: str
-    partners_later: bool  # a long text: the partners come after the first frame (the old ones go now)
+    partners_later: bool  # the partners come after the first frame (the old ones go now): runs.run_job's rule
     sparse: bool = False  # P was built sparse (the partners of a new edge_k come from the rows again)
 
 

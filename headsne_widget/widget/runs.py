@@ -2,8 +2,10 @@
 
 :func:`run_job` builds P (:mod:`.selections`; or takes the P built while the pointer rested on the head), hands
 the owner the tokens P covers, then streams frames paced by :mod:`.pacing`, the exact KL at most every
-``KL_EVERY`` iterations. Each partner ranking (the hover lines) comes with the start on short texts and after
-the first frame on long ones. A finished run on up to ``BEST_CHECK_MAX_TOKENS`` tokens goes on with ``BEST_OF``
+``KL_EVERY`` iterations. Each partner ranking (the hover lines) comes with the start where it is a head's matrix
+on a short text (its rows, at hand), and after the first frame otherwise: on long texts, and for a source of
+points, whose nearest-neighbour search (5-6 ms at 512 tokens, a fifth of a head-output click) the first frame
+need not wait for. A finished run on up to ``BEST_CHECK_MAX_TOKENS`` tokens goes on with ``BEST_OF``
 restarts of other seeds, whose best KL tells whether the map on screen is a good one. Every step is a cancel
 point (:class:`~headsne_widget.widget.jobs.Job`); the leases are given back when the job ends.
 """
@@ -78,7 +80,9 @@ def run_job(
             held.callback(M_lease.release)  # (released below once the partners are out; a cancel may come first)
         rows = hold if isinstance(hold, RowsHold) else None  # a sparse run's head, until its partners are out
         sparse = scipy.sparse.issparse(sel.P)
-        at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX and not sparse
+        at_once = (
+            len(sel.kept) <= PARTNERS_AT_ONCE_MAX and not sparse and isinstance(source(key.mode), HeadMatrixSource)
+        )
         job.emit(RunStarted(request.run_id, sel.kept, sel.note, partners_later=not at_once, sparse=sparse))
         if at_once:
             matrix = None if M_lease is None else M_lease.array((ex.n_tokens, ex.n_tokens))

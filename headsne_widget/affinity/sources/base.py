@@ -185,15 +185,13 @@ class PointSource(PSource):
 
         used, note = effective_perplexity(spec.perplexity, len(spec.kept))
         X = np.asarray(self.space(ex, spec.layer, spec.head), dtype=np.float64)[spec.kept]
-        P = gaussian_affinities(X, perplexity=used, check=check).astype(dtype, copy=False)
-        if out is not None:
-            np.copyto(out, P)
-            P = out
+        P = gaussian_affinities(X, perplexity=used, check=check, dtype=dtype, out=out)
         return Built(P, spec.kept, used, note)
 
     def dense_bytes(self, n: int, points: int, itemsize: int) -> int:
-        """P and the exact Gaussians' float64 temporaries (distances, conditional P, its symmetric sum)."""
-        return points * points * (itemsize + 3 * 8)
+        """P and the exact Gaussians' two float64 temporaries (the Gram matrix then the distances, and the
+        conditional P)."""
+        return points * points * (itemsize + 2 * 8)
 
     def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
         """The k-nearest-neighbour P (k = 3 x perplexity); the perplexity is lowered where the m x k neighbours
