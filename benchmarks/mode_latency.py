@@ -52,6 +52,21 @@ head-output  32.3, 39.0, 32.2       20.6, 17.8, 18.7
 hidden       44.7, 49.6, 40.7       24.9, 20.0, 22.5
 ===========  =====================  =====================
 
+A components capture then leaves the queries' and keys' rebuild (each token's float64 projections, RoPE's fit
+and its checks: ``capture.qk_trace``) to the first attribution of each layer, and places norms and value biases
+with fewer passes: 512 tokens, ``--selections 1 --repeats 5``, alternating with the worktree of 93384a5, 3 rounds,
+load 1.6-1.9 (medians of 5, ms):
+
+==========================  ==========================  ==========================
+                            before (93384a5)            after
+==========================  ==========================  ==========================
+plain capture               363, 371, 414               343, 290, 392
+components capture          885, 899, 907               470, 359, 509
+components / plain          2.44x, 2.43x, 2.19x         1.37x, 1.24x, 1.30x
+==========================  ==========================  ==========================
+
+The first ``score_attribution`` of a layer then takes 27-37 ms (the rebuild) against 6-7 ms; later ones 4-7 ms.
+
 The 512-token clicks and captures are after the compiled perplexity search (bea3fa2) and the matrix-product
 rebuild of the queries and keys (e858a8d); before them, under load 5, head-output took 154 ms (7.4x attention's)
 and a components capture 3.8x a plain one. At 512 the Gaussians' perplexity search (10-20 ms) is what a
@@ -152,7 +167,7 @@ def main() -> None:
         ex = extract(text, model, max_tokens=args.tokens, components=True, progress=False)
     if capture is not None:
         print("capture (extract), plain against components=True, interleaved:")
-        table(capture, "plain", 1.0, "s ")
+        table(capture, "plain", 1e3, "ms")
     times = asyncio.run(clicks(ex, args.selections, args.n_iter))
     print("click (mode, layer, head in one browser message) to the first frame message, modes interleaved:")
     table(times, "attention", 1e3, "ms")

@@ -87,6 +87,7 @@ def layer_qk(trace: Trace, layer: int) -> QKTrace:
     qk = trace.layers[layer].qk
     if qk is None:
         raise UnsupportedAttentionError(f"{trace.model_name}: layer {layer}'s queries and keys were not traced")
+    qk = qk.rebuilt()
     if qk.error:
         raise UnsupportedAttentionError(f"{qk.error}; its attention scores cannot be attributed exactly")
     return qk

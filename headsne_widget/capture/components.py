@@ -355,7 +355,7 @@ def _layer_end(recorder: _Recorder, index: int) -> Any:
         if x_out is None or recorder.x_in is None:
             raise UnsupportedAttentionError(f"{recorder.name}: layer {index} returned no hidden states")
         trace = layer_trace(recorder.events, recorder.x_in, x_out[0].detach().clone(), recorder.name)
-        trace.qk = find_qk(recorder.events, recorder.x_in, recorder.name)
+        trace.qk = find_qk(recorder.events, recorder.x_in, recorder.name, trace)
         for name in ("x_in", "x_out", "context", "values", "attn_out", "mlp_out"):  # off an accelerator's memory
             setattr(trace, name, getattr(trace, name).to("cpu"))
         recorder.traces.append(trace)

@@ -159,20 +159,28 @@ def _value_bias(values: torch.Tensor, before: list[tuple]) -> np.ndarray | None:
     h_kv, _, d_h = values.shape
     if not biased:
         return np.zeros((h_kv, d_h))
-    columns: dict[bytes, float] = {}
-    for module, out in biased:
-        bits, bias = _bits(out.reshape(-1, out.shape[-1])), _bias(module, out.shape[-1])
-        for c in range(bits.shape[1]):
-            columns.setdefault(bits[:, c].tobytes(), float(bias[c]))
-    found = np.zeros((h_kv, d_h))
-    value_bits = _bits(values)
-    for kv in range(h_kv):
-        for j in range(d_h):
-            key = value_bits[kv, :, j].tobytes()
-            if key not in columns:
-                return None
-            found[kv, j] = columns[key]
-    return found
+    outputs = [(_bits(out.reshape(-1, out.shape[-1])), _bias(module, out.shape[-1])) for module, out in biased]
+    first: dict[bytes, list[tuple[int, int]]] = {}  # a column's first row's bits -> (output, column), in order
+    for index, (bits, _) in enumerate(outputs):
+        for c, key in enumerate(bits[0]):
+            first.setdefault(key.tobytes(), []).append((index, c))
+    V = _bits(values).transpose(1, 0, 2).reshape(values.shape[1], -1)  # (n, H_kv d_h): a value per column
+    candidates = [first.get(key.tobytes(), []) for key in V[0]]
+    if not all(candidates):
+        return None
+    pick = np.array([c[0] for c in candidates], dtype=np.int64)  # each column's first candidate
+    found, equal = np.zeros(V.shape[1]), np.zeros(V.shape[1], dtype=bool)
+    for index in np.unique(pick[:, 0]):
+        mine = np.flatnonzero(pick[:, 0] == index)
+        bits, bias = outputs[int(index)]
+        equal[mine] = (bits[:, pick[mine, 1]] == V[:, mine]).all(axis=0)  # every row, bit for bit
+        found[mine] = bias[pick[mine, 1]]
+    for v in np.flatnonzero(~equal):  # another column shares its first row: the first equal in every row
+        match = next((at for at in candidates[v][1:] if np.array_equal(outputs[at[0]][0][:, at[1]], V[:, v])), None)
+        if match is None:
+            return None
+        found[v] = outputs[match[0]][1][match[1]]
+    return found.reshape(h_kv, d_h)
 
 
 def norm_map(module: Any, inp: torch.Tensor, out: torch.Tensor, name: str) -> NormMap:
@@ -192,10 +200,21 @@ def norm_map(module: Any, inp: torch.Tensor, out: torch.Tensor, name: str) -> No
         factor = 1.0 / torch.sqrt(x.pow(2).mean(-1) + eps)
         maps = [NormMap(g, factor.numpy(), np.zeros(x.shape[0]), np.zeros(d)) for g in (gain, 1.0 + gain)]
     xs = x.numpy()
-    errors = [np.abs(xs * m.scale() + m.shift() - y).max() for m in maps]
+    errors = [_map_error(xs, m, y) for m in maps]
     best = int(np.argmin(errors))
     if not errors[best] <= NORM_CHECK * max(1.0, float(np.abs(y).max())):
         raise UnsupportedAttentionError(
             f"{name}: its norm {type(module).__name__} is neither a LayerNorm nor an RMSNorm as known here"
         )
     return maps[best]
+
+
+def _map_error(x: np.ndarray, m: NormMap, y: np.ndarray) -> float:
+    """``max |x scale + shift - y|``: ``((x - center) factor) gain + bias - y`` in one buffer (the same map; the
+    two (n, d) factors and four temporaries of forming it were most of a norm's placing)."""
+    t = x - m.center[:, None]
+    t *= m.factor[:, None]
+    t *= m.gain[None, :]
+    t += m.bias[None, :]
+    t -= y
+    return float(np.abs(t, out=t).max())
