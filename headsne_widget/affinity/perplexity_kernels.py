@@ -12,6 +12,12 @@ of order 250, took 8.9 steps a row against 4.1), except the first row of each ``
 that did not converge (whose precision may be far off: a row of more duplicates than the perplexity doubles it
 at every step). The chains restart at fixed rows, so that the result does not depend on how rows are shared
 between threads.
+
+A row whose nearest distance is shared by more entries than the perplexity (copies of its point: a word's
+occurrences at the embedding layer, a repeated token in a model without position embeddings) cannot reach it:
+its entropy stays above log(ties), so the search doubled beta for all its 100 steps (89.8 ms for 516 occurrences
+of "bank" at MiniLM's layer 0, against 16 ms at the other layers) and ended at the uniform over the tied entries
+(exp(-d 2^100) is 0 for any other entry). That uniform is now written at once.
 """
 
 from __future__ import annotations
@@ -38,6 +44,22 @@ def _next_beta(beta, beta_min, beta_max, diff, slope):  # pragma: no cover - com
     return (beta / 2.0 if beta_min == -np.inf else (beta + beta_min) / 2.0), beta_min, beta_max
 
 
+@njit(inline="always")
+def _unreachable(D, i, own, nearest, least, out):  # pragma: no cover - compiled
+    """Whether row i's entropy stays above ``least`` at any precision (more entries tie at its nearest distance
+    than exp(least)); if so its row of ``out`` is the uniform over them, where the search would end (module doc)."""
+    k = D.shape[1]
+    ties = 0
+    for j in range(k):
+        if j != own and D[i, j] == nearest:
+            ties += 1
+    if not np.log(ties) > least:
+        return False
+    for j in range(k):
+        out[i, j] = 1.0 / ties if j != own and D[i, j] == nearest else 0.0
+    return True
+
+
 @njit(cache=True, nogil=True)
 def search_rows(D, skip, lo, hi, target, tolerance, n_steps, epsilon, chain, out):  # pragma: no cover - compiled
     """Rows [lo, hi) of ``out`` (m, k): ``exp(-beta_i (d_ij - min_j d_ij))`` normalised, entry ``skip[i]`` of a row
@@ -53,6 +75,9 @@ def search_rows(D, skip, lo, hi, target, tolerance, n_steps, epsilon, chain, out
         for j in range(k):
             if j != own and D[i, j] < nearest:
                 nearest = D[i, j]
+        if _unreachable(D, i, own, nearest, target + tolerance, out):
+            start = 1.0
+            continue
         beta, beta_min, beta_max = (1.0 if i % chain == 0 else start), -np.inf, np.inf
         start = 1.0  # unless this row converges
         total = 0.0
