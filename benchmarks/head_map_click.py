@@ -47,6 +47,9 @@ def text_expression(n_tokens: int) -> str:
 
 
 def wait_head_map(root: Any, timeout: float) -> Any:
+    fold = root.locator(f"{jupyter.testid('headsne-head-map-panel')} .hs-fold-button").first
+    if fold.get_attribute("aria-expanded") != "true":  # the panel is folded at first
+        fold.click()
     canvas = root.locator(jupyter.testid("headsne-head-map")).first
     deadline = time.monotonic() + timeout
     while canvas.get_attribute("data-state") != "drawn":

@@ -414,7 +414,7 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
                 # what goes on the wire: the frame trait through its own serializer
                 wire = opened.ui.query(
                     "(lambda d: {'buffer': len(d['buffer']), 'shape': list(d['shape']), "
-                    "'n': len(w.tokens)})(w.trait_metadata('frame', 'to_json')(w.frame, w))"
+                    "'n': len(w.tokens)})(w.widget.trait_metadata('frame', 'to_json')(w.widget.frame, w.widget))"
                 )
                 errors = opened.log.widget_errors()
             finally:
