@@ -187,6 +187,11 @@ class Extraction:
         return int(self.max_attention.shape[2])
 
     @property
+    def d_model(self) -> int:
+        """The width d of the hidden states (each token's state is a d-vector)."""
+        return int(self.states.states.shape[-1])
+
+    @property
     def nbytes(self) -> int:
         """Bytes this extraction keeps: the grid, the captured queries/keys (or dense heads), the hidden states."""
         return int(self.max_attention.nbytes) + self.attention_source.nbytes + self.states.nbytes

@@ -58,7 +58,7 @@ _LOCK = threading.Lock()
 
 def decomposition_bytes(ex: Extraction, layer: int) -> int:
     """The estimated peak bytes of ``decompose(ex, layer)``, the trace's forward pass included."""
-    n, d = int(ex.n_tokens), int(ex.states.states.shape[-1])
+    n, d = ex.n_tokens, ex.d_model
     components = 1 + (layer + 1) * (ex.n_heads + 2)
     return PEAK_VECTORS * components * n * d * 8 + trace_bytes(ex)
 
