@@ -79,9 +79,7 @@ def attention_P(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`attention_affinities` of a dense A, always as ``(P, kept)`` (the P sources' call); an ``exclude``
     that drops nothing costs no copy of A."""
-    out_dtype = np.dtype(dtype)
-    if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"dtype must be float32 or float64, got {out_dtype}")
+    out_dtype = _out_dtype(dtype)
     captured = _captured_head(A) if exclude is None or not np.any(exclude) else None
     M, total = captured if captured is not None else (_check_attention(A), None)
     kept = np.arange(M.shape[0], dtype=np.int64)
@@ -106,14 +104,7 @@ def attention_P(
             "this attention head puts no attention off the diagonal among the kept tokens "
             "(every token attends only to itself), so P = (A + A^T) / sum is undefined; pick another head"
         )
-    if out is None:
-        P = np.empty(M.shape, dtype=out_dtype)
-    elif not (
-        isinstance(out, np.ndarray) and out.shape == M.shape and out.dtype == out_dtype and out.flags.c_contiguous
-    ):
-        raise ValueError(f"out must be a C-contiguous {out_dtype} array of shape {M.shape}")
-    else:
-        P = out
+    P = _output(out, out_dtype, M.shape)
     symmetrise(M, total, P)  # one pass in mirrored tiles, exactly symmetric
     return P, kept
 
@@ -144,9 +135,7 @@ def query_key_affinities(
             f"query-key affinities take one attention head's square (n, n) matrix, got shape {A_in.shape}: hidden "
             "states have no query and key sides (use mode='hidden' for them)"
         )
-    out_dtype = np.dtype(dtype)
-    if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"dtype must be float32 or float64, got {out_dtype}")
+    out_dtype = _out_dtype(dtype)
     M = _check_attention(A_in)
     kept = np.arange(M.shape[0], dtype=np.int64)
     if exclude is not None:
@@ -160,13 +149,7 @@ def query_key_affinities(
         raise DegenerateAffinitiesError(
             "this attention head puts no attention among the kept tokens, so the query-key P is undefined"
         )
-    shape = (2 * m, 2 * m)
-    if out is None:
-        P = np.empty(shape, dtype=out_dtype)
-    elif not (isinstance(out, np.ndarray) and out.shape == shape and out.dtype == out_dtype and out.flags.c_contiguous):
-        raise ValueError(f"out must be a C-contiguous {out_dtype} array of shape {shape}")
-    else:
-        P = out
+    P = _output(out, out_dtype, (2 * m, 2 * m))
     scale = 1.0 / (2.0 * total)
     P[:m, :m] = 0.0
     P[m:, m:] = 0.0
@@ -216,7 +199,7 @@ def gaussian_affinities(
     if n < 2:
         raise ValueError(f"X must have at least 2 points, got {n}")
     perplexity = _check_perplexity(perplexity, n)
-    P = _output(out, dtype, n)
+    P = _output(out, _out_dtype(dtype), (n, n))
     X = _distance_scaled(X)
     conditional_P = binary_search_perplexity(squared_distances(X), perplexity, check=check)
     from .matrix_kernels import symmetrise
@@ -225,15 +208,21 @@ def gaussian_affinities(
     return P
 
 
-def _output(out: np.ndarray | None, dtype: DTypeLike, n: int) -> np.ndarray:
-    """The (n, n) array P is written into: ``out`` when it fits, else a new one of ``dtype``."""
+def _out_dtype(dtype: DTypeLike) -> np.dtype:
+    """P's dtype, checked: float32 or float64."""
     out_dtype = np.dtype(dtype)
     if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"dtype must be float32 or float64, got {out_dtype}")
+    return out_dtype
+
+
+def _output(out: np.ndarray | None, out_dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """The array P is written into: ``out`` when it is C-contiguous of ``shape`` and ``out_dtype``, else a new
+    one (``out`` None), else a ValueError."""
     if out is None:
-        return np.empty((n, n), dtype=out_dtype)
-    if not (isinstance(out, np.ndarray) and out.shape == (n, n) and out.dtype == out_dtype and out.flags.c_contiguous):
-        raise ValueError(f"out must be a C-contiguous {out_dtype} array of shape {(n, n)}")
+        return np.empty(shape, dtype=out_dtype)
+    if not (isinstance(out, np.ndarray) and out.shape == shape and out.dtype == out_dtype and out.flags.c_contiguous):
+        raise ValueError(f"out must be a C-contiguous {out_dtype} array of shape {shape}")
     return out
 
 
