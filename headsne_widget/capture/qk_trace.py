@@ -81,7 +81,6 @@ class QKTrace:
     b_v: np.ndarray | None = None
     rotation: Rotation | None = None
     pending: Callable[[], None] | None = field(default=None, repr=False)  # the rebuild still to run
-    held: int = 0  # bytes of the weights the pending rebuild holds
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -89,7 +88,7 @@ class QKTrace:
         """Bytes of the queries, keys and maps kept (the mask is its function, the bias shared by reference)."""
         arrays = (self.w_q, self.b_q, self.w_k, self.b_k, self.w_v, self.b_v)
         tensors = self.query.numel() * self.query.element_size() + self.key.numel() * self.key.element_size()
-        return tensors + sum(0 if a is None else a.nbytes for a in arrays) + self.held
+        return tensors + sum(0 if a is None else a.nbytes for a in arrays)
 
     def rebuilt(self) -> QKTrace:
         """This trace with its maps rebuilt and checked against the model's queries and keys, or ``error`` saying
@@ -98,7 +97,6 @@ class QKTrace:
             pending, self.pending = self.pending, None
             if pending is not None:
                 pending()
-                self.held = 0
         return self
 
 
@@ -180,20 +178,21 @@ def _locate(
         raise _Refused("its query and key projections read different inputs")
     x_attn = inputs[0]
     qk.norm = _input_norm(x_attn, x_in, norms)
-    q_map, k_map = _weights(linears, q_cols, qk.query.shape), _weights(linears, k_cols, qk.key.shape)
+    qk.w_q, qk.b_q = _weights(linears, q_cols, qk.query.shape)
+    qk.w_k, qk.b_k = _weights(linears, k_cols, qk.key.shape)
     v_cols = _gather(values, row0, False)
-    v_map = None if v_cols is None else _weights(linears, v_cols, values.shape)
-    qk.held = sum(a.nbytes for a in (*q_map, *k_map, *(v_map or ())))
+    if v_cols is not None:  # kept only where the rebuild finds that they reproduce the values
+        qk.w_v, qk.b_v = _weights(linears, v_cols, values.shape)
 
     def rebuild() -> None:
+        assert qk.w_q is not None and qk.b_q is not None and qk.w_k is not None and qk.b_k is not None
         x = layer.x_in.to(torch.float64).reshape(qk.query.shape[1], -1).numpy()
         if qk.norm is not None:  # the norm as the per-token affine map attribution composes through
             x = x * qk.norm.scale() + qk.norm.shift()
-        pre_q, pre_k = _project(x, *q_map), _project(x, *k_map)
+        pre_q, pre_k = _project(x, qk.w_q, qk.b_q), _project(x, qk.w_k, qk.b_k)
         qk.rotation = _fit_rotation(np.concatenate([pre_q, pre_k]), torch.cat([qk.query, qk.key]).double().numpy())
-        (qk.w_q, qk.b_q), (qk.w_k, qk.b_k) = q_map, k_map
-        if v_map is not None and _reproduces(x, v_map, layer.values):
-            qk.w_v, qk.b_v = v_map
+        if qk.w_v is not None and qk.b_v is not None and not _reproduces(x, (qk.w_v, qk.b_v), layer.values):
+            qk.w_v = qk.b_v = None
 
     return rebuild
 
@@ -224,7 +223,7 @@ def _input_norm(x_attn: torch.Tensor, x_in: torch.Tensor, norms: list[tuple]) ->
 
 def _weights(linears: list[tuple], cols: list[tuple[int, int]], shape: torch.Size) -> tuple[np.ndarray, np.ndarray]:
     """W (d, h, d_h) and b (h, d_h) of the (linear, column) pairs ``cols``, head-major: each linear's columns
-    taken at once (a column at a time was a fifth of :func:`_fill`)."""
+    taken at once (a column at a time was a fifth of :func:`find_qk`)."""
     h, _, d_h = shape
     index, column = np.array(cols, dtype=np.int64).reshape(-1, 2).T
     w_out: np.ndarray | None = None
