@@ -37,6 +37,12 @@ Two more kernels at load 2.1 (this benchmark alone on the machine): torch in 1.8
 2.72 / 2.85, the model 5.48 / 6.11, the constructor 6.10 / 6.96, the grid on screen 6.23 / 7.16 and the
 first frame 6.45 / 7.50 s.
 
+Again on a15c7f5 (2026-11-27, load 1.2-2.0, ``--repeats 3``; this wave's constructor returns as soon as the
+model is loaded and the capture runs after the widget shows), seconds from Shift+Enter, medians (runs):
+import 4.54 (4.71, 3.92, 4.54), transformers 5.82, the model 9.93, the constructor 9.94, the widget on the page
+10.27, the grid 11.62 (10.59-11.95), the first frame 12.35 (11.11-12.45). torch's own import took 2.2 s of the
+first step (``python -X importtime``) against 1.3 s below: not a side-by-side comparison with the runs above.
+
 The grid is on screen 0.1-0.2 s after the constructor returns and the first frame 0.1 s later (the
 t-SNE kernels load in a thread while the model loads). What remains is importing torch and transformers
 and loading transformers' modeling code (at load 2): ``import torch`` 1.3 s, ``import transformers`` 0.8 s,

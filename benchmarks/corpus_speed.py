@@ -23,6 +23,16 @@ client (and for a call that starts its own cluster):
     1 worker process                   26.0, 92.2   (27.9, 42.8)
     2 worker processes                 71.5, 62.5   (21.2, 34.5)
 
+Again on a15c7f5 (2026-11-27, load 0.8-1.9, nothing else running, the defaults), one run:
+
+    in-process (client='sync')        75.3   (30.4)
+    threads (1 worker x 2 threads)     78.5   (62.7)
+    1 worker process                   72.0   (39.7)
+    2 worker processes                119.7   (55.2)
+
+On a quiet machine two worker processes beat threads on a running client (1.5x); a call that starts its own
+cluster is still fastest on threads.
+
 Threads are ``corpus_study``'s local default: as fast as any setting on a running client and much faster
 per call, since worker processes import torch and load the model before their first text.
 
