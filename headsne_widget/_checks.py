@@ -86,6 +86,14 @@ def real_dtype(dtype: Any, name: str) -> np.dtype:
     return dt
 
 
+def float_dtype(dtype: Any) -> np.dtype:
+    """P's dtype, checked: float32 or float64, else a TypeError."""
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be float32 or float64, got {dt}")
+    return dt
+
+
 def text_characters(text: str, name: str) -> None:
     """A ValueError naming ``name`` and the index of a lone UTF-16 surrogate: no character, no tokenizer takes it."""
     try:

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._checks import is_number, real_array
+from .._checks import float_dtype, is_number, real_array
 from ..errors import DegenerateAffinitiesError
 from .perplexity import conditional_gaussians
 
@@ -79,7 +79,7 @@ def attention_P(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`attention_affinities` of a dense A, always as ``(P, kept)`` (the P sources' call); an ``exclude``
     that drops nothing costs no copy of A."""
-    out_dtype = _out_dtype(dtype)
+    out_dtype = float_dtype(dtype)
     captured = _captured_head(A) if exclude is None or not np.any(exclude) else None
     M, total = captured if captured is not None else (_check_attention(A), None)
     kept = np.arange(M.shape[0], dtype=np.int64)
@@ -135,7 +135,7 @@ def query_key_affinities(
             f"query-key affinities take one attention head's square (n, n) matrix, got shape {A_in.shape}: hidden "
             "states have no query and key sides (use mode='hidden' for them)"
         )
-    out_dtype = _out_dtype(dtype)
+    out_dtype = float_dtype(dtype)
     M = _check_attention(A_in)
     kept = np.arange(M.shape[0], dtype=np.int64)
     if exclude is not None:
@@ -199,21 +199,13 @@ def gaussian_affinities(
     if n < 2:
         raise ValueError(f"X must have at least 2 points, got {n}")
     perplexity = _check_perplexity(perplexity, n)
-    P = _output(out, _out_dtype(dtype), (n, n))
+    P = _output(out, float_dtype(dtype), (n, n))
     X = _distance_scaled(X)
     conditional_P = binary_search_perplexity(squared_distances(X), perplexity, check=check)
     from .matrix_kernels import symmetrise
 
     symmetrise(conditional_P, max(2.0 * float(conditional_P.sum()), MACHINE_EPSILON), P)
     return P
-
-
-def _out_dtype(dtype: DTypeLike) -> np.dtype:
-    """P's dtype, checked: float32 or float64."""
-    out_dtype = np.dtype(dtype)
-    if out_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"dtype must be float32 or float64, got {out_dtype}")
-    return out_dtype
 
 
 def _output(out: np.ndarray | None, out_dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:

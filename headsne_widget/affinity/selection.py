@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import DEFAULT_MASS
+from .._checks import DEFAULT_MASS, float_dtype
 from .builder import Selection, build_p
 from .sources import HeadMatrixSource, source
 from .spec import MIN_TOKENS, checked_spec
@@ -29,13 +29,6 @@ __all__ = ["MIN_TOKENS", "Selection", "selection_affinities", "selection_label"]
 def selection_label(mode: str, layer: int, head: int) -> str:
     """How a selection is named in status lines, titles and tables."""
     return source(mode).label(layer, head)
-
-
-def _check_dtype(dtype: Any) -> np.dtype:
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"dtype must be float32 or float64, got {dt}")
-    return dt
 
 
 def _check_sparse(sparse: Any, out: np.ndarray | None) -> bool | None:
@@ -101,6 +94,6 @@ def selection_affinities(
     spec = checked_spec(
         ex, mode, layer, head, exclude_special=exclude_special, perplexity=perplexity, mass=mass
     )  # fmt: skip
-    dt, asked = _check_dtype(dtype), _check_sparse(sparse, out)
+    dt, asked = float_dtype(dtype), _check_sparse(sparse, out)
     matrix = _check_matrix(ex, spec.source.name, attention)
     return build_p(ex, spec, sparse=asked, dtype=dt, out=out, matrix=matrix)

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._checks import DEFAULT_MASS, check_mass, is_number, real_array
+from .._checks import DEFAULT_MASS, check_mass, float_dtype, is_number, real_array
 from .._memory import fresh_empty
 from .._parallel import shares, threads
 from ..errors import DegenerateAffinitiesError
@@ -127,9 +127,7 @@ def sparse_attention_affinities(
     tokens to drop) ``(P, kept_mass, kept)`` as ``attention_affinities`` does, ``kept`` the int64 indices of the
     tokens P covers, and the mass counted over the kept tokens' rows and columns.
     """
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"dtype must be float32 or float64, got {dt}")
+    dt = float_dtype(dtype)
     if sp.issparse(A):
         M = _canonical(A)
         if M.ndim != 2 or M.shape[0] != M.shape[1]:
