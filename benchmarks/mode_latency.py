@@ -93,6 +93,26 @@ Gaussians over 512 occurrences' 384-dimensional states, 12-17 ms of the click. A
 word's occurrences repeat one state, each row whose copies outnumber the perplexity searched 100 steps: 89.8 ms for
 the Gaussians, 36.5 ms once such a row's end is written at once (``perplexity_kernels``).
 
+numpy's BLAS on one thread around a click's P and a source of points' partners (``_parallel.one_blas_thread``),
+and the Gaussians' distance product in shares of rows on the package's threads: OpenBLAS's threads spun for
+about 0.1 s after each small threaded product (W_O's 32 x 32 ``eigh``, the head outputs, the Gram matrix),
+taking a core from the perplexity search and from the next click. 512 tokens, ``--repeats 0 --selections 12``,
+this tree alternating with a worktree of 28d3bdc, 3 rounds, load 1.0-1.2, medians of 12 (ms):
+
+============  ===================  ===================
+              before (28d3bdc)     after
+============  ===================  ===================
+attention     17.5, 14.7, 14.8     12.3, 14.2, 12.8
+head-output   31.5, 32.9, 31.9     23.3, 26.0, 26.1
+hidden        37.7, 34.7, 37.8     29.0, 30.1, 32.6
+============  ===================  ===================
+
+head-output is 1.84-2.04x attention's click in the same run (1.80-2.24x before): attention's clicks gained too
+(the previous click's partners no longer leave BLAS threads spinning). A word across 512 texts (``--contexts
+512``, 2 rounds, load 0.4-0.8): 34.4, 33.1 ms against 38.3, 37.8 (2.36-2.56x attention's against 2.77-2.89x).
+What is left is the exact Gaussians' own work at 512 points (distances 2.5 ms, the search's 1 M scalar
+exponentials 9 ms on two threads): attention's P takes 1.5 ms of its click.
+
 The 512-token clicks and captures are after the compiled perplexity search (bea3fa2) and the matrix-product
 rebuild of the queries and keys (e858a8d); before them, under load 5, head-output took 154 ms (7.4x attention's)
 and a components capture 3.8x a plain one. At 512 the Gaussians' perplexity search (10-20 ms) is what a

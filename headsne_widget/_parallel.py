@@ -8,6 +8,11 @@ and 0.16-0.19 s in pieces on two of these threads; at 2048 points, a t-SNE pass 
 11.4 ms against 2.3 ms serial). The package therefore launches no numba parallel loop: numba's workqueue layer
 also aborts the process when two threads launch one at once.
 
+BLAS on one thread where the package's own threads do the splitting: :func:`one_blas_thread`. numpy's OpenBLAS
+splits a product of some 0.3 M multiply-adds or more between its own threads, which then spin for about 0.1 s
+waiting for the next call, and so take a core from the compiled passes that follow (at 512 tokens on two cores,
+a third of a head-output click's time; see ``docs/benchmarks.md``).
+
 How many threads: :func:`threads`, one per core this process may use (``os.sched_getaffinity``; the environment
 variable ``NUMBA_NUM_THREADS``, where set, stands for the core count, so that a small machine can be asked what a
 large one would do), less the cores :func:`set_spare_cores` (or ``HEADSNE_SPARE_CORES``) keeps free for other
@@ -16,12 +21,16 @@ work, such as the browser beside a notebook's kernel.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-__all__ = ["cores", "each", "in_shares", "in_worker", "set_spare_cores", "shares", "threads", "workers"]
+__all__ = [
+    "cores", "each", "in_shares", "in_worker", "one_blas_thread", "set_spare_cores", "shares", "threads", "workers",
+]  # fmt: skip
 
 #: environment variable: cores kept free of this package's threads (default 0)
 SPARE_ENV = "HEADSNE_SPARE_CORES"
@@ -30,6 +39,8 @@ _POOL: list[tuple[ThreadPoolExecutor | None, int]] = []  # the pool and its thre
 _POOL_LOCK = threading.Lock()
 _THREAD = threading.local()  # ``worker`` is True on the pool's own threads, set by its initializer
 _SPARE: list[int] = []  # set_spare_cores' count, else the environment's
+_BLAS_LOCK = threading.Lock()
+_BLAS: dict[str, Any] = {"users": 0, "limiter": None, "controller": None}  # one_blas_thread's shared limit
 
 
 def _mark_worker() -> None:
@@ -163,3 +174,28 @@ def in_shares(n: int, part: Callable[[int, int], object], count: int = 16, multi
     units = n // multiple
     edges = [units * k // count * multiple for k in range(count)] + [n]
     shares(count, lambda k: part(edges[k], edges[k + 1]))
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """The BLAS libraries loaded when first called (numpy's OpenBLAS, MKL, BLIS) on one thread while the block
+    runs, whichever thread runs it (the count is the process's): for small products and decompositions, whose
+    BLAS threads would spin on after them (module doc), and for products split into shares on the package's
+    threads. Nested and overlapping blocks share one limit: the first sets it, the last restores the counts it
+    found (a user's own numpy in another thread meanwhile gets one thread too)."""
+    with _BLAS_LOCK:
+        if _BLAS["users"] == 0:
+            if _BLAS["controller"] is None:
+                from threadpoolctl import ThreadpoolController
+
+                _BLAS["controller"] = ThreadpoolController().select(user_api="blas")
+            _BLAS["limiter"] = _BLAS["controller"].limit(limits=1)
+        _BLAS["users"] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS["users"] -= 1
+            if _BLAS["users"] == 0:
+                _BLAS["limiter"].restore_original_limits()
+                _BLAS["limiter"] = None

@@ -185,3 +185,37 @@ def test_the_engine_takes_the_faster_way(machine, monkeypatch):
     for _ in range(30):
         eng.steps(10, 4.0, 0.5, 50.0)
     assert eng.pooled is False
+
+
+def blas_threads() -> list[int]:
+    """The thread counts of the BLAS libraries this process loaded, as threadpoolctl reads them."""
+    from threadpoolctl import threadpool_info
+
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+def test_blas_takes_one_thread_inside_the_blocks_and_its_count_is_back_after_the_last():
+    """Overlapping blocks in two threads (a click's P and the previous run's partners): BLAS stays on one thread
+    until the last one ends, then has the count the user had before, whichever block ended first."""
+    before = blas_threads()
+    assert before, "numpy's BLAS is not visible to threadpoolctl"
+    entered, release_a, seen = threading.Event(), threading.Event(), []
+
+    def a() -> None:
+        with _parallel.one_blas_thread():
+            entered.set()
+            release_a.wait(10)
+
+    thread = threading.Thread(target=a)
+    thread.start()
+    assert entered.wait(10)
+    with _parallel.one_blas_thread():
+        seen.append(blas_threads())
+        release_a.set()
+        thread.join(10)
+        seen.append(blas_threads())  # a's block ended first: still one thread
+    assert seen == [[1] * len(before)] * 2
+    assert blas_threads() == before
+    with pytest.raises(RuntimeError, match="a step failed"), _parallel.one_blas_thread():
+        raise RuntimeError("a step failed")
+    assert blas_threads() == before

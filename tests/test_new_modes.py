@@ -115,11 +115,18 @@ def test_without_components_the_new_modes_say_what_to_pass(tiny_bert):
 
 @pytest.mark.parametrize("mode", ["norm", "head-output"])
 def test_the_widget_runs_the_new_modes(make, ex, mode):
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> list[int]:
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    before = blas_threads()
     w, _ = make(ex, mode=mode, layer=LAYER, head=HEAD, n_iter=60, speed=0.0, perplexity=5.0)
     kl = w.wait(60)
     P = selection_affinities(ex, mode, LAYER, HEAD, perplexity=5.0).P
     assert w.state == "done" and kl == pytest.approx(kl_divergence(P, w.embedding), rel=1e-4)
     assert mode in w.status or "output" in w.status or "value-weighted" in w.status
+    assert blas_threads() == before  # its P and partners ran on one BLAS thread; the user's count is back
 
 
 @pytest.mark.parametrize("mode", ["norm", "head-output"])

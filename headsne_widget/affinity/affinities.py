@@ -250,14 +250,21 @@ def _distance_scaled(X: np.ndarray) -> np.ndarray:
 def squared_distances(X: np.ndarray) -> np.ndarray:
     """Squared euclidean distances between the rows of X, exactly symmetric with a zero diagonal: the expansion
     ``|x|^2 + |y|^2 - 2 x.y`` from BLAS's product, floored at 0 (it can go slightly negative by rounding), then
-    ``(D + D^T) / 2`` with a zero diagonal, each a compiled pass (:mod:`.matrix_kernels`)."""
-    from .._parallel import in_shares
+    ``(D + D^T) / 2`` with a zero diagonal, each a compiled pass (:mod:`.matrix_kernels`). The product goes in
+    shares of rows on the package's threads, each on one BLAS thread (``_parallel.one_blas_thread``)."""
+    from .._parallel import in_shares, one_blas_thread
     from .matrix_kernels import gram_to_squared_distances, symmetrise
 
     sq_norms = np.einsum("ij,ij->i", X, X)
-    G = X @ X.T
-    n = G.shape[0]
-    in_shares(n, lambda lo, hi: gram_to_squared_distances(G, sq_norms, lo, hi), count=max(1, min(16, n // 256)))
+    n = X.shape[0]
+    G = np.empty((n, n))
+
+    def rows(lo: int, hi: int) -> None:
+        np.matmul(X[lo:hi], X.T, out=G[lo:hi])
+        gram_to_squared_distances(G, sq_norms, lo, hi)
+
+    with one_blas_thread():
+        in_shares(n, rows, count=max(1, min(16, n // 256)))
     D = np.empty_like(G)
     symmetrise(G, 2.0, D)
     return D

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import DEFAULT_MASS
+from .._parallel import one_blas_thread
 from ..affinity.builder import build_p, capped_keys, wants_sparse
 from ..affinity.selection import Selection
 from ..affinity.sources import HeadMatrixSource, PointSource, source
@@ -122,7 +123,7 @@ def build_selection(job: Job, ex: Any, key: SelectionKey, workspace: Workspace) 
     lock = _BUILDING if wants_sparse(spec.source, len(spec.kept)) else contextlib.nullcontext()
     progress = lambda share: job.emit(Progress(f"selecting each token's keys ({share:.0%})", share))  # noqa: E731
     try:
-        with _held(job, lock):
+        with _held(job, lock), one_blas_thread():
             job.check()
             sel = build_p(ex, spec, sparse=None, dtype=np.float32, progress=progress, alloc=arrays.alloc,
                           check=job.check)  # fmt: skip
@@ -160,7 +161,8 @@ def selection_partners(
     src = source(key.mode)
     tokens = kept[: len(kept) // src.points_per_token]
     if isinstance(src, PointSource):
-        return partner_traits(None, src.space(ex, key.layer, key.head), k, tokens, searched)
+        with one_blas_thread():  # its products are small: no BLAS threads spinning on after them
+            return partner_traits(None, src.space(ex, key.layer, key.head), k, tokens, searched)
     assert isinstance(src, HeadMatrixSource)
     if sparse is None:
         sparse = is_sparse(ex, key)
