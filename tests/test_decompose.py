@@ -384,3 +384,18 @@ def test_components_come_from_the_capture_pass_itself_equal_to_a_trace_of_their_
     finally:
         budget.set_memory_budget(None)
         hook.remove()
+
+
+def test_a_column_is_matched_to_the_output_equal_in_every_row_not_only_the_first():
+    """The matcher the value biases and the queries' and keys' rebuild share: a value column whose first row two
+    projections' columns start with belongs to the one equal in every row (bit for bit); unmatched, None."""
+    from headsne_widget.capture.trace_layers import output_columns
+
+    rng = torch.Generator().manual_seed(0)
+    a, b = torch.randn(5, 4, generator=rng), torch.randn(5, 6, generator=rng)
+    b[0, 3] = a[0, 1]  # b's column 3 starts as a's column 1, then differs
+    target = torch.stack([b[:, 3], a[:, 2]], dim=1)[None]  # (1 head, 5 tokens, 2 columns)
+    assert output_columns(target, [a, b], every_row=True) == [(1, 3), (0, 2)]
+    assert output_columns(target, [a, b], every_row=False) == [(0, 1), (0, 2)]  # the first row alone cannot tell
+    target[0, 4, 0] += 1.0
+    assert output_columns(target, [a, b], every_row=True) is None

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ..errors import UnsupportedAttentionError
-from .trace_layers import NormMap, norm_map
+from .trace_layers import NormMap, first_rows, norm_map, output_columns
 
 __all__ = ["QKTrace", "Rotation", "find_qk"]
 
@@ -108,20 +108,6 @@ def _projection(module: Any) -> tuple[np.ndarray, np.ndarray]:
     return weight.contiguous().numpy(), b
 
 
-def _gather(states: torch.Tensor, columns: dict[bytes, tuple[int, int]], full: bool) -> list[tuple[int, int]] | None:
-    """For each (head, e) of ``states`` (h, n, d_h) the (linear, column) whose output column it is (row 0 only, or
-    ``full``: every row), head-major; None when one is missing."""
-    flat = states.detach().to("cpu").permute(1, 0, 2).reshape(states.shape[1], -1)
-    bits = _bits(flat if full else flat[:1])
-    found = [columns.get(bits[:, c].tobytes()) for c in range(bits.shape[1])]
-    return None if any(f is None for f in found) else found  # type: ignore[return-value]
-
-
-def _bits(t: torch.Tensor) -> np.ndarray:
-    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
-    return t.contiguous().view(ints).numpy()
-
-
 def find_qk(events: list[tuple], x_in: torch.Tensor, name: str, layer: Any) -> QKTrace | None:
     """The layer's :class:`QKTrace` from its hooked calls (see :mod:`.components`); None without a "qk" call.
     ``layer``: the layer's trace, whose ``x_in`` and ``values`` (on the CPU by then) the rebuild reads."""
@@ -164,12 +150,9 @@ def _locate(
     """The layer's projections found (their columns, their input, the norm before them) and their weights copied;
     returns the rest (module doc): the projections of every token, RoPE's fit and the checks, from the layer
     trace's input (through the input norm's map where there is one: no array of its own is kept)."""
-    row0: dict[bytes, tuple[int, int]] = {}
-    for index, (_, _, _, out) in enumerate(linears):
-        bits = _bits(out.detach().to("cpu").reshape(-1, out.shape[-1])[:1])
-        for c in range(bits.shape[1]):
-            row0.setdefault(bits[:, c].tobytes(), (index, c))
-    q_cols, k_cols = _gather(qk.query, row0, False), _gather(qk.key, row0, False)
+    outputs = [out for _, _, _, out in linears]
+    row0 = first_rows(outputs)
+    q_cols, k_cols = (output_columns(t, outputs, row0, every_row=False) for t in (qk.query, qk.key))
     if q_cols is None or k_cols is None:
         raise _Refused("its queries or keys are not a projection's output columns (a norm or scale between them?)")
     used = {i for i, _ in q_cols + k_cols}
@@ -180,7 +163,7 @@ def _locate(
     qk.norm = _input_norm(x_attn, x_in, norms)
     qk.w_q, qk.b_q = _weights(linears, q_cols, qk.query.shape)
     qk.w_k, qk.b_k = _weights(linears, k_cols, qk.key.shape)
-    v_cols = _gather(values, row0, False)
+    v_cols = output_columns(values, outputs, row0, every_row=False)
     if v_cols is not None:  # kept only where the rebuild finds that they reproduce the values
         qk.w_v, qk.b_v = _weights(linears, v_cols, values.shape)
 

@@ -159,28 +159,51 @@ def _value_bias(values: torch.Tensor, before: list[tuple]) -> np.ndarray | None:
     h_kv, _, d_h = values.shape
     if not biased:
         return np.zeros((h_kv, d_h))
-    outputs = [(_bits(out.reshape(-1, out.shape[-1])), _bias(module, out.shape[-1])) for module, out in biased]
-    first: dict[bytes, list[tuple[int, int]]] = {}  # a column's first row's bits -> (output, column), in order
-    for index, (bits, _) in enumerate(outputs):
-        for c, key in enumerate(bits[0]):
-            first.setdefault(key.tobytes(), []).append((index, c))
-    V = _bits(values).transpose(1, 0, 2).reshape(values.shape[1], -1)  # (n, H_kv d_h): a value per column
-    candidates = [first.get(key.tobytes(), []) for key in V[0]]
+    columns = output_columns(values, [out for _, out in biased], every_row=True)
+    if columns is None:
+        return None
+    biases = [_bias(module, out.shape[-1]) for module, out in biased]
+    return np.array([biases[index][c] for index, c in columns]).reshape(h_kv, d_h)
+
+
+def first_rows(outputs: list[torch.Tensor]) -> dict[bytes, list[tuple[int, int]]]:
+    """Each output column's first-row bits -> the (output, column) pairs that start with them, in order, over
+    ``outputs`` (each (..., c): a linear's output)."""
+    index: dict[bytes, list[tuple[int, int]]] = {}
+    for i, out in enumerate(outputs):
+        for c, key in enumerate(_bits(out.reshape(-1, out.shape[-1])[:1])[0]):
+            index.setdefault(key.tobytes(), []).append((i, c))
+    return index
+
+
+def output_columns(
+    target: torch.Tensor, outputs: list[torch.Tensor], index: dict[bytes, list[tuple[int, int]]] | None = None,
+    *, every_row: bool,
+) -> list[tuple[int, int]] | None:  # fmt: skip
+    """For each column of ``target`` (h, n, d_h; head-major) the (output, column) of ``outputs`` that it is, bit
+    for bit: the first whose first row matches, or with ``every_row`` the first that matches in every row. None
+    where a column has none. ``index``: :func:`first_rows` of ``outputs``, when the caller has it."""
+    index = first_rows(outputs) if index is None else index
+    flat = target.permute(1, 0, 2).reshape(target.shape[1], -1)  # (n, h d_h): a column per head and e
+    T = _bits(flat if every_row else flat[:1])
+    candidates = [index.get(key.tobytes(), []) for key in T[0]]
     if not all(candidates):
         return None
-    pick = np.array([c[0] for c in candidates], dtype=np.int64)  # each column's first candidate
-    found, equal = np.zeros(V.shape[1]), np.zeros(V.shape[1], dtype=bool)
-    for index in np.unique(pick[:, 0]):
-        mine = np.flatnonzero(pick[:, 0] == index)
-        bits, bias = outputs[int(index)]
-        equal[mine] = (bits[:, pick[mine, 1]] == V[:, mine]).all(axis=0)  # every row, bit for bit
-        found[mine] = bias[pick[mine, 1]]
-    for v in np.flatnonzero(~equal):  # another column shares its first row: the first equal in every row
-        match = next((at for at in candidates[v][1:] if np.array_equal(outputs[at[0]][0][:, at[1]], V[:, v])), None)
+    found = [c[0] for c in candidates]
+    if not every_row:
+        return found
+    pick = np.array(found, dtype=np.int64)
+    full = [_bits(out.reshape(-1, out.shape[-1])) for out in outputs]
+    equal = np.zeros(T.shape[1], dtype=bool)
+    for i in np.unique(pick[:, 0]):
+        mine = np.flatnonzero(pick[:, 0] == i)
+        equal[mine] = (full[int(i)][:, pick[mine, 1]] == T[:, mine]).all(axis=0)  # every row, bit for bit
+    for c in np.flatnonzero(~equal):  # another column shares its first row: the first equal in every row
+        match = next((at for at in candidates[c][1:] if np.array_equal(full[at[0]][:, at[1]], T[:, c])), None)
         if match is None:
             return None
-        found[v] = outputs[match[0]][1][match[1]]
-    return found.reshape(h_kv, d_h)
+        found[c] = match
+    return found
 
 
 def norm_map(module: Any, inp: torch.Tensor, out: torch.Tensor, name: str) -> NormMap:
