@@ -30,18 +30,76 @@ WINDOW = 64
 MIB = 2**20
 
 
+LONG_TEXT = " ".join(TSNE_ABSTRACT.split()[i % len(TSNE_ABSTRACT.split())] for i in range(N + 400))
+
+
 @pytest.fixture(scope="module")
-def long_ex(bert_tokenizer, tmp_path_factory):
+def long_model(bert_tokenizer, tmp_path_factory) -> str:
     directory = tmp_path_factory.mktemp("tiny-mistral-window")
-    path = build_tiny_model(
+    return build_tiny_model(
         "mistral", directory, bert_tokenizer, hidden_size=64, max_position_embeddings=8192, sliding_window=WINDOW
     )
-    words = TSNE_ABSTRACT.split()
+
+
+@pytest.fixture(scope="module")
+def long_ex(long_model):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ex = extract(" ".join(words[i % len(words)] for i in range(N + 400)), path, max_tokens=N)
+        ex = extract(LONG_TEXT, long_model, max_tokens=N)
     assert ex.n_tokens == N
     return ex
+
+
+FIRST_CLICK = """
+import sys, types, warnings
+warnings.simplefilter("ignore")
+import numba
+from headsne_widget import HeadSNE
+from headsne_widget.capture.extraction import extract
+from headsne_widget.embedding.background import start_warmup
+import test_widget_long as here
+
+ex = extract(here.LONG_TEXT, sys.argv[1], max_tokens=here.N)
+start_warmup().join()
+
+
+def compiled():
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if name.startswith("headsne_widget") and isinstance(module, types.ModuleType):
+            for attr, value in vars(module).items():
+                if isinstance(value, numba.core.registry.CPUDispatcher):
+                    found[f"{value.py_func.__module__}.{attr}"] = set(map(str, value.signatures))
+    return found
+
+
+before = compiled()
+w = HeadSNE(ex, layer=1, head=2, n_iter=40, speed=0.0, autostart=False)
+w.run()
+w.wait(120)
+assert w.state == "done", w.status
+after = compiled()
+later = "headsne_widget.widget.sparse_partners."  # the hover lines, which come after a long text's first frame
+print(sorted(f"{k}{sorted(after[k] - before.get(k, set()))}" for k in after
+             if after[k] - before.get(k, set()) and not k.startswith(later)))
+"""
+
+
+def test_after_the_warm_up_a_long_texts_first_head_run_waits_for_no_compiled_kernel(long_model):
+    """A fresh process, as a user's kernel: the background warm-up done, the first head run of a long text (the
+    sparse path) uses only kernels it compiled or loaded (at a fresh install the key selection alone took 16 s to
+    compile, which the first frame waited for), but for the hover lines' (after the first frame)."""
+    import os
+    import subprocess
+    import sys
+
+    tests = os.path.dirname(__file__)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-c", FIRST_CLICK, long_model], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]", "kernels the warm-up left out: " + result.stdout
 
 
 def top_k(entries: dict[int, float], k: int, own: int, kept: set[int]) -> list[tuple[int, float]]:

@@ -11,6 +11,10 @@ that may be kept ranked (:func:`_candidates`, a radix or merge sort) and summed 
 written in increasing order (a CSR row as scipy keeps it, so the matrix needs no sort afterwards). It replaced
 ``torch.topk`` / ``torch.sort`` of each chunk (issue 31: at 65536 tokens of a 1024-token window the rows were most
 of a head change's wait); it releases the GIL, so the capture's worker threads rank their chunks at once.
+
+Its float32 form is compiled by the background warm-up (``embedding.background``): at a fresh install it took 16 s
+to compile, which the first long text's first frame waited for; with loops instead of slice assignments (whose
+shape checks compile seconds of error formatting) it takes 10 s.
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ def _radix_rank(
             spare_keys[count[b]] = keys[q]
             spare_columns[count[b]] = columns[q]
             count[b] += 1
-        keys[:m], columns[:m] = spare_keys[:m], spare_columns[:m]
+        for q in range(m):  # loops, not slices: a slice's shape check compiles seconds of error formatting
+            keys[q], columns[q] = spare_keys[q], spare_columns[q]
 
 
 @njit(inline="always")
@@ -109,7 +114,11 @@ def _ranked_row(
             ranked[m] = j
             negated[m] = -row[j]
             m += 1
-    ranked[:m] = ranked[:m][np.argsort(negated[:m], kind="mergesort")]
+    order = np.argsort(negated[:m], kind="mergesort")
+    for q in range(m):
+        spare[q] = ranked[order[q]]
+    for q in range(m):
+        ranked[q] = spare[q]
     return m
 
 
@@ -217,7 +226,8 @@ def _binned_cut(
     if top < 0:
         return -1, 0.0, 0
     cut, total, count = _exact_cut(target, limit, counts, sums, top, bottom)
-    counts[bottom : top + 1], sums[bottom : top + 1] = 0, 0.0
+    for b in range(bottom, top + 1):
+        counts[b], sums[b] = 0, 0.0
     return cut, total, count
 
 

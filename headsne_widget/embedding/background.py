@@ -35,8 +35,32 @@ def _warm() -> None:
             for out in (np.float32, np.float64):
                 symmetric_P_arrays(indptr, indices, np.ones(1, dtype), 2, np.dtype(out))
             permuted(SparseAffinities(indptr, indices, np.ones(1, dtype)), np.array([1, 0], np.int64))
+        from ..capture.sparse import top_mass  # a long text's rows (float32): 10 s to compile at a fresh install
+
+        top_mass(np.full((2, 2), 0.5, np.float32), 0.9, None)
+        _warm_sparse_engine()
     except Exception as err:  # only an optimisation: the run itself reports real failures
         warnings.warn(f"t-SNE warm-up failed ({err}); the first run compiles instead", RuntimeWarning, stacklevel=2)
+
+
+def _warm_sparse_engine() -> None:
+    """A few iterations on a tiny sparse P, as a long text's run takes them (float32 P, exact KL at the end): the
+    sparse engine's kernels, 3-4 s to compile at a fresh install, which a long text's first frame waited for."""
+    import scipy.sparse as sp
+
+    n = 12
+    ring = np.zeros((n, n), np.float32)
+    for i in range(n):
+        ring[i, (i + 1) % n] = ring[(i + 1) % n, i] = 1.0
+    with closing_frames(sp.csr_array(ring / ring.sum()), n_iter=3, every=1, check_input=False) as frames:
+        for _ in frames:
+            pass
+    from . import interpolation_kernels as ik  # points outside the grid (none in the ring's runs)
+
+    x, none = np.zeros(1, np.float32), np.zeros(0, np.int64)
+    ik.nodes_from_points(x, x, none, 0.0, 0.0, 0.0, 0.0, 1.0, np.zeros((ik.TERMS, 1, 1), np.float32))
+    charges, out = np.zeros((ik.CHARGES, 1, 1)), np.zeros((1, 2), np.float32)
+    ik.outside_part(x, x, none, 0.0, 0.0, 0.0, 0.0, 1.0, charges, out, np.zeros(1), 0, 0)
 
 
 def start_warmup() -> threading.Thread:
