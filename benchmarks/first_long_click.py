@@ -26,7 +26,9 @@ first frame of the run      **18.34, 19.09 s** (mass_rows compiled: 16 s)   **0.
 the run's end               23.3, 24.4 s                                    1.9, 1.7 s
 ==========================  ==============================================  ==================
 
-With the cache filled, the first frame came after 0.13-0.20 s either way. The hover lines
+With the warm-up also taking a source of points' distances and perplexity search and value-weighted attention's
+rows (about 9 s to compile at a fresh install, which a short text's first head-output, hidden or norm run waited
+for): warm-up 65.1 s, first frame 0.06 s. With the cache filled, the first frame came after 0.06-0.20 s. The hover lines
 (``widget.sparse_partners``, 1.4-3.0 s to compile) still compile at their first use, after the first frame.
 """
 

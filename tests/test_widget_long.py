@@ -50,16 +50,21 @@ def long_ex(long_model):
     return ex
 
 
-FIRST_CLICK = """
+FIRST_RUNS = """
 import sys, types, warnings
 warnings.simplefilter("ignore")
 import numba
 from headsne_widget import HeadSNE
 from headsne_widget.capture.extraction import extract
 from headsne_widget.embedding.background import start_warmup
+from headsne_widget.texts import TSNE_ABSTRACT
 import test_widget_long as here
 
-ex = extract(here.LONG_TEXT, sys.argv[1], max_tokens=here.N)
+path, long = sys.argv[1], sys.argv[2] == "long"
+if long:
+    ex = extract(here.LONG_TEXT, path, max_tokens=here.N)
+else:
+    ex = extract(TSNE_ABSTRACT, path, components=True)
 start_warmup().join()
 
 
@@ -73,33 +78,41 @@ def compiled():
     return found
 
 
-before = compiled()
-w = HeadSNE(ex, layer=1, head=2, n_iter=40, speed=0.0, autostart=False)
-w.run()
-w.wait(120)
-assert w.state == "done", w.status
-after = compiled()
-later = "headsne_widget.widget.sparse_partners."  # the hover lines, which come after a long text's first frame
-print(sorted(f"{k}{sorted(after[k] - before.get(k, set()))}" for k in after
-             if after[k] - before.get(k, set()) and not k.startswith(later)))
+later = "headsne_widget.widget.sparse_partners."  # a long text's hover lines, which come after its first frame
+for mode in sys.argv[3:]:
+    before = compiled()
+    w = HeadSNE(ex, mode=mode, layer=1, head=2, n_iter=40, speed=0.0, autostart=False)
+    w.run()
+    w.wait(120)
+    assert w.state == "done", w.status
+    w.close()
+    after = compiled()
+    print(mode, sorted(f"{k}{sorted(after[k] - before.get(k, set()))}" for k in after
+                       if after[k] - before.get(k, set()) and not k.startswith(later)))
 """
 
 
-def test_after_the_warm_up_a_long_texts_first_head_run_waits_for_no_compiled_kernel(long_model):
-    """A fresh process, as a user's kernel: the background warm-up done, the first head run of a long text (the
-    sparse path) uses only kernels it compiled or loaded (at a fresh install the key selection alone took 16 s to
-    compile, which the first frame waited for), but for the hover lines' (after the first frame)."""
+@pytest.mark.parametrize(
+    ("text", "modes"), [("long", ["attention", "hidden"]), ("short", ["attention", "norm", "head-output", "hidden"])]
+)
+def test_after_the_warm_up_a_first_run_in_each_mode_waits_for_no_compiled_kernel(text, modes, long_model, minilm_path):
+    """A fresh process, as a user's kernel: the background warm-up done, the first run in each mode of a long text
+    (the sparse path) and of a short one uses only kernels the warm-up compiled or loaded, but for a long text's
+    hover lines (after its first frame). At a fresh install the long text's key selection took 16 s to compile,
+    which its first frame waited for, and a source of points' distances and search 9 s."""
     import os
     import subprocess
     import sys
 
-    tests = os.path.dirname(__file__)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
+    path = long_model if text == "long" else minilm_path
     result = subprocess.run(
-        [sys.executable, "-c", FIRST_CLICK, long_model], capture_output=True, text=True, timeout=600, env=env
+        [sys.executable, "-c", FIRST_RUNS, path, text, *modes], capture_output=True, text=True, timeout=600, env=env
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "[]", "kernels the warm-up left out: " + result.stdout
+    assert result.stdout.strip().splitlines()[-len(modes) :] == [f"{mode} []" for mode in modes], (
+        "kernels the warm-up left out: " + result.stdout
+    )
 
 
 def top_k(entries: dict[int, float], k: int, own: int, kept: set[int]) -> list[tuple[int, float]]:

@@ -39,6 +39,11 @@ def _warm() -> None:
 
         top_mass(np.full((2, 2), 0.5, np.float32), 0.9, None)
         _warm_sparse_engine()
+        from ..affinity.affinities import gaussian_affinities  # a source of points' P: distances, the search
+        from ..capture.norm_kernels import weigh_rows  # value-weighted attention's rows
+
+        gaussian_affinities(np.eye(4), 1.0, dtype=np.float32)
+        weigh_rows(np.ones((2, 2), np.float32), np.ones(2, np.float32), 0, 2)
     except Exception as err:  # only an optimisation: the run itself reports real failures
         warnings.warn(f"t-SNE warm-up failed ({err}); the first run compiles instead", RuntimeWarning, stacklevel=2)
 
