@@ -189,7 +189,7 @@ def one_blas_thread() -> Iterator[None]:
                 from threadpoolctl import ThreadpoolController
 
                 _BLAS["controller"] = ThreadpoolController().select(user_api="blas")
-            _BLAS["limiter"] = _BLAS["controller"].limit(limits=1)
+            _BLAS["limiter"] = _as_owner(lambda: _BLAS["controller"].limit(limits=1))
         _BLAS["users"] += 1
     try:
         yield
@@ -197,5 +197,22 @@ def one_blas_thread() -> Iterator[None]:
         with _BLAS_LOCK:
             _BLAS["users"] -= 1
             if _BLAS["users"] == 0:
-                _BLAS["limiter"].restore_original_limits()
+                _as_owner(_BLAS["limiter"].restore_original_limits)
                 _BLAS["limiter"] = None
+
+
+def _as_owner(change: Callable[[], Any]) -> Any:
+    """``change()`` (a BLAS count set or restored) with no thread owning OpenBLAS's counts before or after it.
+    threadpoolctl (3.6 on) lets only the first thread that set them set them again while it lives, and makes the
+    others' calls do nothing: a count set from a job thread would be ignored after a user's
+    ``threadpool_limits(2)`` in the main thread, and a restore from another job thread than the one that set it."""
+    from threadpoolctl import OpenBLASController
+
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)  # absent before threadpoolctl 3.6
+    if clear is not None:
+        clear(force=True)
+    try:
+        return change()
+    finally:
+        if clear is not None:
+            clear(force=True)
