@@ -203,12 +203,12 @@ def one_blas_thread() -> Iterator[None]:
 
 def _as_owner(change: Callable[[], Any]) -> Any:
     """``change()`` (a BLAS count set or restored) with no thread owning OpenBLAS's counts before or after it.
-    threadpoolctl (3.6 on) lets only the first thread that set them set them again while it lives, and makes the
+    threadpoolctl (3.8 on) lets only the first thread that set them set them again while it lives, and makes the
     others' calls do nothing: a count set from a job thread would be ignored after a user's
     ``threadpool_limits(2)`` in the main thread, and a restore from another job thread than the one that set it."""
     from threadpoolctl import OpenBLASController
 
-    clear = getattr(OpenBLASController, "clear_controlling_thread", None)  # absent before threadpoolctl 3.6
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)  # absent before threadpoolctl 3.8
     if clear is not None:
         clear(force=True)
     try:
