@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from blas_counts import numpy_blas_threads
 
 from headsne_widget import _parallel, tsne
 from headsne_widget.embedding import engines, kernels
@@ -186,15 +187,6 @@ def test_the_engine_takes_the_faster_way(machine, monkeypatch):
     for _ in range(30):
         eng.steps(10, 4.0, 0.5, 50.0)
     assert eng.pooled is False
-
-
-def numpy_blas_threads() -> list[int]:
-    """The thread counts of numpy's own BLAS (the one the package's products call), as threadpoolctl reads them."""
-    from threadpoolctl import threadpool_info
-
-    numpy_dir = os.path.dirname(os.path.dirname(np.__file__))
-    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas" and "numpy" in lib["filepath"]
-            and lib["filepath"].startswith(numpy_dir)]  # fmt: skip
 
 
 def test_blas_takes_one_thread_inside_the_blocks_and_its_count_is_back_after_the_last():
