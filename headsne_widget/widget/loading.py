@@ -17,13 +17,14 @@ from typing import Any, Final
 import numpy as np
 
 from ..affinity.selection import MIN_TOKENS
+from ..affinity.sources import SOURCES
 from ..capture.components import allow_components
 from ..capture.extraction import Extraction, extract, load_model
 from ..capture.occurrences import Occurrences, capture_occurrences
 from ..capture.scores import SCORES, head_scores, statistics
 from ..embedding.background import start_warmup
 from .jobs import Job, Progress, Slot
-from .prefetch import PREFETCH_MIN_N, Prefetch
+from .prefetch import Prefetch
 from .selections import build_selection
 from .workspace import Workspace
 
@@ -125,8 +126,9 @@ def occurrence_traits(ex: Occurrences) -> dict[str, Any]:
 
 
 def make_prefetch(ex: Extraction, workspace: Workspace, slot: Slot) -> Prefetch | None:
-    """The builder of the P the pointer rests on, for texts long enough to need it (``PREFETCH_MIN_N``)."""
-    if ex.n_tokens < PREFETCH_MIN_N:
+    """The builder of the P the pointer rests on, for texts where some mode's P is worth building ahead
+    (``PSource.prefetch``)."""
+    if not any(src.prefetches(ex.n_tokens) for src in SOURCES.values()):
         return None
 
     def build(job: Job, key: Any) -> tuple[Any, Any]:

@@ -77,6 +77,7 @@ class Owner(Results):
         widget.on_browser, widget.on_control, widget.hand_over = self.on_browser, self.on_control, self.handed_over
         widget.observe(self.on_run_trait, names=sorted(RESTARTS_RUN))
         widget.observe(self.on_hovered_head, names="hovered_head")
+        widget.observe(self.on_p_trait, names=["mode", "perplexity", "exclude_special"])
         widget.observe(self.on_display, names=["edge_k", "color_mode", "speed"])
         widget.observe(self.on_selection, names=["layer", "head", "mode"])
         widget.observe(self.on_sort, names="sort_heads")
@@ -339,11 +340,19 @@ class Owner(Results):
     def on_hovered_head(self, change: Any) -> None:
         """The pointer rests on a grid row: build that head's P now, for the click that may follow."""
         w = self.widget
-        if self.prefetch is None or change.new is None or not source(w.mode).prefetch:
+        if self.prefetch is None or self.ex is None or change.new is None:
+            return
+        if not source(w.mode).prefetches(self.ex.n_tokens):
             return
         layer, head = change.new
-        if (layer, head) != (w.layer, w.head):
-            self.prefetch.aim(SelectionKey(w.mode, layer, head, w.exclude_special, w.perplexity))
+        key = SelectionKey(w.mode, layer, head, w.exclude_special, w.perplexity)
+        if key != SelectionKey(w.mode, w.layer, w.head, w.exclude_special, w.perplexity):  # (hidden: another layer)
+            self.prefetch.aim(key)
+
+    def on_p_trait(self, change: Any) -> None:
+        """A trait P depends on besides the row changed: the row rested on before is forgotten, so that resting
+        on it again is a change (a new P to build; js/store/intents.js scopes its dwell the same way)."""
+        self.widget.hovered_head = None
 
     def on_display(self, change: Any) -> None:
         if change.name == "speed":

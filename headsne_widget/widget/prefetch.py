@@ -1,12 +1,16 @@
-"""The P of the grid row the pointer rests on, built before the click asks for it (long texts).
+"""The P of the grid row the pointer rests on, built before the click asks for it.
 
 A head click at 8192 tokens spends 0.1-0.2 s before t-SNE can start: the head's attention recomputed from the
-captured queries and keys, then P's census and symmetrisation. The pointer rests on a grid row for a few
-hundred milliseconds before a click, so from :data:`PREFETCH_MIN_N` tokens the page reports the row it rests on
-(``hovered_head``, after :data:`DWELL_MS`; ``js/store/prefetch.js`` mirrors both) and :class:`Prefetch` builds that
-head's P in its own job slot. The click's run job then takes it (or waits for the one being built) instead of
-starting over. One P is kept at most, in a leased array (:mod:`.workspace`): the one built last, released as
-soon as another head is aimed at, handed over (with its lease) to the run that takes it.
+captured queries and keys, then P's census and symmetrisation; a head-output or hidden-state click at 512 tokens
+spends 14 ms of its 25 on the exact Gaussians. The pointer rests on a grid row for a few hundred milliseconds
+before a click, so where the mode's P is worth it (``PSource.prefetch``: a head matrix's from 2048 tokens, a
+source of points' from 256 until its P turns sparse) the page reports the row it rests on (``hovered_head``, after
+:data:`DWELL_MS`; ``js/store/prefetch.js`` mirrors it, the ranges come with the protocol's ``SOURCES``) and
+:class:`Prefetch` builds that row's P in its own job slot. The click's run job then takes it (or waits for the
+one being built) instead of starting over. One P is kept at most, in a leased array (:mod:`.workspace`): the one
+built last, released as soon as another head is aimed at, handed over (with its lease) to the run that takes it.
+The row rested on is forgotten (``hovered_head`` None) when the mode, the perplexity or ``exclude_special``
+changes, so that resting on it again builds the new P.
 """
 
 from __future__ import annotations
@@ -18,10 +22,8 @@ from typing import Any
 from .jobs import Job, Slot
 from .workspace import Lease
 
-__all__ = ["DWELL_MS", "PREFETCH_MIN_N", "Prefetch"]
+__all__ = ["DWELL_MS", "Prefetch"]
 
-#: from this many tokens the page reports the head the pointer rests on (js/store/prefetch.js mirrors it)
-PREFETCH_MIN_N = 2048
 #: how long the pointer rests on a grid row before the page reports it (js/store/prefetch.js)
 DWELL_MS = 120
 

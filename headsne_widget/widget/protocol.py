@@ -245,8 +245,9 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("hovered", StrictInt(None, allow_none=True, min=0), "display", "the hovered token (written at most 20 "
           "times a second), null when the pointer leaves", keyword=False, mirrored=False),
     _spec("hovered_head", t.List(StrictInt(min=0), default_value=None, allow_none=True, minlen=2, maxlen=2),
-          "display", "[layer, head] of the grid row the pointer has rested on for 120 ms, from 2048 tokens: Python "
-          "builds its P before the click", keyword=False, mirrored=False),
+          "display", "[layer, head] of the grid row the pointer has rested on for 120 ms where the mode's P is "
+          "worth building ahead (its source's range of tokens): Python builds its P before the click; null again "
+          "after a change of mode, perplexity or exclude_special", keyword=False, mirrored=False),
     _spec("color_mode", t.Enum(COLOR_MODES, default_value="position"), "display", "the token colouring; sentences "
           "and token kinds are computed in the browser from `text` and `offsets`; \"head_share\": the selected head's "
           "share of each token's state (`color_values`, from the decomposition, which it asks for)"),

@@ -58,8 +58,9 @@
  * @property {number[]} selected selected tokens: lasso (shift + drag) or box in the map, click / shift-click /
  *   ctrl-click in the text, Enter in the search box; Escape or the chip clears
  * @property {number | null} hovered the hovered token (written at most 20 times a second), null when the pointer leaves
- * @property {[number, number] | null} hovered_head [layer, head] of the grid row the pointer has rested on for 120 ms,
- *   from 2048 tokens: Python builds its P before the click
+ * @property {[number, number] | null} hovered_head [layer, head] of the grid row the pointer has rested on for 120 ms
+ *   where the mode's P is worth building ahead (its source's range of tokens): Python builds its P before the click;
+ *   null again after a change of mode, perplexity or exclude_special
  * @property {"position" | "kind" | "sentence" | "max_attention" | "user" | "head_share"} color_mode the token
  *   colouring; sentences and token kinds are computed in the browser from `text` and `offsets`; "head_share": the
  *   selected head's share of each token's state (`color_values`, from the decomposition, which it asks for)
@@ -307,9 +308,12 @@ export const MIRRORED = /** @type {const} */ ([
 /**
  * The sources of P (headsne_widget/affinity/sources), one per value of `mode`, in the mode control's order: its
  * option's text, what a map of it is called, whether a run depends on the head and on the perplexity, points per
- * token (2: queries then keys), and what the hover lines are ("rows" of the head, or nearest "neighbours").
+ * token (2: queries then keys), what the hover lines are ("rows" of the head, or nearest "neighbours"), and the
+ * tokens [prefetchFrom, prefetchBelow) for which the page reports the grid row the pointer rests on (null: never;
+ * below null: no bound; js/store/prefetch.js).
  * @typedef {{option: string, title: string, perHead: boolean, usesPerplexity: boolean, pointsPerToken: number,
- *   partners: "rows" | "neighbours", prefetch: boolean, describes: string}} Source
+ *   partners: "rows" | "neighbours", prefetchFrom: number | null, prefetchBelow: number | null,
+ *   describes: string}} Source
  * @type {Readonly<Record<string, Source>>}
  */
 export const SOURCES = Object.freeze({
@@ -320,7 +324,8 @@ export const SOURCES = Object.freeze({
     usesPerplexity: false,
     pointsPerToken: 1,
     partners: "rows",
-    prefetch: true,
+    prefetchFrom: 2048,
+    prefetchBelow: null,
     describes: "attention-head t-SNE: P = A + A^T of the selected head",
   }),
   hidden: Object.freeze({
@@ -330,7 +335,8 @@ export const SOURCES = Object.freeze({
     usesPerplexity: true,
     pointsPerToken: 1,
     partners: "neighbours",
-    prefetch: false,
+    prefetchFrom: 256,
+    prefetchBelow: 4096,
     describes: "standard t-SNE of the layer's output hidden states",
   }),
   "query-key": Object.freeze({
@@ -340,7 +346,8 @@ export const SOURCES = Object.freeze({
     usesPerplexity: false,
     pointsPerToken: 2,
     partners: "rows",
-    prefetch: false,
+    prefetchFrom: null,
+    prefetchBelow: null,
     describes: "the selected head's queries and keys in one t-SNE",
   }),
   norm: Object.freeze({
@@ -350,7 +357,8 @@ export const SOURCES = Object.freeze({
     usesPerplexity: false,
     pointsPerToken: 1,
     partners: "rows",
-    prefetch: true,
+    prefetchFrom: 2048,
+    prefetchBelow: null,
     describes: "value-weighted attention: each weight times the norm of what its key sends",
   }),
   "head-output": Object.freeze({
@@ -360,7 +368,8 @@ export const SOURCES = Object.freeze({
     usesPerplexity: true,
     pointsPerToken: 1,
     partners: "neighbours",
-    prefetch: false,
+    prefetchFrom: 256,
+    prefetchBelow: 4096,
     describes: "what the selected head writes into each token (its output vectors)",
   }),
 });

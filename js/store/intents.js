@@ -6,7 +6,7 @@
 
 import { T, control, preview, write } from "../model/model.js";
 import { throttle } from "../lib/schedule.js";
-import { PREFETCH_MIN_N, createDwell } from "./prefetch.js";
+import { createDwell, prefetches } from "./prefetch.js";
 import { searchOf } from "../lib/search.js";
 import { headHeld } from "./state.js";
 import { sourceOf } from "../model/sources.js";
@@ -38,13 +38,16 @@ export function createIntents({ model, store, clock, metrics }) {
     clock,
     { leading: false },
   );
-  // the grid row the pointer rests on goes to Python, which builds its P before the click (long texts)
+  // the grid row the pointer rests on goes to Python, which builds its P before the click (where it pays)
   const dwell = createDwell({
     report: (value) => write(model, { [T.hovered_head]: value }),
-    wanted: (layer, head) =>
-      store.state.doc.tokens.length >= PREFETCH_MIN_N &&
-      sourceOf(model.get(T.mode)).prefetch &&
-      (layer !== model.get(T.layer) || head !== model.get(T.head)),
+    wanted: (layer, head) => {
+      const source = sourceOf(model.get(T.mode));
+      const other = layer !== model.get(T.layer) || (source.perHead && head !== model.get(T.head));
+      return other && prefetches(source, store.state.doc.tokens.length);
+    },
+    // Python forgets the row when one of these changes (owner.py `on_p_trait`): the same row is then a new P
+    scope: () => [T.mode, T.perplexity, T.exclude_special].map((name) => String(model.get(name))).join("|"),
     clock,
   });
 

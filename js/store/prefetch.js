@@ -1,23 +1,32 @@
-// The grid row the pointer rests on, reported to Python as `hovered_head` so that it builds that head's P
-// before the click (headsne_widget/prefetch.py, which this mirrors: same constants). At 8192 tokens a
-// click spends about 0.35 s on the head's attention and P; the pointer rests on a row longer than that
-// before most clicks. Only for long texts: below PREFETCH_MIN_N a P takes milliseconds, and a message in
-// flight would hold a click's write back (the host keeps one update per model in flight).
+// The grid row the pointer rests on, reported to Python as `hovered_head` so that it builds that row's P before
+// the click (headsne_widget/widget/prefetch.py, which this mirrors: same dwell). Only where the mode's P is worth
+// it, its source's range of tokens (`prefetchFrom`, `prefetchBelow` in the protocol's SOURCES): a head matrix's P
+// at 512 tokens takes a few milliseconds, and a message in flight would hold a click's write back (the host keeps
+// one update per model in flight), while a source of points' exact Gaussians take most of a click there.
 
 import { realClock } from "../lib/schedule.js";
 
-/** tokens from which the row the pointer rests on is reported (prefetch.PREFETCH_MIN_N) */
-export const PREFETCH_MIN_N = 2048;
 /** how long the pointer rests on a row before it is reported (prefetch.DWELL_MS) */
 export const DWELL_MS = 120;
 
 /**
- * Calls `report([layer, head])` once the pointer has rested `ms` on the same row, unless `wanted(layer,
- * head)` says no (short text, hidden mode, the selected head) or that row was the last one reported.
- * @param {{report: (value: [number, number]) => void, wanted: (layer: number, head: number) => boolean,
- *   clock?: import("../lib/schedule.js").Clock, ms?: number}} options
+ * Whether the page reports the row the pointer rests on, in a mode of this source, for a text of `n` tokens:
+ * n in [prefetchFrom, prefetchBelow) (from null: never; below null: no bound).
+ * @param {{prefetchFrom: number | null, prefetchBelow: number | null}} source
+ * @param {number} n
  */
-export function createDwell({ report, wanted, clock = realClock, ms = DWELL_MS }) {
+export function prefetches({ prefetchFrom, prefetchBelow }, n) {
+  return prefetchFrom !== null && n >= prefetchFrom && (prefetchBelow === null || n < prefetchBelow);
+}
+
+/**
+ * Calls `report([layer, head])` once the pointer has rested `ms` on the same row, unless `wanted(layer,
+ * head)` says no (a text outside the mode's range, the selected head) or that row was the last one reported
+ * under the same `scope()` (what else P depends on: after a mode change the same row is a new P).
+ * @param {{report: (value: [number, number]) => void, wanted: (layer: number, head: number) => boolean,
+ *   scope?: () => string, clock?: import("../lib/schedule.js").Clock, ms?: number}} options
+ */
+export function createDwell({ report, wanted, scope = () => "", clock = realClock, ms = DWELL_MS }) {
   /** @type {any} */
   let timer = null;
   let at = "";
@@ -34,7 +43,7 @@ export function createDwell({ report, wanted, clock = realClock, ms = DWELL_MS }
      * @param {number} [head]
      */
     over(layer, head = 0) {
-      const key = layer == null ? "" : `${layer}:${head}`;
+      const key = layer == null ? "" : `${scope()}|${layer}:${head}`;
       if (key === at) return; // still on the same row: its timer runs on
       cancel();
       if (layer == null || key === reported || !wanted(layer, head)) return;

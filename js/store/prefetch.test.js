@@ -59,3 +59,28 @@ test("leaving the grid, a click or an unwanted row reports nothing", () => {
   assert.deepEqual(reports, []);
   assert.equal(clock.timers, 0);
 });
+
+test("the row last reported is reported again under another scope (a mode change: a new P)", () => {
+  let mode = "head-output";
+  const clock = fakeClock();
+  const reports = [];
+  const dwell = createDwell({
+    report: (v) => reports.push([mode, ...v]),
+    wanted: () => true,
+    scope: () => mode,
+    clock,
+  });
+  dwell.over(1, 2);
+  clock.advance(DWELL_MS);
+  dwell.over(null);
+  mode = "hidden";
+  dwell.over(1, 2);
+  clock.advance(DWELL_MS);
+  dwell.over(null);
+  dwell.over(1, 2);
+  clock.advance(DWELL_MS);
+  assert.deepEqual(reports, [
+    ["head-output", 1, 2],
+    ["hidden", 1, 2],
+  ]);
+});

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 import numpy as np
 
+from ..sparse import SPARSE_MIN_TOKENS
+
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
@@ -27,6 +29,13 @@ __all__ = ["Built", "Check", "HeadMatrixSource", "Limits", "PSource", "PointSour
 Progress = Callable[[float], None]
 #: ``check()``: called now and then during a long dense build; may raise to stop
 Check = Callable[[], None] | None
+#: tokens [from, below) for which the widget builds a head matrix's P before the click (below None: no bound).
+#: Below 2048 tokens its P takes a few milliseconds, less than the hover's message would cost a click.
+HEAD_PREFETCH: tuple[int, int | None] = (2048, None)
+#: the same for a source of points: its exact Gaussians take 14 ms at 512 tokens (most of a click) and 0.2 s at
+#: 2048; from ``SPARSE_MIN_TOKENS`` their nearest-neighbour search takes seconds of every core, which a pointer
+#: passing over rows should not start.
+POINT_PREFETCH: tuple[int, int | None] = (256, SPARSE_MIN_TOKENS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,8 +97,9 @@ class PSource:
     #: most kept tokens, None for no limit; ``too_many`` says why
     max_tokens: ClassVar[int | None] = None
     too_many: ClassVar[str] = ""
-    #: the widget builds the P of the head the pointer rests on before the click (long texts)
-    prefetch: ClassVar[bool] = False
+    #: tokens [from, below) for which the widget builds the P of the grid row the pointer rests on before the
+    #: click (below None: no bound; None: never)
+    prefetch: ClassVar[tuple[int, int | None] | None] = None
     #: the hover lines: "rows" of the head's matrix, or nearest "neighbours" in the source's space
     partners: ClassVar[Literal["rows", "neighbours"]] = "rows"
     #: a short description for legends and ``help``
@@ -101,6 +111,13 @@ class PSource:
 
     def label(self, layer: int, head: int) -> str:
         return f"layer {layer} head {head}"
+
+    def prefetches(self, n_tokens: int) -> bool:
+        """Whether the widget builds the hovered row's P before the click for a text of ``n_tokens``."""
+        if self.prefetch is None:
+            return False
+        start, below = self.prefetch
+        return start <= n_tokens and (below is None or n_tokens < below)
 
     def points(self, kept: np.ndarray) -> np.ndarray:
         """The token index of each point t-SNE places."""
@@ -125,7 +142,7 @@ class PSource:
 class HeadMatrixSource(PSource):
     """P from one head's (n, n) matrix (see the module doc)."""
 
-    prefetch = True
+    prefetch: ClassVar[tuple[int, int | None] | None] = HEAD_PREFETCH
 
     def matrix(self, ex: Any, layer: int, head: int) -> np.ndarray:
         """The head's float32 (n, n) matrix, rows = queries."""
@@ -173,6 +190,7 @@ class PointSource(PSource):
 
     uses_perplexity = True
     partners = "neighbours"
+    prefetch = POINT_PREFETCH
 
     def space(self, ex: Any, layer: int, head: int) -> np.ndarray:
         """float (n, d) points, one per token, whose euclidean distances P is built from."""

@@ -24,7 +24,7 @@ class QueryKey(Attention):
     has_sparse = False
     max_tokens = QUERY_KEY_MAX_TOKENS
     too_many = "its P is (2m)^2 and dense"
-    prefetch = False
+    prefetch = None
     describes = "the selected head's queries and keys in one t-SNE"
     title = "query-key t-SNE"
     option = "queries and keys"

@@ -1,5 +1,5 @@
 // Wiring of the grid view (js/views/grid/grid.js) against a fake model: a click selects a head in one write (with a
-// pending hover), ctrl + wheel zooms the token axis, and resting on a row reports it on long texts.
+// pending hover), ctrl + wheel zooms the token axis, and resting on a row reports it where the mode's P pays.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
@@ -107,7 +107,7 @@ test("a double-click on the zoomed grid resets the zoom and selects nothing; a c
   cleanup();
 });
 
-test("resting on a grid row writes hovered_head on long texts only; sweeping or the selected head writes nothing", async () => {
+test("resting on a grid row writes hovered_head where the mode's P pays; sweeping or the selected head writes nothing", async () => {
   const rest = (el, clock, moves) => {
     for (const [layer, head] of moves) {
       gridEvent(el, "mousemove", layer, head, 2);
@@ -116,11 +116,19 @@ test("resting on a grid row writes hovered_head on long texts only; sweeping or 
     clock.advance(160);
   };
   const written = (model) => model.calls.filter(([, name]) => name === "hovered_head").map(([, , value]) => value);
-  for (const [n, expected] of [
-    [2048, [[1, 2]]],
-    [TOKENS.length, []],
+  // the protocol's SOURCES: a head matrix's P from 2048 tokens, a source of points' from 256 until it turns sparse
+  for (const [mode, n, expected] of [
+    ["attention", 2048, [[1, 2]]],
+    ["attention", 512, []],
+    ["attention", TOKENS.length, []],
+    ["head-output", 512, [[1, 2]]],
+    ["head-output", 256, [[1, 2]]],
+    ["head-output", 255, []],
+    ["head-output", 4096, []],
+    ["hidden", 512, [[1, 2]]],
+    ["query-key", 2048, []],
   ]) {
-    const { model, el, cleanup, clock } = mount(n === TOKENS.length ? {} : longTraits(n));
+    const { model, el, cleanup, clock } = mount({ mode, ...(n === TOKENS.length ? {} : longTraits(n)) });
     await Promise.resolve();
     rest(el, clock, [
       [1, 0],
@@ -128,9 +136,13 @@ test("resting on a grid row writes hovered_head on long texts only; sweeping or 
       [1, 1],
       [1, 2],
     ]); // 40 ms on each row, then rests on (1, 2)
-    assert.deepEqual(written(model), expected, `${n} tokens`);
+    const label = `${mode}, ${n} tokens`;
+    assert.deepEqual(written(model), expected, label);
     rest(el, clock, [[0, 0]]); // the selected head
-    assert.deepEqual(written(model), expected, `${n} tokens, the selected head`);
+    assert.deepEqual(written(model), expected, `${label}, the selected head`);
+    rest(el, clock, [[0, 2]]); // another head of the selected layer: the same P in hidden mode (layer only)
+    const sameLayer = mode === "hidden" ? [] : expected.length ? [[0, 2]] : [];
+    assert.deepEqual(written(model), [...expected, ...sameLayer], `${label}, the selected layer`);
     cleanup();
   }
 });
