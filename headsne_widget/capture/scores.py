@@ -50,6 +50,11 @@ __all__ = [
 
 #: the keys within this distance of the query count as ``local`` (a 7-token band)
 LOCAL_WINDOW = 3
+#: weights a block of rows holds whose logarithms numpy takes at once for the fold (256 KiB of float32: within a
+#: core's L2 cache, where the compiled pass reads them back)
+LOG_BLOCK_VALUES = 65536
+#: the least positive float32 (subnormal): a weight's floor before its logarithm (a masked key's 0 * log is 0)
+_TINY = np.float32(1e-45)
 #: the scores of :func:`head_scores`, in its column order (each in [0, 1])
 SCORES = ("sink", "previous", "next", "self", "local", "entropy", "special", "future")
 #: the kinds of :func:`head_kind`
@@ -86,18 +91,27 @@ class LayerScores:
 
     def update(self, rows: slice, keys: slice, w: torch.Tensor) -> None:
         """Fold the chunk ``w`` (float32 ``(H, r, k)``: rows ``rows``, keys ``keys``) into the sums: on the CPU in one
-        compiled pass per head (:func:`~.score_kernels.fold_heads`), elsewhere with torch's operations
+        compiled pass per block of a head's rows (:func:`~.score_kernels.fold_rows`), elsewhere with torch's operations
         (:meth:`update_with_torch`)."""
         if w.device.type != "cpu":
             self.update_with_torch(rows, keys, w)
             return
         from .._parallel import each
-        from .score_kernels import fold_heads
+        from .score_kernels import fold_rows
 
         chunk = w.contiguous().numpy()
         sums, received, uniform = self.sums.numpy(), self.received.numpy(), self.uniform.numpy()
-        each(self.n_heads, lambda h: fold_heads(chunk, h, rows.start, keys.start, LOCAL_WINDOW, sums, received,
-                                                uniform))  # fmt: skip
+        r, k = chunk.shape[1:]
+        block = max(1, LOG_BLOCK_VALUES // max(k, 1))  # rows whose logarithms stay in a core's cache
+
+        def fold(h: int) -> None:
+            logs = np.empty((min(block, r), k), dtype=np.float32)
+            for a in range(0, r, block):
+                part, log_part = chunk[h, a : a + block], logs[: min(block, r - a)]
+                np.log(np.maximum(part, _TINY, out=log_part), out=log_part)
+                fold_rows(part, log_part, h, rows.start + a, keys.start, LOCAL_WINDOW, sums, received, uniform)
+
+        each(self.n_heads, fold)
 
     def update_with_torch(self, rows: slice, keys: slice, w: torch.Tensor) -> None:
         """:meth:`update` with torch's operations, on any device (a pass over the chunk per quantity)."""
