@@ -568,20 +568,27 @@ def hover_scatter_point(root: Any, step: float = 4.0) -> dict[str, Any]:
     """Move the mouse onto a scatter point; return where (relative to the canvas) and the tooltip text.
 
     Points are where t-SNE put them, which the page does not publish: the plot is probed with synthetic
-    mouse moves to find one, then the real mouse moves there and the real tooltip is read.
+    mouse moves to find one, then the real mouse moves there and the real tooltip is read. The map may change
+    between the probe and the move (a best-of restart's better map arrives after the run's end: CI saw the
+    tooltip stay hidden once), so a miss probes again, three times in all.
     """
     canvas = canvas_of(root, "headsne-scatter")
     tooltip = root.locator(testid("headsne-tooltip")).first
     canvas.scroll_into_view_if_needed()
-    found = canvas.evaluate(_FIND_POINT_JS, [tooltip.element_handle(), step])
-    if not found:
-        raise AssertionError("no scatter point found anywhere on the plot: the tooltip never showed")
-    canvas.hover(position=found)
-    try:
-        tooltip.wait_for(state="visible", timeout=5000)
-    except Exception as err:
-        raise AssertionError(f"hovering the point at {found} did not show the tooltip") from err
-    return {**found, "text": tooltip.text_content() or ""}
+    for attempt in range(3):
+        found = canvas.evaluate(_FIND_POINT_JS, [tooltip.element_handle(), step])
+        if not found:
+            raise AssertionError("no scatter point found anywhere on the plot: the tooltip never showed")
+        canvas.hover(position=found)
+        try:
+            tooltip.wait_for(state="visible", timeout=5000)
+        except Exception as err:
+            if attempt == 2:
+                raise AssertionError(f"hovering the point at {found} did not show the tooltip, 3 times") from err
+            root.page.mouse.move(0, 0)  # off the plot: the next probe starts from no hover
+            continue
+        return {**found, "text": tooltip.text_content() or ""}
+    raise AssertionError("unreachable")
 
 
 # ---------------------------------------------------------------------------------------------------
