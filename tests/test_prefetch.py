@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 from recording_comm import wait_until
+from widget_probes import count_builds, prefetch_idle
 
 from headsne_widget.affinity.selection import selection_affinities
 from headsne_widget.affinity.sources.base import HEAD_PREFETCH, POINT_PREFETCH
@@ -17,7 +18,6 @@ from headsne_widget.capture.extraction import extract
 from headsne_widget.embedding.background import start_warmup
 from headsne_widget.embedding.tsne import kl_divergence
 from headsne_widget.texts import TSNE_ABSTRACT
-from headsne_widget.widget import selections
 from headsne_widget.widget.jobs import Slot
 from headsne_widget.widget.prefetch import Prefetch
 from headsne_widget.widget.workspace import Workspace
@@ -114,23 +114,6 @@ def long_ex(long_llama_dir):
         return extract(text, long_llama_dir, max_tokens=HEAD_PREFETCH[0])
 
 
-def count_builds(monkeypatch) -> list[tuple]:
-    """(mode, layer, head) of every P built from here on."""
-    built: list[tuple] = []
-    real = selections.build_p
-
-    def counted(ex, spec, **kwargs):
-        built.append((spec.source.name, spec.layer, spec.head))
-        return real(ex, spec, **kwargs)
-
-    monkeypatch.setattr(selections, "build_p", counted)
-    return built
-
-
-def prefetch_idle() -> bool:
-    return not [t for t in threading.enumerate() if t.name == "headsne-prefetch"]
-
-
 def test_the_click_takes_the_P_built_while_the_pointer_rested_on_its_row(make, long_ex, monkeypatch):
     built = count_builds(monkeypatch)
     w, c = make(long_ex, autostart=False, n_iter=20, speed=0.0)
@@ -221,17 +204,21 @@ def test_at_512_tokens_a_head_output_click_takes_the_P_built_while_the_pointer_r
     wait_until(lambda: built == [("hidden", 1, 0)] and prefetch_idle(), 30, "the same row's P in the new mode")
 
 
-def test_the_page_uses_the_same_dwell():
-    """js/store/prefetch.js mirrors DWELL_MS (the page decides when to report a row; the ranges of tokens come with
-    the protocol's SOURCES)."""
+def test_the_page_uses_the_same_dwell_and_forgets_the_row_on_the_same_traits():
+    """js/store/prefetch.js mirrors DWELL_MS, and js/store/intents.js scopes its dwell by the traits whose change
+    makes Python forget the row (the page decides when to report a row; the ranges of tokens come with the
+    protocol's SOURCES)."""
     import re
     from pathlib import Path
 
     from headsne_widget.widget import prefetch
+    from headsne_widget.widget.owner import KEY_TRAITS
 
-    source = (Path(__file__).parents[1] / "js" / "store" / "prefetch.js").read_text()
-    match = re.search(r"export const DWELL_MS = (\d+);", source)
+    js = Path(__file__).parents[1] / "js" / "store"
+    match = re.search(r"export const DWELL_MS = (\d+);", (js / "prefetch.js").read_text())
     assert match and int(match.group(1)) == prefetch.DWELL_MS
+    scope = re.search(r"scope: \(\) => \[([^\]]*)\]", (js / "intents.js").read_text())
+    assert scope and set(re.findall(r"T\.(\w+)", scope.group(1))) == set(KEY_TRAITS)
 
 
 def test_clicks_with_hovers_between_them_run_on_the_right_P(make, long_ex):

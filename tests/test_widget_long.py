@@ -17,6 +17,7 @@ import pytest
 import scipy.sparse as sp
 from conftest import build_tiny_model
 from recording_comm import wait_until
+from widget_probes import count_builds, count_leases, prefetch_idle
 
 from headsne_widget.affinity.sparse import SPARSE_MIN_TOKENS
 from headsne_widget.capture.extraction import extract
@@ -142,9 +143,10 @@ def listed(trait: dict, tokens: np.ndarray) -> list[list[tuple[int, float]]]:
             for i in tokens.tolist()]  # fmt: skip
 
 
-def test_a_head_click_above_the_threshold_runs_sparse_with_no_n_by_n_array(make, long_ex):
+def test_a_head_click_above_the_threshold_runs_sparse_with_no_n_by_n_array(make, long_ex, monkeypatch):
     ex, k = long_ex, 4
     start_warmup().join()
+    leased = count_leases(monkeypatch)
     w, c = make(ex, autostart=False, n_iter=40, speed=0.0, edge_k=k, exclude_special=True)
     wait_until(lambda: w.head_map is not None, 60, "the head map")  # its own O(n) arrays, before the click
     gc.collect()
@@ -174,21 +176,22 @@ def test_a_head_click_above_the_threshold_runs_sparse_with_no_n_by_n_array(make,
         trait = getattr(w, name)
         assert trait["indices"].shape == (N, k)
         assert listed(trait, tokens) == expected[name], name
-    assert w._owner.workspace.made == 0  # no n x n array was ever made
+    assert leased == []  # no n x n array was ever made
     one_head = 4 * N * N
     assert peak < one_head / 3, f"peak {peak / MIB:.1f} MiB; one n x n float32 is {one_head / MIB:.0f} MiB"
     print(f"n = {N}: peak {peak / MIB:.1f} MiB of numpy arrays (one n x n float32: {one_head / MIB:.0f} MiB)")
 
 
-def test_a_hidden_run_above_the_threshold_takes_the_knn_p_and_neighbours(make, long_ex):
+def test_a_hidden_run_above_the_threshold_takes_the_knn_p_and_neighbours(make, long_ex, monkeypatch):
     ex, k = long_ex, 3
+    leased = count_leases(monkeypatch)
     w, _ = make(ex, n_iter=30, speed=0.0, edge_k=k, layer=0, mode="hidden")
     kl = w.wait(120)
     wait_until(lambda: w.edges is not None, 60, "the neighbours")
     assert w.state == "done" and kl is not None and math.isfinite(kl)
     assert w.embedding.shape == (N, 2)
     assert w.attends_to is None and w.attended_by is None
-    assert w._owner.workspace.made == 0
+    assert leased == []
     indices, weights = hidden_neighbours(ex.layer_output(0), k, np.arange(N))
     np.testing.assert_array_equal(w.edges["indices"], indices)
     np.testing.assert_array_equal(w.edges["weights"], weights)
@@ -224,13 +227,15 @@ def test_a_long_hidden_runs_partners_come_from_its_own_p_search(make, long_ex, m
     np.testing.assert_allclose(w.edges["weights"], weights, rtol=1e-4)
 
 
-def test_a_hovered_head_then_a_new_edge_k_give_that_heads_sparse_partners(make, long_ex):
+def test_a_hovered_head_then_a_new_edge_k_give_that_heads_sparse_partners(make, long_ex, monkeypatch):
     ex = long_ex
+    built, leased = count_builds(monkeypatch), count_leases(monkeypatch)
     w, c = make(ex, autostart=False, n_iter=20, speed=0.0, edge_k=3)
     c.from_browser(hovered_head=[0, 1])  # its sparse P and rows built ahead
-    wait_until(lambda: w._owner.prefetch is not None and w._owner.prefetch._ready is not None, 60, "the prefetch")
+    wait_until(lambda: built == [("attention", 0, 1)] and prefetch_idle(), 60, "the prefetch")
     c.from_browser(layer=0, head=1)  # the click takes them
     w.wait(120)
+    assert built == [("attention", 0, 1)], "the click took the P built ahead"
     wait_until(lambda: w.edges is not None, 60, "the partners")
     w.edge_k = 5  # the partners again, the rows computed again
     wait_until(lambda: w.edges is not None and w.edges["indices"].shape == (N, 5), 60, "the partners for 5")
@@ -238,4 +243,4 @@ def test_a_hovered_head_then_a_new_edge_k_give_that_heads_sparse_partners(make, 
     expected = expected_partners(S, 5, kept, tokens)
     for name in ("attends_to", "attended_by", "edges"):
         assert listed(getattr(w, name), tokens) == expected[name], name
-    assert w._owner.workspace.made == 0
+    assert leased == []

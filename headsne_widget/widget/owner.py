@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,8 @@ __all__ = ["HANDLERS", "RELATED_K", "SLOTS", "Owner", "head_order"]
 SLOTS = ("load", "run", "prefetch", "partners", "atlas", "heads", "attribution", "composition", "decomposition")
 #: how many related heads ``related`` lists
 RELATED_K = 8
+#: the traits a selection's P depends on besides its row (layer, head): a change forgets the row rested on
+KEY_TRAITS = tuple(f.name for f in fields(SelectionKey) if f.name not in ("layer", "head"))
 
 
 def head_order(scores: np.ndarray, names: list[str], sort: str) -> np.ndarray:
@@ -77,7 +79,7 @@ class Owner(Results):
         widget.on_browser, widget.on_control, widget.hand_over = self.on_browser, self.on_control, self.handed_over
         widget.observe(self.on_run_trait, names=sorted(RESTARTS_RUN))
         widget.observe(self.on_hovered_head, names="hovered_head")
-        widget.observe(self.on_p_trait, names=["mode", "perplexity", "exclude_special"])
+        widget.observe(self.on_p_trait, names=list(KEY_TRAITS))
         widget.observe(self.on_display, names=["edge_k", "color_mode", "speed"])
         widget.observe(self.on_selection, names=["layer", "head", "mode"])
         widget.observe(self.on_sort, names="sort_heads")
@@ -173,7 +175,7 @@ class Owner(Results):
             return
         self.pending = False
         w, (ex, workspace) = self.widget, self.loaded()
-        key = SelectionKey(w.mode, w.layer, w.head, w.exclude_special, w.perplexity)
+        key = self.selection_key(w.layer, w.head)
         request = RunRequest(w.run_id, key, {}, w.edge_k)
         try:  # checked before its run: a selection too small for t-SNE (or too large for its mode) is refused here
             points = key.spec(ex).n_points
@@ -344,14 +346,18 @@ class Owner(Results):
             return
         if not source(w.mode).prefetches(self.ex.n_tokens):
             return
-        layer, head = change.new
-        key = SelectionKey(w.mode, layer, head, w.exclude_special, w.perplexity)
-        if key != SelectionKey(w.mode, w.layer, w.head, w.exclude_special, w.perplexity):  # (hidden: another layer)
+        key = self.selection_key(*change.new)
+        if key != self.selection_key(w.layer, w.head):  # (hidden: another layer)
             self.prefetch.aim(key)
+
+    def selection_key(self, layer: int, head: int) -> SelectionKey:
+        """The key of row (layer, head) under the widget's mode, ``exclude_special`` and perplexity."""
+        w = self.widget
+        return SelectionKey(w.mode, layer, head, w.exclude_special, w.perplexity)
 
     def on_p_trait(self, change: Any) -> None:
         """A trait P depends on besides the row changed: the row rested on before is forgotten, so that resting
-        on it again is a change (a new P to build; js/store/intents.js scopes its dwell the same way)."""
+        on it again is a change (a new P to build; js/store/intents.js scopes its dwell by the same traits)."""
         self.widget.hovered_head = None
 
     def on_display(self, change: Any) -> None:
