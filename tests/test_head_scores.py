@@ -15,7 +15,7 @@ from headsne_widget import extract, head_scores, induction_scores
 from headsne_widget.capture import layers
 from headsne_widget.capture.extraction import extract_token_ids, load_model
 from headsne_widget.capture.maximum_attention import max_attention, max_attention_above_uniform
-from headsne_widget.capture.scores import KINDS, SCORES, head_kind, statistics
+from headsne_widget.capture.scores import KINDS, LOG_BLOCK_VALUES, SCORES, fold_pieces, head_kind, statistics
 from headsne_widget.texts import TSNE_ABSTRACT
 
 
@@ -216,3 +216,19 @@ def test_torch_fold_equals_the_compiled_fold(architecture, tiny_model_dir):
         with_torch.update_with_torch(rows, keys, A[:, rows, keys].contiguous())
     for a, b in zip(compiled.finish(), with_torch.finish()):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("n_heads", "r", "k", "threads"), [(32, 128, 128, 2), (32, 3, 2048, 16), (12, 512, 512, 2), (8, 1, 65536, 4)]
+)
+def test_the_folds_pieces_keep_each_heads_rows_on_one_thread_and_their_blocks_in_cache(n_heads, r, k, threads):
+    """Every head in exactly one piece (its rows then folded in order by one thread: two pieces sharing a head
+    would race on its sums); a block of a piece's heads within LOG_BLOCK_VALUES weights unless one row of one head
+    is longer; two pieces a thread where there are heads enough."""
+    pieces, step = fold_pieces(n_heads, r, k, threads)
+    heads = [h for piece in pieces for h in range(piece.start, piece.stop)]
+    assert heads == list(range(n_heads))
+    widest = max(piece.stop - piece.start for piece in pieces)
+    assert 1 <= step <= r
+    assert widest * step * k <= LOG_BLOCK_VALUES or (widest, step) == (1, 1)
+    assert len(pieces) >= min(n_heads, 2 * threads)

@@ -50,8 +50,8 @@ __all__ = [
 
 #: the keys within this distance of the query count as ``local`` (a 7-token band)
 LOCAL_WINDOW = 3
-#: weights a block of rows holds whose logarithms numpy takes at once for the fold (256 KiB of float32: within a
-#: core's L2 cache, where the compiled pass reads them back)
+#: the most weights in one piece of the fold, whose logarithms numpy takes at once (256 KiB of float32: within a
+#: core's L2 cache, where the compiled pass reads them back; :func:`fold_pieces`)
 LOG_BLOCK_VALUES = 65536
 #: the least positive float32 (subnormal): a weight's floor before its logarithm (a masked key's 0 * log is 0)
 _TINY = np.float32(1e-45)
@@ -91,27 +91,28 @@ class LayerScores:
 
     def update(self, rows: slice, keys: slice, w: torch.Tensor) -> None:
         """Fold the chunk ``w`` (float32 ``(H, r, k)``: rows ``rows``, keys ``keys``) into the sums: on the CPU in one
-        compiled pass per block of a head's rows (:func:`~.score_kernels.fold_rows`), elsewhere with torch's operations
-        (:meth:`update_with_torch`)."""
+        compiled pass per piece of the chunk (:func:`fold_pieces`, :func:`~.score_kernels.fold_heads`), the pieces
+        shared by this thread and the workers; elsewhere with torch's operations (:meth:`update_with_torch`)."""
         if w.device.type != "cpu":
             self.update_with_torch(rows, keys, w)
             return
-        from .._parallel import each
-        from .score_kernels import fold_rows
+        from .._parallel import shares, threads
+        from .score_kernels import fold_heads
 
         chunk = w.contiguous().numpy()
         sums, received, uniform = self.sums.numpy(), self.received.numpy(), self.uniform.numpy()
-        r, k = chunk.shape[1:]
-        block = max(1, LOG_BLOCK_VALUES // max(k, 1))  # rows whose logarithms stay in a core's cache
+        n_heads, r, k = chunk.shape
+        pieces, step = fold_pieces(n_heads, r, k, threads())
 
-        def fold(h: int) -> None:
-            logs = np.empty((min(block, r), k), dtype=np.float32)
-            for a in range(0, r, block):
-                part, log_part = chunk[h, a : a + block], logs[: min(block, r - a)]
-                np.log(np.maximum(part, _TINY, out=log_part), out=log_part)
-                fold_rows(part, log_part, h, rows.start + a, keys.start, LOCAL_WINDOW, sums, received, uniform)
+        def fold(p: int) -> None:  # a piece's heads, a block of rows at a time, in order (each head's sums are serial)
+            heads = pieces[p]
+            for a in range(0, r, step):
+                part = chunk[heads, a : a + step]
+                logs = np.maximum(part, _TINY)  # the block's logarithms, in numpy's SIMD lanes
+                np.log(logs, out=logs)
+                fold_heads(part, logs, heads.start, rows.start + a, keys.start, LOCAL_WINDOW, sums, received, uniform)
 
-        each(self.n_heads, fold)
+        shares(len(pieces), fold)
 
     def update_with_torch(self, rows: slice, keys: slice, w: torch.Tensor) -> None:
         """:meth:`update` with torch's operations, on any device (a pass over the chunk per quantity)."""
@@ -203,6 +204,19 @@ class HeadStatistics:
                 "future": sums["future"] / n,
             }
         return out
+
+
+def fold_pieces(n_heads: int, r: int, k: int, threads: int) -> tuple[list[slice], int]:
+    """How a chunk of ``n_heads`` x ``r`` rows x ``k`` keys is folded: its pieces (ranges of heads, each folded by one
+    thread, so that a head's sums are added in row order) and the rows of a block (a piece's heads folded a block
+    of rows at a time). A block's weights and their logarithms stay within ``LOG_BLOCK_VALUES`` each (a core's
+    cache); there are at least two pieces per thread where the heads allow it (a thread slowed by other work takes
+    fewer). One compiled call and one numpy logarithm a block: one a head cost a 2 MiB chunk of 32 heads at 2048
+    tokens (a few rows of each) more in calls than in folding."""
+    per_head = r * k
+    heads = max(1, min(LOG_BLOCK_VALUES // max(per_head, 1), -(-n_heads // (2 * threads))))
+    step = r if per_head * heads <= LOG_BLOCK_VALUES else max(1, LOG_BLOCK_VALUES // max(k, 1))
+    return [slice(h, min(h + heads, n_heads)) for h in range(0, n_heads, heads)], step
 
 
 def chunk_rows(n_heads: int, n: int, budget: int = 32 * 2**20) -> Iterator[slice]:
