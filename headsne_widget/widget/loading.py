@@ -11,6 +11,8 @@ applies it with the extraction (``Owner.receive``).
 from __future__ import annotations
 
 import enum
+import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -27,6 +29,9 @@ from .jobs import Job, Progress, Slot
 from .prefetch import Prefetch
 from .selections import build_selection
 from .workspace import Workspace
+
+_WARMUP_LOCK = threading.Lock()
+_WARMUP: list[threading.Thread] = []  # the widget's warm-up thread, started once per process
 
 __all__ = [
     "NOT_GIVEN", "Asked", "Loaded", "NotGiven", "Progress", "check_tokens", "contexts_job", "data_traits", "load_job",
@@ -65,11 +70,33 @@ class Loaded:
     ex: Extraction
 
 
+def start_widget_warmup() -> threading.Thread:
+    """The embedding stage's warm-up (:func:`~headsne_widget.embedding.background.start_warmup`), then the widget's
+    own compiled kernel (a long text's hover lines, :func:`.sparse_partners.warm`), in a process-wide thread
+    started once (it holds no widget state)."""
+    with _WARMUP_LOCK:
+        if not _WARMUP:
+            _WARMUP.append(threading.Thread(target=_warm_widget, name="headsne-widget-warmup", daemon=True))
+            _WARMUP[0].start()
+        return _WARMUP[0]
+
+
+def _warm_widget() -> None:
+    start_warmup().join()
+    try:
+        from . import sparse_partners
+
+        sparse_partners.warm()
+    except Exception as err:  # only an optimisation: the run itself reports real failures
+        message = f"widget warm-up failed ({err}); the first hover lines compile instead"
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+
+
 def load_job(
     job: Job, *, text: str, model: Any, tokenizer: Any, device: Any, max_tokens: int | None
 ) -> None:  # fmt: skip
     """Capture ``text`` (see the module doc); every step reports progress and is a cancel point."""
-    start_warmup()  # compiles (or loads) the t-SNE kernels while the model loads and runs
+    start_widget_warmup()  # compiles (or loads) the kernels while the model loads and runs
 
     def progress(what: str, fraction: float) -> None:
         job.emit(Progress(what, fraction))
@@ -84,7 +111,7 @@ def load_job(
 def contexts_job(job: Job, *, word: str, texts: list[str], model: Any, term: str) -> None:
     """Capture every occurrence of ``word`` in ``texts`` (``HeadSNE.contexts``); each text reports progress and
     is a cancel point."""
-    start_warmup()
+    start_widget_warmup()
 
     def progress(done: int, total: int) -> None:
         job.emit(Progress(f"running the texts that hold {word!r}: {done} of {total}", done / total))
@@ -95,7 +122,7 @@ def contexts_job(job: Job, *, word: str, texts: list[str], model: Any, term: str
 
 def prefetch_job(job: Job, ex: Extraction) -> None:
     """Every head into the extraction's cache, when they all fit its budget (see the module doc)."""
-    start_warmup()
+    start_widget_warmup()
     ex.attention_source.prefetch(job.check)
 
 

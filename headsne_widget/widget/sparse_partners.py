@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["sparse_head_partners"]
+__all__ = ["sparse_head_partners", "warm"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -87,3 +87,9 @@ def sparse_head_partners(
                   indices, weights)  # fmt: skip
     to, by, edges = ((indices[r], weights[r]) for r in range(3))
     return to, by, edges
+
+
+def warm() -> None:
+    """Compile (or load from numba's cache) the kernel, on a 2-token head: a long text's first hover lines waited
+    1.2-3 s for it at a fresh install (:func:`~.loading.start_widget_warmup`)."""
+    sparse_head_partners(sp.csr_array(np.array([[0.0, 1.0], [1.0, 0.0]], np.float32)), 1)
