@@ -13,13 +13,13 @@ is held by tests/test_widget_long.py.)"""
 from __future__ import annotations
 
 import gc
-import threading
 import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
 from recording_comm import wait_until
+from widget_probes import slot_idle
 
 from headsne_widget.capture.extraction import extract
 from headsne_widget.capture.sources import DENSE_BUDGET_BYTES
@@ -33,10 +33,6 @@ MIB = 2**20
 def numpy_bytes() -> int:
     snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)])
     return sum(stat.size for stat in snapshot.statistics("filename"))
-
-
-def idle(name: str) -> bool:
-    return not [t for t in threading.enumerate() if t.name == f"headsne-{name}"]
 
 
 @pytest.mark.parametrize("n", [4000, 8192])
@@ -54,7 +50,7 @@ def test_hovers_clicks_atlas_and_close_stay_under_the_ceiling(make, long_llama_d
         tracemalloc.reset_peak()
         w, c = make(ex, autostart=False, n_iter=10, speed=0.0)
         c.from_browser(hovered_head=[1, 2])  # the P of that row, built ahead
-        wait_until(lambda: idle("prefetch"), 120, "the hovered row's P")
+        wait_until(lambda: slot_idle("prefetch"), 120, "the hovered row's P")
         c.from_browser(layer=1, head=2)  # the click takes it
         c.from_browser(hovered_head=[0, 3])  # another row, built while the run goes on
         w.wait(300)
@@ -65,7 +61,7 @@ def test_hovers_clicks_atlas_and_close_stay_under_the_ceiling(make, long_llama_d
         w.wait(300)
         c.control("atlas_stop")
         w.close()
-        wait_until(lambda: all(idle(s) for s in ("run", "prefetch", "atlas", "partners", "load")), 60, "the jobs")
+        wait_until(lambda: all(slot_idle(s) for s in ("run", "prefetch", "atlas", "partners", "load")), 60, "the jobs")
         peak = tracemalloc.get_traced_memory()[1] - before
         max_attention = ex.max_attention.nbytes
         del ex  # the extraction's cache of whole heads goes with it (and the widget's references to it)

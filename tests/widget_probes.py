@@ -38,6 +38,11 @@ def count_leases(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return leased
 
 
+def slot_idle(name: str) -> bool:
+    """No job of the widget's slot ``name`` runs (its thread, ``headsne-<name>``, is gone)."""
+    return not [t for t in threading.enumerate() if t.name == f"headsne-{name}"]
+
+
 def prefetch_idle() -> bool:
     """No P is being built ahead (the prefetch's thread is gone)."""
-    return not [t for t in threading.enumerate() if t.name == "headsne-prefetch"]
+    return slot_idle("prefetch")

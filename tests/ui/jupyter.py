@@ -575,20 +575,18 @@ def hover_scatter_point(root: Any, step: float = 4.0) -> dict[str, Any]:
     canvas = canvas_of(root, "headsne-scatter")
     tooltip = root.locator(testid("headsne-tooltip")).first
     canvas.scroll_into_view_if_needed()
-    for attempt in range(3):
+    for _ in range(3):
         found = canvas.evaluate(_FIND_POINT_JS, [tooltip.element_handle(), step])
         if not found:
             raise AssertionError("no scatter point found anywhere on the plot: the tooltip never showed")
         canvas.hover(position=found)
         try:
             tooltip.wait_for(state="visible", timeout=5000)
+            return {**found, "text": tooltip.text_content() or ""}
         except Exception as err:
-            if attempt == 2:
-                raise AssertionError(f"hovering the point at {found} did not show the tooltip, 3 times") from err
+            miss = err
             root.page.mouse.move(0, 0)  # off the plot: the next probe starts from no hover
-            continue
-        return {**found, "text": tooltip.text_content() or ""}
-    raise AssertionError("unreachable")
+    raise AssertionError(f"hovering the point at {found} did not show the tooltip, 3 times") from miss
 
 
 # ---------------------------------------------------------------------------------------------------
