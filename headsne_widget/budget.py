@@ -13,6 +13,8 @@ import os
 import re
 import resource
 
+from .errors import MemoryBudgetError
+
 __all__ = [
     "BUDGET_SHARE",
     "ENV_VAR",
@@ -22,6 +24,7 @@ __all__ = [
     "memory_budget_bytes",
     "parse_bytes",
     "set_memory_budget",
+    "within_budget",
 ]
 
 #: the share of the memory still available that one sparse build may plan to use. Half: what is "available" is
@@ -140,3 +143,15 @@ def entries_within(budget_bytes: int | None = None) -> int:
     ``SPARSE_ENTRY_BYTES`` each."""
     budget = memory_budget_bytes() if budget_bytes is None else int(budget_bytes)
     return max(0, budget // SPARSE_ENTRY_BYTES)
+
+
+def within_budget(needed: int, what: str, instead: str) -> None:
+    """``errors.MemoryBudgetError`` before ``needed`` bytes (``what`` needs them) are allocated past
+    :func:`memory_budget_bytes`, naming what to use ``instead``."""
+    budget = memory_budget_bytes()
+    if needed > budget:
+        raise MemoryBudgetError(
+            f"{what} need {needed / 2**30:.2f} GiB, over the {budget / 2**30:.2f} GiB memory budget: use "
+            f"{instead}, or raise the budget (headsne_widget.budget.set_memory_budget)",
+            needed_bytes=needed,
+        )

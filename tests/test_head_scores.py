@@ -3,6 +3,7 @@ found and named, the grid above uniform, induction scores, and bad input."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import warnings
@@ -86,6 +87,64 @@ def test_substituted_attention_gets_its_own_scores(abstract_ex):
     assert set(frame["kind"]) == {"broad"}
     assert_scores_match_dense(ex)
     assert statistics(ex).above_uniform.max() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_scores_refolded_without_the_captures_equal_the_captures(abstract_ex):
+    """An extraction without the capture's scores (built by hand from captured layers) gets the same ones, to the
+    bit: its layers are refolded from their queries and keys in the capture's chunks and order."""
+    bare = copy.copy(abstract_ex)
+    bare.head_stats = None
+    ours, captured = statistics(bare), abstract_ex.head_stats
+    assert ours is not captured
+    for got, want in zip((ours.sums, ours.received, ours.above_uniform), dataclasses.astuple(captured)):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.slow
+def test_scores_of_a_long_hand_built_extraction_fit_in_memory():
+    """16384 tokens, 2 heads of uniform rows: a head is 1 GiB, the layer's stack 2 GiB. Under a 3 GiB address space
+    the scores come from the queries and keys chunk by chunk (before: every head of the layer as one array, a
+    MemoryError), equal to the uniform head's formulas; one head as an (n, n) array is refused beyond the memory
+    budget before it is allocated."""
+    from tests.test_memory_budget import run_limited
+
+    out = run_limited(LONG_SCORES_CHILD)
+    n = 16384
+    assert out["kinds"] == ["broad", "broad"]
+    for name, value in {"sink": 1 / n, "self": 1 / n, "previous": 1 / n, "local": (7 * n - 12) / n / n}.items():
+        assert out[name] == pytest.approx([value, value], rel=1e-5), name
+    assert out["entropy"] == pytest.approx([1.0, 1.0], abs=1e-6)
+    assert out["refused"].startswith("MemoryBudgetError: layer 0 head 1's attention: 16384 x 16384 float32 weights")
+    assert "ex.sparse_attention(0, 1)" in out["refused"]
+    assert out["peak"] < 2 * 2**30
+
+
+LONG_SCORES_CHILD = """
+    import json, resource
+    import numpy as np, torch
+    from headsne_widget import head_scores
+    from headsne_widget.budget import set_memory_budget
+    from headsne_widget.capture.extraction import Extraction, HiddenStates
+    from headsne_widget.capture.layers import LayerAttention
+    from headsne_widget.capture.sources import CapturedAttention
+
+    N = 16384
+    layer = LayerAttention(query=torch.zeros(2, N, 1), key=torch.zeros(2, N, 1), mask=None, scaling=1.0)
+    ex = Extraction(" ".join(["w"] * N), ["w"] * N, np.arange(N), [(2 * i, 2 * i + 1) for i in range(N)],
+                    np.zeros(N, bool), max_attention=np.full((1, 2, N), 1 / N, np.float32), model_name="hand-built",
+                    attention_source=CapturedAttention([layer]), states=HiddenStates(torch.zeros(2, N, 1)))
+    frame = head_scores(ex)
+    out = {name: frame[name].tolist() for name in ["sink", "self", "previous", "local", "entropy", "kind"]}
+    out["kinds"] = out.pop("kind")
+    set_memory_budget(512 * 2**20)
+    try:
+        ex.attention(0, 1)
+        out["refused"] = ""
+    except MemoryError as err:
+        out["refused"] = f"{type(err).__name__}: {err}"
+    out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(out))
+"""
 
 
 def test_one_token_text_has_no_previous_and_no_entropy(tiny_gpt2):

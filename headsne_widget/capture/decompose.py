@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from .._checks import check_index
-from ..budget import memory_budget_bytes
-from ..errors import MemoryBudgetError, UnsupportedAttentionError
+from ..budget import within_budget
+from ..errors import UnsupportedAttentionError
 from .components import Trace, trace_of
 from .sources import read_only
 from .trace_layers import LayerTrace, NormMap
@@ -89,7 +89,7 @@ def decompose(ex: Extraction, layer: int, *, value_bias: str = "correction", mod
         raise ValueError(f"value_bias must be one of {VALUE_BIAS}, got {value_bias!r}")
     trace = trace_of(ex, model)
     count = 1 + sum(t.n_heads + 2 for t in trace.layers[: layer + 1])
-    _within_budget(
+    within_budget(
         2 * count * int(np.prod(trace.layers[0].x_in.shape)) * 8,
         f"decompose(ex, {layer}): {count} components of {ex.n_tokens} tokens",
         "an earlier layer, a shorter text (max_tokens=)",
@@ -110,17 +110,6 @@ def decompose(ex: Extraction, layer: int, *, value_bias: str = "correction", mod
         )
     terms = pd.DataFrame(labels, columns=["term", "layer", "head"])
     return Decomposition(layer, terms, stacked, ex.model_name)
-
-
-def _within_budget(needed: int, what: str, instead: str) -> None:
-    """MemoryBudgetError before ``needed`` bytes of temporaries are allocated past the memory budget."""
-    budget = memory_budget_bytes()
-    if needed > budget:
-        raise MemoryBudgetError(
-            f"{what} need {needed / 2**30:.2f} GiB, over the {budget / 2**30:.2f} GiB memory budget: use "
-            f"{instead}, or raise the budget (headsne_widget.budget.set_memory_budget)",
-            needed_bytes=needed,
-        )
 
 
 def _add_layer(
@@ -202,7 +191,7 @@ def norm_attention(ex: Extraction, layer: int, head: int, model: Any = None) -> 
     row whose keys all send nothing stays 0. In float32 as the attention is (the row sums in float64): one (n, n)
     array, refused beyond the memory budget before it is allocated."""
     n = ex.n_tokens
-    _within_budget(4 * n * n, f"norm_attention(ex, {layer}, {head}) over {n} tokens", "a shorter text (max_tokens=)")
+    within_budget(4 * n * n, f"norm_attention(ex, {layer}, {head}) over {n} tokens", "a shorter text (max_tokens=)")
     return read_only(norm_attention_into(ex, layer, head, np.empty((n, n), dtype=np.float32), model))
 
 

@@ -18,9 +18,10 @@ key j) and ``m_i`` the number of keys row i may attend to (its non-zero entries)
 A score with no row to average (``previous`` or ``entropy`` of a 1-token text) is NaN. The profiles are
 ``received`` (mean over i of ``A[i, j]``: the attention each key receives) and the maximum-attention grid above
 uniform (:func:`~.maximum_attention.max_attention_above_uniform`). :func:`head_scores` gives the table with each
-head's ``kind`` (:func:`head_kind`); :func:`statistics` computes the same from dense attention (the eager path, an
-array substituted with ``dataclasses.replace``) with the same code, so both agree with the formulas on dense
-attention to float rounding (``tests/test_head_scores.py``: within 1e-6).
+head's ``kind`` (:func:`head_kind`); :func:`statistics` computes the same for an extraction without them (dense
+attention from the eager path or substituted with ``dataclasses.replace``; captured layers without the capture's
+scores, refolded chunk by chunk) with the same code, so both agree with the formulas on dense attention to float
+rounding (``tests/test_head_scores.py``: within 1e-6).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ import torch
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .layers import LayerAttention, Scratch
 
 __all__ = [
     "KINDS",
@@ -227,25 +230,46 @@ def chunk_rows(n_heads: int, n: int, budget: int = 32 * 2**20) -> Iterator[slice
 
 @torch.inference_mode()
 def layer_statistics(heads: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One layer's sums and profiles from its dense attention ``(H, n, n)``, chunk by chunk (as the capture)."""
-    A = torch.as_tensor(heads)
-    h, n, _ = A.shape
-    scores = LayerScores(h, n, A.device)
+    """One layer's sums and profiles from its dense attention ``(H, n, n)``, chunk by chunk (as the capture); a
+    numpy array is read in place (a float32 copy of one chunk at a time, never of the layer)."""
+    h, n, _ = heads.shape
+    scores = LayerScores(h, n, heads.device if isinstance(heads, torch.Tensor) else "cpu")
     for rows in chunk_rows(h, n):
-        scores.update(rows, slice(0, n), A[:, rows].float())
+        chunk = heads[:, rows]
+        w = chunk.float() if isinstance(chunk, torch.Tensor) else torch.from_numpy(np.array(chunk, dtype=np.float32))
+        scores.update(rows, slice(0, n), w)
+    return scores.finish()
+
+
+@torch.inference_mode()
+def captured_layer_statistics(layer: LayerAttention) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One captured layer's sums and profiles, folded from its queries and keys as the capture folds them (the
+    same chunks, in order on this thread: the same sums), in O(H x chunk) memory, never an n x n head."""
+    scores = LayerScores(layer.n_heads, layer.n_tokens, layer.query.device)
+
+    def fold(rows: slice, scratch: Scratch | None) -> None:
+        keys, w = layer.weights(rows, scratch=scratch)
+        scores.update(rows, keys, w.float())
+
+    layer.each_chunk(fold, in_order=True)
     return scores.finish()
 
 
 def statistics(ex: Any) -> HeadStatistics:
-    """``ex``'s head statistics: the capture's, else computed now from its attention, a layer at a time (the eager
-    path, or attention substituted with ``dataclasses.replace``), and kept on ``ex``."""
+    """``ex``'s head statistics: the capture's, else computed now from its attention source and kept on ``ex``:
+    captured layers refolded chunk by chunk from their queries and keys, a dense array a layer at a time in place
+    (an extraction without the capture's scores: attention substituted with ``dataclasses.replace``, the eager
+    path, or one built by hand). No n x n head is made: at 65536 tokens each would take 16 GiB."""
+    from .sources import CapturedAttention
+
     kept = getattr(ex, "head_stats", None)
     if kept is not None:
         return kept
-    layers = []
-    for layer in range(ex.n_layers):
-        heads = np.stack([ex.attention(layer, head) for head in range(ex.n_heads)])
-        layers.append(layer_statistics(heads))
+    source = ex.attention_source
+    if isinstance(source, CapturedAttention):
+        layers = [captured_layer_statistics(layer) for layer in source.layers]
+    else:  # a dense (L, H, n, n) array, a layer's view at a time; a source without attention raises its reason
+        layers = [layer_statistics(heads) for heads in source.dense()]
     stats = HeadStatistics.stack(layers)
     ex.head_stats = stats
     return stats
@@ -275,10 +299,10 @@ def head_scores(ex: Any) -> pd.DataFrame:
 
     Columns: ``layer``, ``head``, the scores of :data:`SCORES` (see the module doc for their formulas; each in
     [0, 1], NaN where it has no row to average) and ``kind`` (:func:`head_kind`). Computed during the capture for
-    every head in O(L x H x n) memory (:class:`LayerScores`); for an extraction without them (dense attention),
-    from its heads one layer at a time. ``sink`` is the attention to the first token whatever it is: [CLS] or <s>
-    in most models; in a model that puts no special token first it is attention to the first word, which a
-    causal model's first query cannot avoid (its row 0 is all on token 0).
+    every head in O(L x H x n) memory (:class:`LayerScores`); for an extraction without them, by :func:`statistics`.
+    ``sink`` is the attention to the first token whatever it is: [CLS] or <s> in most models; in a model that puts
+    no special token first it is attention to the first word, which a causal model's first query cannot avoid (its
+    row 0 is all on token 0).
     """
     import pandas as pd
 

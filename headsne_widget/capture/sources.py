@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..budget import within_budget
 from ..errors import MemoryBudgetError
 from .layers import LayerAttention
 from .maximum_attention import max_attention
@@ -89,7 +90,9 @@ class CapturedAttention:
         return whole[head] if whole is not None else self._cache.get((layer, head))
 
     def head(self, layer: int, head: int) -> np.ndarray:
-        """float32 (n, n), read-only; the first call for a layer recomputes all its heads when they fit the budget."""
+        """float32 (n, n), read-only; the first call for a layer recomputes all its heads when they fit the budget. A
+        head beyond the memory budget (``budget.memory_budget_bytes``: 16 GiB at 65536 tokens) is refused before it is
+        allocated (``MemoryBudgetError``)."""
         with self._lock:
             cached = self._cached(layer, head)
             if cached is not None:
@@ -99,6 +102,11 @@ class CapturedAttention:
                 whole = self.layers[layer].heads()
                 self._cache.put((layer, None), whole)
                 return whole[head]
+            within_budget(
+                4 * n * n,
+                f"layer {layer} head {head}'s attention: {n} x {n} float32 weights",
+                f"ex.sparse_attention({layer}, {head}) (the keys that hold most of each row), a shorter text",
+            )
             single = self.layers[layer].heads(head)[0]
             self._cache.put((layer, head), single)
             return read_only(single)

@@ -13,13 +13,17 @@ from __future__ import annotations
 CLUSTER_RGB = [(0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E), (0x2C, 0xA0, 0x2C), (0xD6, 0x27, 0x28)]
 
 
-def widget_code(n: int) -> str:
-    """The cell that builds the constructed extraction of ``n`` tokens and shows ``w`` on it."""
+def widget_code(n: int, window: int = 64) -> str:
+    """The cell that builds the constructed extraction of ``n`` tokens and shows ``w`` on it. Its heads attend
+    uniformly to the keys within ``window`` tokens either side (a bidirectional sliding window), so that the head
+    scores the widget folds from its queries and keys when it opens take n x window weights a head, not n^2."""
     return f"""
 import numpy as np, torch
 from headsne_widget import HeadSNE
 from headsne_widget.capture.extraction import Extraction, HiddenStates
 from headsne_widget.capture.layers import LayerAttention
+from headsne_widget.capture.masks import capture_mask
+from transformers.masking_utils import sliding_window_bidirectional_mask_function
 from headsne_widget.capture.sources import CapturedAttention
 N = {int(n)}
 words = [f"c{{i % 4}}w{{i}}" for i in range(N)]
@@ -29,7 +33,8 @@ for i, word in enumerate(words):
     gap = "\\n" if i % 37 == 36 else " "
     pieces.append(word + gap)
     at += len(word) + 1
-layers = [LayerAttention(query=torch.zeros(4, N, 1), key=torch.zeros(4, N, 1), mask=None, scaling=1.0)
+mask = capture_mask(1, N, N, mask_function=sliding_window_bidirectional_mask_function({int(window)}))
+layers = [LayerAttention(query=torch.zeros(4, N, 1), key=torch.zeros(4, N, 1), mask=mask, scaling=1.0)
           for _ in range(2)]
 rng = np.random.default_rng(0)
 ex = Extraction("".join(pieces), words, np.arange(N), offsets, np.zeros(N, bool),
