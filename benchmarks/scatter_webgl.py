@@ -44,6 +44,13 @@ point's sprite, 11 x 11 px at 1x, and the copy into the 2D canvas waits for it),
 WebGL2 only where it runs on the GPU. There the main thread's share of the points is a buffer upload (8 bytes a
 point), three draw calls and the copy, and no CPU touches their pixels; no GPU browser was at hand to measure it
 (js/point-gl.js).
+
+Again at 65536 only (0b1b862, 2026-11-27, ``--sizes 65536 --frames 20 --rounds 2``, load 2.6-3.0, nothing else
+running): canvas paint 41.1 ms, points 35.3 ms, 16.2 frames a second; WebGL2 462.2, 453.3, 2.0 (paint 11.3x,
+frames per second 0.13x); the map's own choice (canvas) 13.8 frames a second; live 41 of 41 (the kernel sent 5.5
+a second). Before 0b1b862 the widget's opening on the constructed extraction scored its heads from n x n arrays
+(64 GiB asked for at 65536) and the run never got past it; the constructed heads now attend within a window of 64
+keys either side, so scoring them when the widget opens costs n x 129 weights a head.
 """
 
 from __future__ import annotations
