@@ -156,6 +156,95 @@ def test_a_mask_with_holes_or_an_empty_row_keeps_transformers_mask_function():
     assert causal.spans(slice(2, 5)) is None
 
 
+def _built_runs(mask_function, q_offset, q_length, kv_offset, kv_length):
+    """Each row's first and last allowed key and whether they are one unbroken run, read off transformers' own
+    built mask (the oracle for spans derived without building it)."""
+    from transformers.masking_utils import sdpa_mask
+
+    grid = sdpa_mask(
+        batch_size=1, q_length=q_length, kv_length=kv_length, q_offset=q_offset, kv_offset=kv_offset,
+        mask_function=mask_function, allow_is_causal_skip=False,
+    )[0, 0].numpy()  # fmt: skip
+    runs = []
+    for row in grid:
+        keys = np.flatnonzero(row)
+        unbroken = keys.size > 0 and keys[-1] - keys[0] + 1 == keys.size
+        runs.append((int(keys[0]), int(keys[-1]), True) if unbroken else (None, None, False))
+    return runs
+
+
+def _mask_functions():
+    from transformers import masking_utils as m
+
+    pad = torch.tensor([3])
+    return {
+        "causal": m.causal_mask_function,
+        "bidirectional": m.bidirectional_mask_function,
+        "window 5": m.sliding_window_causal_mask_function(5),
+        "window 1": m.sliding_window_causal_mask_function(1),
+        "bidirectional window 4": m.sliding_window_bidirectional_mask_function(4),
+        "chunks of 7 after 3 padded": m.chunked_causal_mask_function(7, pad),
+        "window and chunks": m.and_masks(m.sliding_window_overlay(4), m.chunked_causal_mask_function(6, pad)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_mask_functions()))
+@pytest.mark.parametrize(
+    ("q_offset", "q_length", "kv_offset", "kv_length"), [(0, 40, 0, 40), (5, 20, 0, 25), (9, 12, 4, 30)]
+)
+def test_spans_derived_from_transformers_mask_functions_equal_their_built_rows(
+    name, q_offset, q_length, kv_offset, kv_length
+):
+    """Causal, window and chunk masks (transformers' own functions) give every row's run of keys without building
+    the rows, equal to the built mask's row by row, with offsets and rows that see no key at all."""
+    function = _mask_functions()[name]
+    derived = masks.known_spans(function, q_offset, q_length, kv_offset, kv_length)
+    assert derived is not None
+    first, last, unbroken = derived
+    expected = _built_runs(function, q_offset, q_length, kv_offset, kv_length)
+    got = [(int(a), int(b), True) if u else (None, None, False) for a, b, u in zip(first, last, unbroken)]
+    assert got == expected
+
+
+def test_spans_are_built_for_any_other_mask_function():
+    """A union of masks, padding, or a function of one's own may leave holes: its rows are built, as before, and
+    a MaskRows with padding learns nothing without them."""
+    from transformers import masking_utils as m
+
+    for function in (
+        m.or_masks(m.sliding_window_overlay(3), m.causal_mask_function),
+        m.and_masks(m.causal_mask_function, m.padding_mask_function(torch.ones(1, 8, dtype=torch.bool))),
+        lambda b, h, q, kv: kv <= q,
+    ):
+        assert masks.known_spans(function, 0, 8, 0, 8) is None
+    padded = masks.MaskRows(1, 8, 8, 0, 0, m.causal_mask_function, torch.ones(1, 8, dtype=bool), False, torch.float32)
+    assert not padded.learn_known_spans() and padded.spans(slice(0, 8)) is None
+    causal = masks.MaskRows(1, 8, 8, 0, 0, m.causal_mask_function, None, False, torch.float32)
+    assert causal.learn_known_spans() and causal.learnt()
+    assert causal.spans(slice(6, 8))[2].ravel().tolist() == [6, 7]
+
+
+def test_derived_spans_that_disagree_with_the_built_rows_are_not_learnt(monkeypatch):
+    """The derived runs are checked against rows built at the start, the middle and the end of the mask: a run
+    one key off anywhere there (as a transformers that changed a function's meaning would give) learns nothing."""
+    from transformers import masking_utils as m
+
+    derive = masks.known_spans
+    for row in (0, 50, 99):
+
+        def off_by_one(*args, row=row):
+            first, last, unbroken = derive(*args)
+            last = last.copy()
+            last[row] += 1
+            return first, last, unbroken
+
+        monkeypatch.setattr(masks, "known_spans", off_by_one)
+        mask = masks.MaskRows(1, 100, 101, 0, 0, m.sliding_window_causal_mask_function(8), None, False, torch.float32)
+        assert not mask.learn_known_spans() and not mask.learnt()
+    monkeypatch.setattr(masks, "known_spans", derive)
+    assert mask.learn_known_spans() and mask.learnt()
+
+
 # ------------------------------------------------------------------------------------------- long texts
 
 
