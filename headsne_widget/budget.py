@@ -151,7 +151,12 @@ def within_budget(needed: int, what: str, instead: str) -> None:
     budget = memory_budget_bytes()
     if needed > budget:
         raise MemoryBudgetError(
-            f"{what} need {needed / 2**30:.2f} GiB, over the {budget / 2**30:.2f} GiB memory budget: use "
-            f"{instead}, or raise the budget (headsne_widget.budget.set_memory_budget)",
+            f"{what} need {_size(needed)}, over the {_size(budget)} memory budget: use {instead}, or raise the "
+            "budget (headsne_widget.budget.set_memory_budget or HEADSNE_MEMORY_BUDGET)",
             needed_bytes=needed,
         )
+
+
+def _size(nbytes: int) -> str:
+    """``nbytes`` for a reader: GiB from 1 GiB on, MiB below (a small budget read "0.00 GiB")."""
+    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:,.1f} MiB"

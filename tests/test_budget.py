@@ -361,3 +361,23 @@ def test_a_p_array_that_cannot_be_had_is_a_memory_error_as_numpys():
     out = run_child(code, limit=LIMIT)
     assert out["kinds"] == ["MemoryError", "MemoryError"]
     assert out["total"] == 2.0 * 2**22
+
+
+def test_a_dense_p_beyond_the_budget_is_refused_before_it_is_built(abstract_ex):
+    """A dense P asked for (sparse=False) past the memory budget: a MemoryBudgetError with what it would need, in
+    a unit a reader can use (MiB for a small budget, never "0.00 GiB"), and what to do instead."""
+    from headsne_widget import selection_affinities
+
+    budget.set_memory_budget(2**16)
+    try:
+        with pytest.raises(MemoryBudgetError) as refused:
+            selection_affinities(abstract_ex, "attention", 1, 2, sparse=False)
+    finally:
+        budget.set_memory_budget(None)
+    message = str(refused.value)
+    assert refused.value.needed_bytes > 2**16
+    for part in (f"dense P of layer 1 head 2 for {abstract_ex.n_tokens} tokens", "over the 0.1 MiB memory budget",
+                 "sparse=None", "max_tokens=", "set_memory_budget"):  # fmt: skip
+        assert part in message, message
+    P = selection_affinities(abstract_ex, "attention", 1, 2, sparse=False).P  # within the budget again
+    assert isinstance(P, np.ndarray) and P.shape == (abstract_ex.n_tokens, abstract_ex.n_tokens)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..budget import SPARSE_ENTRY_BYTES, memory_budget_bytes
+from ..budget import SPARSE_ENTRY_BYTES, memory_budget_bytes, within_budget
 from ..errors import MemoryBudgetError
 from .sources.base import Built, HeadMatrixSource, Limits, Progress, PSource, Spec
 from .sparse import SPARSE_MIN_TOKENS
@@ -38,7 +38,6 @@ __all__ = ["Alloc", "Selection", "build_p", "capped_keys", "wants_sparse"]
 
 #: ``alloc(shape, role)``: a float32 array of ``shape`` for ``role`` ("matrix" or "P"), the caller's to release
 Alloc = Callable[[tuple[int, int], str], np.ndarray]
-_GiB = 2**30
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,12 +88,11 @@ def build_p(
         built = _sparse(ex, spec, dtype, progress, budget, instead)
         if built is not None:
             return _selection(spec, built)
-    elif dense_cost > budget and out is None:
-        raise MemoryBudgetError(
-            f"a dense P of {spec.label} for {len(spec.kept)} tokens needs {dense_cost / _GiB:.2f} GiB, over the "
-            f"{budget / _GiB:.2f} GiB memory budget: leave sparse=None (a sparse P for long texts), use fewer tokens "
-            "(max_tokens=), or raise the budget (headsne_widget.budget.set_memory_budget)",
-            needed_bytes=dense_cost,
+    elif out is None:
+        within_budget(
+            dense_cost,
+            f"a dense P of {spec.label} for {len(spec.kept)} tokens would",
+            "sparse=None (a sparse P for long texts), fewer tokens (max_tokens=)",
         )
     return _selection(spec, _dense(ex, spec, dtype, out, matrix, alloc=alloc, check=check))
 

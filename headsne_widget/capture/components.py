@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..budget import memory_budget_bytes
-from ..errors import MemoryBudgetError, UnsupportedAttentionError
+from ..budget import within_budget
+from ..errors import UnsupportedAttentionError
 from .attention import can_capture, capture_attention_forward
 from .loading import LoadedModel, input_device, load_model
 from .masks import capture_mask
@@ -98,14 +98,7 @@ def trace_bytes(ex: Extraction) -> int:
 
 def check_trace_budget(needed: int, n_tokens: int, n_layers: int) -> None:
     """MemoryBudgetError before a trace of ``needed`` bytes is made past the memory budget."""
-    budget = memory_budget_bytes()
-    if needed > budget:
-        raise MemoryBudgetError(
-            f"the components of {n_tokens} tokens over {n_layers} layers take about {needed / 2**20:,.0f} MiB, "
-            f"over the {budget / 2**20:,.0f} MiB memory budget: use a shorter text (max_tokens=), or raise the budget "
-            "(headsne_widget.budget.set_memory_budget)",
-            needed_bytes=needed,
-        )
+    within_budget(needed, f"the components of {n_tokens} tokens over {n_layers} layers", "a shorter text (max_tokens=)")
 
 
 def check_components(components: Any) -> bool:

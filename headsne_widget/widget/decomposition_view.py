@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..budget import memory_budget_bytes
+from ..budget import within_budget
 from ..capture.components import trace_bytes, trace_of
 from ..capture.decompose import Decomposition, decompose
-from ..errors import MemoryBudgetError
 
 if TYPE_CHECKING:
     from ..capture.extraction import Extraction
@@ -71,14 +70,11 @@ def widget_decomposition(ex: Extraction, layer: int) -> Decomposition:
         done = _CACHE.get(ex, {}).get(layer)
     if done is not None:
         return done
-    needed, budget = decomposition_bytes(ex, layer), memory_budget_bytes()
-    if needed > budget:
-        raise MemoryBudgetError(
-            f"the decomposition of layer {layer} at {ex.n_tokens} tokens would take about {needed / 2**20:.0f} MiB, "
-            f"beyond the memory budget of {budget / 2**20:.0f} MiB: choose an earlier layer, a shorter text, or "
-            "raise HEADSNE_MEMORY_BUDGET",
-            needed_bytes=needed,
-        )
+    within_budget(
+        decomposition_bytes(ex, layer),
+        f"the decomposition of layer {layer} at {ex.n_tokens} tokens would",
+        "an earlier layer, a shorter text (max_tokens=)",
+    )
     trace_of(ex)  # the forward pass, once per extraction
     result = decompose(ex, layer)
     with _LOCK:
