@@ -187,7 +187,7 @@ def _key_interval(mask_function: Callable, q: np.ndarray) -> tuple[np.ndarray, n
         if kind != "and":
             return None if kind is None else _INTERVALS[kind](q, cells)
         parts = [_key_interval(function, q) for function in cells["mask_functions"]]
-    except (KeyError, TypeError, IndexError, ValueError, ZeroDivisionError):  # a closure not as expected
+    except (KeyError, TypeError, IndexError, ValueError):  # a closure not as expected (a chunk size <= 0: ValueError)
         return None
     low, high = np.full_like(q, -_FAR), np.full_like(q, _FAR)
     for part in parts:  # every function's interval: their intersection
