@@ -275,7 +275,7 @@ def binary_search_perplexity(
 ) -> np.ndarray:
     """Conditional probabilities ``p_{j|i}`` (rows sum to 1, zero diagonal) of the given perplexity.
 
-    For every row, ``beta_i`` is searched (Newton's steps inside a bisection's bracket) until the row's entropy
+    For every row, ``beta_i`` is searched (Halley's steps inside a bisection's bracket) until the row's entropy
     ``H(P_i) = log(sum_j exp(-beta_i d_ij)) + beta_i sum_j d_ij p_{j|i}`` is within 1e-5 of
     ``log(perplexity)``, scikit-learn's stopping rule (:func:`.perplexity.conditional_gaussians`: each row stops on
     its own). ``check()`` runs

@@ -1,6 +1,6 @@
 """The perplexity search, shared by the exact Gaussians (:mod:`.affinities`) and the k-nearest-neighbour ones
 (:mod:`.sparse`): the same stopping rule and step budget as scikit-learn's ``_binary_search_perplexity``, each
-row searched by the compiled kernel (:mod:`.perplexity_kernels`: Newton's steps inside the bisection's bracket),
+row searched by the compiled kernel (:mod:`.perplexity_kernels`: Halley's steps inside the bisection's bracket),
 the rows in shares on the package's threads."""
 
 from __future__ import annotations
