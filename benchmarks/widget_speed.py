@@ -14,6 +14,22 @@ Four figures, as a user meets them, and one for the front end alone:
 
     .venv/bin/python benchmarks/widget_speed.py [--clicks 7] [--json results.json] [--esm old/widget.js]
     .venv/bin/python benchmarks/widget_speed.py --tokens 8192 [--clicks 7] [--n-iter 30] [--fps-iter 200] [--dwell 400]
+    .venv/bin/python benchmarks/widget_speed.py --modes attention,norm,head-output,hidden [--clicks 7]
+
+``--modes`` (issue 31, item 4, as a user meets it) measures only figure 1, per mode, the modes interleaved: each
+click's mode is set first with the page's mode control (its run not timed), then a grid cell is clicked without a
+rest (the pointer moves there and clicks at once, so the page's 120 ms dwell never reports the row and nothing is
+built ahead); the table gives each mode's median and best, and its median over attention's in the same run. A
+warm-up round first clicks every layer once in each mode (untimed), so that a layer's first click in a mode (the
+components traced, the layer's head outputs) is not counted. The widget is made from the text, as a user makes it
+(the components traced on first use).
+
+``--modes attention,norm,head-output,hidden`` at 512 tokens, 2026-11-27 (the tree of 42161b3), 4 runs (``--clicks
+7`` three times, then 20), load 1.4-4.6 (JupyterLab, chromium and the kernel on the 2 cores): over the 41 clicks a
+mode, medians attention 178 ms, norm 183 (1.03x), head-output 171 (0.96x), hidden 171 (0.96x); best 79, 70, 89,
+97 ms. Each run's median over attention's: norm 1.26, 0.99, 1.25, 1.05x; head-output 1.68, 0.94, 1.11, 0.90x;
+hidden 1.20, 0.90, 1.24, 0.94x. In the kernel alone (``mode_latency.py``, same day) head-output's click took 25-28
+ms against attention's 14: its 11-13 ms more are within the 80-350 ms spread of a click seen on screen.
 
 At 512 tokens (the default) the model is the bundled MiniLM on the t-SNE abstract repeated; at more tokens
 it is the tiny random Llama of benchmarks/long_text.py (2 layers x 4 heads, 16384 positions), built in a
@@ -223,6 +239,48 @@ def click_latencies(opened: jupyter.OpenedWidget, heads: list[tuple[int, int]], 
     return latencies
 
 
+def choose_mode(opened: jupyter.OpenedWidget, mode: str) -> None:
+    """Set the mode with the page's mode control, as a user does, and wait for the run it starts to end."""
+    root = opened.root
+    run0 = int(jupyter.dataset(root)["runId"])
+    settings = root.locator(jupyter.testid("headsne-settings"))
+    if settings.get_attribute("aria-expanded") != "true":
+        settings.click()  # the mode control sits with the settings, folded at first
+    root.locator(jupyter.testid("headsne-mode")).select_option(mode)
+    jupyter.wait_dataset(root, lambda d: int(d.get("runId", "0")) > run0, 120, f"a {mode} run")
+    jupyter.wait_state(root, ("done",), timeout=300)
+
+
+def mode_pairs(count: int, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
+    """``count`` grid cells in turn, each on another layer than the one before (a hidden-state click selects a
+    layer), none the widget's starting (0, 0)."""
+    return [(i % n_layers, (5 * i + 3) % n_heads) for i in range(1, count + 1)]
+
+
+def mode_click_latencies(
+    opened: jupyter.OpenedWidget, modes: list[str], clicks: int, n_layers: int, n_heads: int
+) -> dict[str, list[float]]:
+    """Per mode, the page's click -> first frame on screen for ``clicks`` grid clicks without a rest (the
+    pointer moves to the cell and clicks at once: the page's 120 ms dwell never reports the row), the modes
+    interleaved: each click's mode set first with the mode control (its run not timed), then the click. A
+    warm-up round clicks every layer once in each mode first (untimed), so that a layer's first click in a
+    mode (the components traced, a layer's head outputs) is not in the figures."""
+    times: dict[str, list[float]] = {mode: [] for mode in modes}
+    current = "attention"  # the widget's mode as the cell made it
+    warm = mode_pairs(n_layers * len(modes), n_layers, n_heads)
+    timed = mode_pairs(clicks * len(modes), n_layers, n_heads)[::-1]  # other cells than the warm-up's last
+    for rounds, pairs, record in ((n_layers, warm, False), (clicks, timed, True)):
+        for i in range(rounds):
+            for m, mode in enumerate(modes):
+                if mode != current:
+                    choose_mode(opened, mode)
+                    current = mode
+                latency = click_latencies(opened, [pairs[i * len(modes) + m]])[0]
+                if record:
+                    times[mode].append(latency)
+    return times
+
+
 _MEASURE_REPLAY_JS = """
 (el) => {
   // a replay of the recorded run (the replay button, js/replay.js): from its first drawn frame to its end
@@ -328,7 +386,9 @@ def grid_zoom(opened: jupyter.OpenedWidget) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=N_TOKENS, help="512 (MiniLM) or more (the tiny random Llama)")
-    parser.add_argument("--clicks", type=int, default=7, help="head clicks for the latency median (at most 7)")
+    parser.add_argument(
+        "--clicks", type=int, default=7, help="head clicks for the latency median (at most 7; 60 a mode with --modes)"
+    )
     parser.add_argument(
         "--n-iter", type=int, default=None, help="iterations per run of the click latency (1000; 30 on the Llama)"
     )
@@ -343,6 +403,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--dwell", type=float, default=0.0, help="also click each head after the pointer rests this many ms on it"
     )
+    parser.add_argument(
+        "--modes",
+        default=None,
+        help="instead of the figures above: click latency per mode, interleaved (e.g. attention,head-output,hidden)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
     parser.add_argument(
         "--esm",
@@ -353,8 +418,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     llama = args.tokens != N_TOKENS
     heads = LLAMA_HEADS if llama else HEADS
-    if not 1 <= args.clicks <= len(heads):
-        parser.error(f"--clicks must be between 1 and {len(heads)}")
+    if not 1 <= args.clicks <= (60 if args.modes else len(heads)):
+        parser.error(f"--clicks must be between 1 and {60 if args.modes else len(heads)}")
     if llama and not N_TOKENS < args.tokens <= 16384:
         parser.error("--tokens: 512 (MiniLM), or 513 to 16384 (the tiny random Llama)")
     n_iter = args.n_iter or (30 if llama else 1000)
@@ -399,6 +464,8 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
                 if n != n_tokens:
                     raise RuntimeError(f"expected {n_tokens} tokens, the widget has {n}")
                 loads = {"start": load()}
+                if args.modes:
+                    return per_mode(opened, args, loads)
                 zoom = grid_zoom(opened) if model is not None else None
                 latencies = click_latencies(opened, heads[: args.clicks])
                 loads["after clicks"] = load()
@@ -480,6 +547,31 @@ def measure(args: Any, heads: list[tuple[int, int]], n_iter: int, fps_iter: int,
         print(f"  widget console errors: {errors}")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+    return result
+
+
+def per_mode(opened: jupyter.OpenedWidget, args: Any, loads: dict[str, str]) -> dict[str, Any]:
+    """``--modes``: each mode's click latencies (:func:`mode_click_latencies`), printed with their medians and ratio
+    to attention's median in the same run."""
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    n_layers, n_heads = opened.ui.query("[w.widget.n_layers, w.widget.n_heads]")
+    times = mode_click_latencies(opened, modes, args.clicks, n_layers, n_heads)
+    loads["end"] = load()
+    errors = opened.log.widget_errors()
+    base = statistics.median(times["attention"]) if "attention" in times else float("nan")
+    print(f"click -> first frame on screen per mode, n = {args.tokens} tokens, no rest before a click, interleaved:")
+    for mode, values in times.items():
+        median = statistics.median(values)
+        print(
+            f"  {mode:<12} median {median:6.0f} ms  best {min(values):6.0f} ms  {median / base:5.2f}x attention's "
+            f"median  ({', '.join(f'{x:.0f}' for x in values)})"
+        )
+    print("  " + "; ".join(f"{k}: {v}" for k, v in loads.items()))
+    if errors:
+        print(f"  widget console errors: {errors}")
+    result = {"n_tokens": args.tokens, "modes_ms": times, "load": loads, "widget_console_errors": errors}
+    if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2))
     return result
 
