@@ -164,6 +164,21 @@ def test_each_real_state_reaches_the_perplexity(long_states, layer, perplexity):
     np.testing.assert_allclose(np.exp(_entropy(conditional_P)), perplexity, rtol=1e-4)
 
 
+@pytest.mark.parametrize("scale", [1e-300, 1e300, 1e-310, 1e307])
+def test_the_search_on_distances_of_any_scale(scale):
+    """Each row's search starts from beta times its mean offset (a number without units), so distances of 1e-300
+    or 1e300 reach the perplexity as distances of 1 do; subnormal ones (1e-310: beta would start at inf, and
+    exp(-0 * inf) is NaN) and ones that overflow to inf give rows of finite weights summing to 1, never NaN."""
+    D = squared_distances(np.random.default_rng(0).normal(size=(30, 3)))
+    with np.errstate(over="ignore"):
+        scaled = D * scale
+    conditional_P = binary_search_perplexity(scaled, 5.0)
+    assert np.isfinite(conditional_P).all()
+    np.testing.assert_allclose(conditional_P.sum(axis=1), 1.0, atol=1e-12)
+    if 1e-300 <= scale <= 1e300:
+        np.testing.assert_allclose(np.exp(_entropy(conditional_P)), 5.0, rtol=1e-4)
+
+
 @pytest.mark.parametrize("perplexity", [2.0, 10.0, 20.0, 45.0])
 def test_each_point_reaches_the_perplexity(perplexity):
     X = np.random.default_rng(7).normal(size=(100, 8))

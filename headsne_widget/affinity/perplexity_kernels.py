@@ -68,6 +68,30 @@ def _halley_slope(beta, diff, mean, second, third):  # pragma: no cover - compil
 
 
 @njit(inline="always")
+def _nearest_and_spread(D, i, own):  # pragma: no cover - compiled
+    """Row i's nearest distance (entry ``own`` left out) and its mean offset from it; 1 for that mean where it is
+    not a positive finite number (every entry at the nearest distance, or rounding below it; distances that
+    overflowed)."""
+    k = D.shape[1]
+    nearest, summed = np.inf, 0.0
+    for j in range(k):
+        if j != own:
+            summed += D[i, j]
+            if D[i, j] < nearest:
+                nearest = D[i, j]
+    spread = summed / max(1, k - 1 if 0 <= own < k else k) - nearest
+    return nearest, (spread if 0.0 < spread < np.inf else 1.0)
+
+
+@njit(inline="always")
+def _first_beta(scaled, spread):  # pragma: no cover - compiled
+    """The precision a row's search starts from: ``scaled`` (beta times a mean offset) over the row's mean offset;
+    1 where that overflows (subnormal offsets: exp(-0 * inf) would be NaN)."""
+    beta = scaled / spread
+    return beta if beta < np.inf else 1.0
+
+
+@njit(inline="always")
 def _unreachable(D, i, own, nearest, least, out):  # pragma: no cover - compiled
     """Whether row i's entropy stays above ``least`` at any precision (more entries tie at its nearest distance
     than exp(least)); if so its row of ``out`` is the uniform over them, where the search would end (module doc)."""
@@ -95,19 +119,11 @@ def search_rows(D, skip, lo, hi, target, tolerance, n_steps, epsilon, chain, out
     start = 1.0  # beta times the row's mean offset, where the last row converged
     for i in range(lo, hi):
         own = skip[i]
-        nearest, summed = np.inf, 0.0
-        for j in range(k):
-            if j != own:
-                summed += D[i, j]
-                if D[i, j] < nearest:
-                    nearest = D[i, j]
-        spread = summed / (k - 1 if 0 <= own < k else k) - nearest
-        if not spread > 0.0:  # every entry at the nearest distance (or rounding below it)
-            spread = 1.0
+        nearest, spread = _nearest_and_spread(D, i, own)
         if _unreachable(D, i, own, nearest, target + tolerance, out):
             start = 1.0
             continue
-        beta, beta_min, beta_max = (1.0 if i % chain == 0 else start) / spread, -np.inf, np.inf
+        beta, beta_min, beta_max = _first_beta(1.0 if i % chain == 0 else start, spread), -np.inf, np.inf
         start = 1.0  # unless this row converges
         total = 0.0
         for _ in range(n_steps):
