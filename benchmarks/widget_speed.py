@@ -17,19 +17,23 @@ Four figures, as a user meets them, and one for the front end alone:
     .venv/bin/python benchmarks/widget_speed.py --modes attention,norm,head-output,hidden [--clicks 7]
 
 ``--modes`` (issue 31, item 4, as a user meets it) measures only figure 1, per mode, the modes interleaved: each
-click's mode is set first with the page's mode control (its run not timed), then a grid cell is clicked without a
-rest (the pointer moves there and clicks at once, so the page's 120 ms dwell never reports the row and nothing is
-built ahead); the table gives each mode's median and best, and its median over attention's in the same run. A
-warm-up round first clicks every layer once in each mode (untimed), so that a layer's first click in a mode (the
-components traced, the layer's head outputs) is not counted. The widget is made from the text, as a user makes it
-(the components traced on first use).
+click's mode is set first with the page's mode control (its run not timed), then a grid cell of another layer is
+clicked without a rest (the pointer moves there and clicks at once, so the page's 120 ms dwell never reports the
+row and nothing is built ahead); the table gives each mode's median and best, and its median over attention's in
+the same run. A warm-up first sets each mode and clicks every other layer (untimed), so that a layer's first click
+in a mode (the components traced, the layer's head outputs) is not counted. The widget is made from the text, as a
+user makes it (the components traced on first use).
 
 ``--modes attention,norm,head-output,hidden`` at 512 tokens, 2026-11-27 (the tree of 42161b3), 4 runs (``--clicks
 7`` three times, then 20), load 1.4-4.6 (JupyterLab, chromium and the kernel on the 2 cores): over the 41 clicks a
 mode, medians attention 178 ms, norm 183 (1.03x), head-output 171 (0.96x), hidden 171 (0.96x); best 79, 70, 89,
 97 ms. Each run's median over attention's: norm 1.26, 0.99, 1.25, 1.05x; head-output 1.68, 0.94, 1.11, 0.90x;
-hidden 1.20, 0.90, 1.24, 0.94x. In the kernel alone (``mode_latency.py``, same day) head-output's click took 25-28
-ms against attention's 14: its 11-13 ms more are within the 80-350 ms spread of a click seen on screen.
+hidden 1.20, 0.90, 1.24, 0.94x. (Those runs' warm-up clicked a fixed sequence of cells, which with 4 modes on 6
+layers reached 3 layers a mode: some timed clicks may include a layer's first use in a mode, a few milliseconds
+at 512 tokens, against the new modes.) With the warm-up over every layer (490b286's tree and this script,
+``--clicks 9``, load 1.3-4.1): attention 151 ms, norm 148 (0.98x), head-output 143 (0.95x), hidden 171 (1.13x).
+In the kernel alone (``mode_latency.py``, same day) head-output's click
+took 25-28 ms against attention's 14: its 11-13 ms more are within the 80-350 ms spread of a click seen on screen.
 
 At 512 tokens (the default) the model is the bundled MiniLM on the t-SNE abstract repeated; at more tokens
 it is the tiny random Llama of benchmarks/long_text.py (2 layers x 4 heads, 16384 positions), built in a
@@ -160,6 +164,7 @@ bins of 23.0 tokens" that ctrl + wheel zooms to single tokens (11.9 px each) and
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -251,33 +256,42 @@ def choose_mode(opened: jupyter.OpenedWidget, mode: str) -> None:
     jupyter.wait_state(root, ("done",), timeout=300)
 
 
-def mode_pairs(count: int, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
-    """``count`` grid cells in turn, each on another layer than the one before (a hidden-state click selects a
-    layer), none the widget's starting (0, 0)."""
-    return [(i % n_layers, (5 * i + 3) % n_heads) for i in range(1, count + 1)]
-
-
 def mode_click_latencies(
     opened: jupyter.OpenedWidget, modes: list[str], clicks: int, n_layers: int, n_heads: int
 ) -> dict[str, list[float]]:
     """Per mode, the page's click -> first frame on screen for ``clicks`` grid clicks without a rest (the
     pointer moves to the cell and clicks at once: the page's 120 ms dwell never reports the row), the modes
-    interleaved: each click's mode set first with the mode control (its run not timed), then the click. A
-    warm-up round clicks every layer once in each mode first (untimed), so that a layer's first click in a
-    mode (the components traced, a layer's head outputs) is not in the figures."""
+    interleaved: each click's mode set first with the mode control (its run not timed), then the click, always
+    on another layer than the selected one (a hidden-state click selects a layer). A warm-up first sets each
+    mode and clicks every other layer (untimed), so that a layer's first click in a mode (the components traced,
+    the layer's head outputs) is not in the figures."""
     times: dict[str, list[float]] = {mode: [] for mode in modes}
-    current = "attention"  # the widget's mode as the cell made it
-    warm = mode_pairs(n_layers * len(modes), n_layers, n_heads)
-    timed = mode_pairs(clicks * len(modes), n_layers, n_heads)[::-1]  # other cells than the warm-up's last
-    for rounds, pairs, record in ((n_layers, warm, False), (clicks, timed, True)):
-        for i in range(rounds):
-            for m, mode in enumerate(modes):
-                if mode != current:
-                    choose_mode(opened, mode)
-                    current = mode
-                latency = click_latencies(opened, [pairs[i * len(modes) + m]])[0]
-                if record:
-                    times[mode].append(latency)
+    current, selected = "attention", (0, 0)  # as the cell made the widget
+    counter = itertools.count(1)
+
+    def click(cell: tuple[int, int]) -> float:
+        nonlocal selected
+        latency = click_latencies(opened, [cell])[0]
+        selected = cell
+        return latency
+
+    def next_cell() -> tuple[int, int]:
+        cells = ((i % n_layers, (5 * i + 3) % n_heads) for i in counter)
+        return next(cell for cell in cells if cell[0] != selected[0])
+
+    for mode in modes:  # the mode's run covers the selected layer, the clicks every other one
+        if mode != current:
+            choose_mode(opened, mode)
+            current = mode
+        for _ in range(n_layers - 1):
+            layer = (selected[0] + 1) % n_layers
+            click((layer, (5 * layer + 3) % n_heads))
+    for _ in range(clicks):
+        for mode in modes:
+            if mode != current:
+                choose_mode(opened, mode)
+                current = mode
+            times[mode].append(click(next_cell()))
     return times
 
 
