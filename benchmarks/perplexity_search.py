@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 import warnings
-from collections.abc import Callable
 
 import numpy as np
+from extract_speed import timed  # this script's folder is on the path when it runs
 
 from headsne_widget import _parallel
 from headsne_widget.affinity.affinities import binary_search_perplexity, squared_distances
@@ -49,17 +47,6 @@ def cases() -> dict[str, np.ndarray]:
     return {name: squared_distances(X.astype(np.float64)) for name, X in points.items()}
 
 
-def timed(search: Callable[[], object], repeats: int) -> list[float]:
-    """Seconds of each of ``repeats`` calls, after one untimed call (compiled, caches warm)."""
-    search()
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        search()
-        seconds.append(time.perf_counter() - start)
-    return seconds
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--perplexity", type=float, default=30.0)
@@ -71,10 +58,10 @@ def main() -> None:
         for label, spare in (("one thread", _parallel.cores()), ("all threads", None)):
             _parallel.set_spare_cores(spare)
             try:
-                seconds = timed(lambda D=D: binary_search_perplexity(D, args.perplexity), args.repeats)
+                median, best, _ = timed(lambda D=D: binary_search_perplexity(D, args.perplexity), args.repeats)
             finally:
                 _parallel.set_spare_cores(None)
-            row.append(f"{label} {1e3 * statistics.median(seconds):.1f} ms (best {1e3 * min(seconds):.1f})")
+            row.append(f"{label} {1e3 * median:.1f} ms (best {1e3 * best:.1f})")
         print(f"{name}: " + ", ".join(row))
     print("load average", os.getloadavg())
 

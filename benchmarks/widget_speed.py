@@ -248,9 +248,7 @@ def choose_mode(opened: jupyter.OpenedWidget, mode: str) -> None:
     """Set the mode with the page's mode control, as a user does, and wait for the run it starts to end."""
     root = opened.root
     run0 = int(jupyter.dataset(root)["runId"])
-    settings = root.locator(jupyter.testid("headsne-settings"))
-    if settings.get_attribute("aria-expanded") != "true":
-        settings.click()  # the mode control sits with the settings, folded at first
+    jupyter.open_settings(root)
     root.locator(jupyter.testid("headsne-mode")).select_option(mode)
     jupyter.wait_dataset(root, lambda d: int(d.get("runId", "0")) > run0, 120, f"a {mode} run")
     jupyter.wait_state(root, ("done",), timeout=300)

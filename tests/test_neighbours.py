@@ -63,6 +63,38 @@ def test_exact_switch_gives_the_exact_neighbours(monkeypatch):
     assert (P != knn_gaussian_affinities(X, 4.0, neighbours="exact")).nnz == 0
 
 
+def _points_rounding_cannot_rank(kind: str) -> np.ndarray:
+    """Points whose neighbours float32 products (and for "far", float64 ones) cannot rank: all of them far from
+    their centre against the distances between them, or in 2048 dimensions, where distances bunch up."""
+    rng = np.random.default_rng(3)
+    if kind == "far":  # 1e4 away, 1e-3 apart, and one point 1e6 away that moves the centre
+        return np.vstack([1e4 + rng.normal(size=(599, 8)) * 1e-3, np.full((1, 8), 1e6)])
+    if kind == "close pairs":  # pairs 1e-9 apart: their distances are below float32's rounding of the norms
+        return np.repeat(rng.normal(size=(100, 8)), 2, axis=0) + rng.normal(size=(200, 8)) * 1e-9
+    return rng.normal(size=(700, 2048))
+
+
+@pytest.mark.parametrize("kind", ["far", "close pairs", "2048 dimensions"])
+def test_the_exact_search_where_rounding_cannot_rank_the_points(kind):
+    """The exact search's neighbours are the true ones even where its fast float32 products cannot tell them (it
+    checks each row against the products' rounding and searches again where they could have erred): the
+    neighbours and squared distances of an oracle that subtracts every pair in float64, for every k, and for
+    rows asked for alone."""
+    X = _points_rounding_cannot_rank(kind)
+    D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+    np.fill_diagonal(D, np.inf)
+    order = np.argsort(D, axis=1)
+    for k in (1, 7, 40, len(X) - 1):
+        indices, distances = knn.exact_neighbours(X, k)
+        np.testing.assert_array_equal(np.sort(indices, axis=1), np.sort(order[:, :k], axis=1))
+        np.testing.assert_allclose(distances, np.take_along_axis(D, order[:, :k], axis=1), rtol=1e-12, atol=0)
+    rows = np.array([len(X) - 1, 0, 5])
+    indices, distances = knn.exact_neighbours(X, 7, rows=rows)
+    np.testing.assert_array_equal(np.sort(indices, axis=1), np.sort(order[rows, :7], axis=1))
+    with pytest.raises(ValueError, match=f"k must be in \\[0, {len(X) - 1}\\]"):
+        knn.exact_neighbours(X, len(X))
+
+
 def test_auto_switches_to_the_approximate_search_from_its_threshold(monkeypatch):
     """``"auto"`` (the default) and ``"approx"`` call the approximate search from APPROX_MIN_POINTS points on."""
     calls = []
@@ -95,7 +127,7 @@ def test_a_bad_switch_is_refused_before_any_search(monkeypatch, bad):
 
 
 def test_hidden_partners_of_a_long_text_come_from_the_p_search(monkeypatch):
-    """Hidden mode's hover partners from APPROX_MIN_POINTS kept tokens on are found by the P's neighbour search
+    """Hidden mode's hover partners from SPARSE_MIN_TOKENS kept tokens on are found by the P's neighbour search
     (approximate by default; here switched to exact) among the kept tokens, an excluded token's exactly: the
     same neighbours and weights as the blocked exact search below the threshold (an oracle on these points)."""
     from headsne_widget.affinity import neighbours as nb
@@ -104,7 +136,7 @@ def test_hidden_partners_of_a_long_text_come_from_the_p_search(monkeypatch):
     X = np.random.default_rng(3).normal(size=(300, 8))
     kept = np.delete(np.arange(300), [0, 150])  # two excluded tokens
     oracle = partners.hidden_neighbours(X, 5, kept)
-    monkeypatch.setattr(partners, "APPROX_MIN_POINTS", 100)
+    monkeypatch.setattr(partners, "SPARSE_MIN_TOKENS", 100)
     monkeypatch.setattr(nb.settings, "neighbours", "exact")
     searched = partners.hidden_neighbours(X, 5, kept)
     np.testing.assert_array_equal(searched[0], oracle[0])

@@ -1,5 +1,5 @@
-"""pynndescent's nearest-neighbour descent in a process of its own, compiled ahead (issue 31: hidden mode at
-65536 tokens within 10 s).
+"""pynndescent's nearest-neighbour descent in a process of its own, compiled ahead (issue 31: hidden mode's
+approximate search, from 131072 tokens).
 
 pynndescent compiles its numba code on its first search in a process: 35-45 s on 2 cores, for every new
 kernel, since numba cannot cache its descent (it calls the distance through a dynamic global). Compiled in a

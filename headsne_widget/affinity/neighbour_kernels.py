@@ -1,9 +1,14 @@
-"""The squared distances of each point to the neighbours an approximate search found, in float64 (compiled).
+"""The nearest-neighbour searches' compiled passes, each over a range of rows so that ranges run on the worker
+threads of :mod:`.._parallel`.
 
-Gathered and subtracted by numpy (``X[found] - X[:, None]``), the 65536 x 60 neighbours of 64-dimensional
-points took 2.1 s of a 10 s hidden-mode click: 2 GB of differences written and read back. Here each distance is
-summed as it is read, over a range of rows (``lo .. hi``), so that ranges run on the worker threads of
-:mod:`.._parallel`.
+- :func:`squared_distances`: the float64 squared distances of each point to the neighbours a search found.
+  Gathered and subtracted by numpy (``X[found] - X[:, None]``), the 65536 x 60 neighbours of 64-dimensional
+  points took 2.1 s of a 10 s hidden-mode click: 2 GB of differences written and read back. Here each distance
+  is summed as it is read.
+- :func:`smallest`: each row's s smallest entries of a block of distances, the exact search's candidates
+  (``torch.topk`` took 7 s of the 65536-point search; this pass skips 32 entries at a time that are none of them
+  below the row's s-th smallest so far).
+- :func:`nearest_by_differences`: the exact search's last resort for rows that products cannot decide.
 """
 
 from __future__ import annotations
@@ -11,15 +16,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["squared_distances"]
+__all__ = ["nearest_by_differences", "smallest", "squared_distances"]
 
 
 @njit(cache=True, nogil=True)
-def squared_distances(X, found, lo, hi, out):  # pragma: no cover - compiled
-    """``out[i, a]`` = |X[found[i, a]] - X[i]|^2 for rows lo .. hi - 1, summed over the features in order;
+def squared_distances(X, points, found, lo, hi, out):  # pragma: no cover - compiled
+    """``out[i, a]`` = |X[found[i, a]] - X[points[i]]|^2 for rows lo .. hi - 1, summed over the features in order;
     infinity where ``found[i, a]`` < 0 (no neighbour found)."""
     d = X.shape[1]
     for i in range(lo, hi):
+        p = points[i]
         for a in range(found.shape[1]):
             j = found[i, a]
             if j < 0:
@@ -27,6 +33,78 @@ def squared_distances(X, found, lo, hi, out):  # pragma: no cover - compiled
                 continue
             s = 0.0
             for c in range(d):
-                t = X[j, c] - X[i, c]
+                t = X[j, c] - X[p, c]
                 s += t * t
             out[i, a] = s
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(values, at, s):  # pragma: no cover - compiled
+    """Restore the max-heap ``values[:s]`` (with ``at`` alongside) after its root was replaced."""
+    i = 0
+    v, a = values[0], at[0]
+    while True:
+        c = 2 * i + 1
+        if c >= s:
+            break
+        if c + 1 < s and values[c + 1] > values[c]:
+            c += 1
+        if values[c] <= v:
+            break
+        values[i], at[i] = values[c], at[c]
+        i = c
+    values[i], at[i] = v, a
+
+
+@njit(cache=True, nogil=True)
+def _smallest_of_row(row, own, found, values):  # pragma: no cover - compiled
+    """``found`` = the columns of the s = len(found) smallest entries of ``row`` (column ``own`` left out: set to
+    infinity), any order; returns the largest of them. ``values``: s entries of scratch."""
+    s = found.shape[0]
+    row[own] = np.inf
+    values[:] = np.inf
+    found[:] = -1
+    root = values[0]
+    for lo in range(0, row.shape[0], 32):
+        hi = min(lo + 32, row.shape[0])
+        least = row[lo]
+        for j in range(lo + 1, hi):
+            least = min(least, row[j])
+        if least < root:
+            for j in range(lo, hi):
+                if row[j] < root:
+                    values[0], found[0] = row[j], j
+                    _sift_down(values, found, s)
+                    root = values[0]
+    return root
+
+
+@njit(cache=True, nogil=True)
+def smallest(D, own, found, top):  # pragma: no cover - compiled
+    """For each row r of D: ``found[r]`` = the columns of its s = ``found.shape[1]`` smallest entries (any order),
+    column ``own[r]`` left out (set to infinity in D), and ``top[r]`` the largest of them. A max-heap of the s
+    smallest so far; 32 entries at a time are passed over when none is below its root. D's entries are numbers
+    (no NaN); one that is infinity is never taken: a row with fewer than s others below it keeps -1 columns (and
+    top infinity)."""
+    values = np.empty(found.shape[1], D.dtype)
+    for r in range(D.shape[0]):
+        top[r] = _smallest_of_row(D[r], own[r], found[r], values)
+
+
+@njit(cache=True, nogil=True)
+def nearest_by_differences(X, points, lo, hi, found):  # pragma: no cover - compiled
+    """``found[i]`` = the ``found.shape[1]`` points nearest to X[points[i]] (itself left out), any order, for rows
+    lo .. hi - 1: every squared distance summed from the differences of X's rows (no cancellation), then
+    :func:`_smallest_of_row`. O(n d) a row: the exact search's last resort."""
+    n, d = X.shape
+    row = np.empty(n)
+    values = np.empty(found.shape[1])
+    for i in range(lo, hi):
+        p = points[i]
+        for j in range(n):
+            s = 0.0
+            for c in range(d):
+                t = X[j, c] - X[p, c]
+                s += t * t
+            row[j] = s
+        _smallest_of_row(row, p, found[i], values)

@@ -2,8 +2,9 @@
 
 ``neighbours=`` chooses the search, named as openTSNE's ``neighbors=``:
 
-- ``"exact"``: :func:`exact_neighbours`, blocks of rows against all rows (one matrix product and ``torch.topk``
-  each): O(n^2 d) time, the true neighbours;
+- ``"exact"``: :func:`exact_neighbours`, blocks of rows against all rows (float32 matrix products, then float64
+  distances of the candidates, each row checked against the products' rounding): O(n^2 d) time, the true
+  neighbours;
 - ``"approx"`` (or ``"pynndescent"``): :func:`approx_neighbours`, nearest-neighbour descent (pynndescent, what
   openTSNE uses by default above a few thousand points), O(n log n)-ish; the squared distances of the
   neighbours it finds are computed again here in float64, so an approximate P differs from the exact one only
@@ -14,9 +15,10 @@ The search a call without ``neighbours=`` takes (the widget's hidden mode) is :d
 ``headsne_widget.affinity.neighbours.settings.neighbours = "exact"`` switches every later kNN P to the exact
 search.
 
-pynndescent compiles its numba code on its first search in a process (35-45 s on 2 cores; numba cannot cache
+pynndescent compiles its numba code on its first search in a process (35-60 s on 2 cores; numba cannot cache
 its descent), so the search runs in a worker process of its own (:mod:`.descent`), which :func:`prepare`
 compiles ahead when a text is long enough for the approximate search: the widget calls it on opening one.
+Below :data:`APPROX_MIN_POINTS` the exact search is as fast or faster, and needs no compile.
 
 Measured (``benchmarks/knn_recall.py``, 2 cores): see docs/long-texts.md for the recall against the exact
 neighbours and the times that set :data:`APPROX_MIN_POINTS`.
@@ -29,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from .._parallel import in_shares
-from .neighbour_kernels import squared_distances
+from .._parallel import in_shares, one_blas_thread
+from .neighbour_kernels import nearest_by_differences, smallest, squared_distances
 
 __all__ = [
     "APPROX_MIN_POINTS",
+    "EXACT_MARGIN",
     "NEIGHBOURS",
     "approx_neighbours",
     "check_neighbours",
@@ -43,12 +46,16 @@ __all__ = [
     "settings",
 ]
 
+#: the exact search's candidates a row beyond k, taken by float32 distances and ordered by float64 ones
+EXACT_MARGIN = 8
+_EXACT_BLOCK = 64  # rows of one float32 product (64 x n: 16 MB at 65536 points), a buffer a thread
 #: the searches ``neighbours=`` takes
 NEIGHBOURS = ("auto", "exact", "approx", "pynndescent")
-#: points from which ``"auto"`` searches approximately (benchmarks/knn_recall.py on 2 cores: at 16384 points the
-#: two took the same time, 2.8 and 3.0 s; at 65536 the exact search 4.3x the approximate; below, the exact search
-#: needs no compilation)
-APPROX_MIN_POINTS = 32768
+#: points from which ``"auto"`` searches approximately (benchmarks/knn_recall.py, 2 cores, tiny Mistral states of 64
+#: dimensions, k = 60: at 65536 points the exact search took 9.7 s and the compiled approximate one 12.0 s, medians
+#: of 3; the exact one grows as n^2 and spreads over every core, the approximate one needs a 30-60 s compile in each
+#: new kernel first)
+APPROX_MIN_POINTS = 131072
 #: the search of a call that names none (``neighbours="auto"``): set ``settings.neighbours = "exact"`` to switch
 settings = SimpleNamespace(neighbours="auto")
 
@@ -83,28 +90,103 @@ def neighbours(X: np.ndarray, k: int, method: str | None = None, *, seed: int = 
     return exact_neighbours(X, k)
 
 
-def exact_neighbours(
-    X: np.ndarray, k: int, block: int = 1024, rows: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def exact_neighbours(X: np.ndarray, k: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The exact k nearest neighbours of every row of X (itself excluded), or of the ``rows`` given: (indices
-    (n, k) int64, squared euclidean distances (n, k) float64), nearest first. Blocks of rows against all rows by
-    one matrix product each and ``torch.topk`` (O(n^2 d) time, O(block n) memory; in torch rather than numpy's
-    argpartition: 2.1x faster at 16384 points of 64 dimensions, 2.3 against 5.0 s, the same neighbours)."""
-    import torch
+    (len(rows), k) int64, squared euclidean distances (len(rows), k) float64, summed from X's differences),
+    nearest first.
 
-    Xc = np.asarray(X, dtype=np.float64)
-    T = torch.from_numpy(Xc - Xc.mean(axis=0))  # the expansion |x|^2 + |y|^2 - 2 x.y cancels less about the centre
-    norms = (T * T).sum(dim=1)
-    queries = torch.arange(Xc.shape[0]) if rows is None else torch.from_numpy(np.asarray(rows, np.int64))
-    indices = np.empty((len(queries), k), np.int64)
+    O(n^2 d) time, in passes that each settle the rows they can. A pass in float32, then one in float64, takes
+    each row's k + :data:`EXACT_MARGIN` nearest candidates by products (:func:`_candidates`) and orders them by
+    their distances; a row is settled where the pass's rounding cannot have left out a point nearer than its k-th
+    (:func:`_certain`). A row neither settles is searched from all its differences
+    (:func:`.neighbour_kernels.nearest_by_differences`). At 65536 points of 64 dimensions on 2 cores: 10 s
+    against 54 s for one float64 pass by torch (benchmarks/knn_recall.py), the same neighbours."""
+    X = np.asarray(X, dtype=np.float64)
+    if not 0 <= k < X.shape[0]:
+        raise ValueError(f"k must be in [0, {X.shape[0] - 1}] for {X.shape[0]} points, got {k}")
+    queries = np.arange(X.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+    found = np.empty((len(queries), k), np.int64)
     distances = np.empty((len(queries), k))
-    for lo in range(0, len(queries), block):
-        at = queries[lo : lo + block]
-        D = torch.addmm(norms[at, None] + norms[None, :], T[at], T.T, alpha=-2.0).clamp_(min=0.0)
-        D[torch.arange(len(at)), at] = torch.inf  # not its own neighbour
-        d, nearest = torch.topk(D, k, dim=1, largest=False, sorted=True)
-        indices[lo : lo + len(at)], distances[lo : lo + len(at)] = nearest.numpy(), d.numpy()
-    return indices, distances
+    if k == 0:
+        return found, distances
+    left = np.arange(len(queries))  # rows not settled yet
+    for dtype in (np.float32, np.float64):
+        settled, near, near_distances = _settle(X, queries[left], k, dtype)
+        found[left[settled]], distances[left[settled]] = near, near_distances
+        left = left[~settled]
+        if not left.size:
+            return found, distances
+    points, rest = queries[left], np.empty((len(left), k), np.int64)
+    in_shares(len(left), lambda lo, hi: nearest_by_differences(X, points, lo, hi, rest))
+    found[left], distances[left] = _ordered(X, points, rest)
+    return found, distances
+
+
+def _settle(X: np.ndarray, queries: np.ndarray, k: int, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One pass of :func:`exact_neighbours` in ``dtype`` over the query points: which rows it settles (mask), and
+    their neighbours and distances."""
+    n = X.shape[0]
+    candidates, top = _candidates(X, queries, min(n - 1, k + EXACT_MARGIN), dtype)
+    candidates, near = _ordered(X, queries, candidates)
+    settled = np.asarray((candidates >= 0).all(axis=1))
+    if candidates.shape[1] < n - 1:  # where every other point is a candidate, none was left out
+        centred = X[queries] - X.mean(axis=0)
+        norms = np.einsum("ij,ij->i", centred, centred)
+        settled &= _certain(norms, near[:, k - 1], top, X.shape[1], float(np.finfo(dtype).eps))
+    return settled, candidates[settled, :k], near[settled, :k]
+
+
+def _ordered(X: np.ndarray, queries: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``found`` (a row of neighbour indices a query point) ordered by their squared distances from X's
+    differences (:func:`.neighbour_kernels.squared_distances`), nearest first, and those distances."""
+    distances = np.empty(found.shape)
+    in_shares(len(queries), lambda lo, hi: squared_distances(X, queries, found, lo, hi, distances))
+    order = np.argsort(distances, axis=1, kind="stable")
+    return np.take_along_axis(found, order, axis=1), np.take_along_axis(distances, order, axis=1)
+
+
+def _candidates(X: np.ndarray, queries: np.ndarray, s: int, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """For each query point: the s other points nearest by squared distances computed in ``dtype`` (indices (q, s),
+    any order) and the largest of those distances (q,), in X's units. Blocks of :data:`_EXACT_BLOCK` rows, each
+    one BLAS product of the centred points with their squared norms appended (``[x, |x|^2, 1] . [-2y, 1,
+    |y|^2]``), in shares on the package's threads, one BLAS thread each; the points are scaled by a power of two
+    first (exactly), so that no square overflows or underflows."""
+    Xc = X - X.mean(axis=0)
+    spread = float(np.abs(Xc).max())
+    unit = 2.0 ** -float(np.frexp(spread)[1]) if spread > 0 else 1.0  # the largest |x| within [0.5, 1)
+    Xc *= unit
+    norms = np.einsum("ij,ij->i", Xc, Xc)[:, None]
+    ones = np.ones_like(norms)
+    rows_with_norms: np.ndarray = np.hstack([Xc, norms, ones]).astype(dtype)
+    columns = np.ascontiguousarray(np.hstack([-2.0 * Xc, ones, norms]).astype(dtype).T)
+    found = np.empty((len(queries), s), np.int64)
+    top: np.ndarray = np.empty(len(queries), dtype)
+
+    def part(lo: int, hi: int) -> None:
+        D: np.ndarray = np.empty((_EXACT_BLOCK, X.shape[0]), dtype)
+        for r in range(lo, hi, _EXACT_BLOCK):
+            at = queries[r : min(hi, r + _EXACT_BLOCK)]
+            np.matmul(rows_with_norms[at], columns, out=D[: len(at)])
+            smallest(D[: len(at)], at, found[r : r + len(at)], top[r : r + len(at)])
+
+    with one_blas_thread():
+        in_shares(len(queries), part, count=max(1, min(64, len(queries) // 256)))
+    return found, top.astype(np.float64) / unit**2
+
+
+def _certain(squared_norms: np.ndarray, kth: np.ndarray, top: np.ndarray, d: int, eps: float) -> np.ndarray:
+    """Whether each row's k-th distance ``kth`` is below every point a pass left out, which were all at computed
+    distance ``top`` or more (centred points of d dimensions, their squared norms given; ``eps``: the pass's
+    machine epsilon).
+
+    A squared distance of x and y computed by the pass is within ``kappa (|x| + |y|)^2`` of the true one, kappa =
+    (d + 8) eps (the product's d + 2 terms, of sizes adding up to at most ``(|x| + |y|)^2``, rounded on the way in
+    and summed: twice the textbook bound). A point y left out but nearer than the k-th has ``|y| <= |x| +
+    sqrt(kth)``, so its true distance is at least ``top - kappa (2 |x| + sqrt(kth))^2``: the row is certain where
+    that is above ``kth``."""
+    kappa = (d + 8) * eps
+    reach = 2.0 * np.sqrt(squared_norms) + np.sqrt(kth)
+    return np.asarray(top - kappa * reach * reach > kth)
 
 
 def approx_neighbours(X: np.ndarray, k: int, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +203,7 @@ def approx_neighbours(X: np.ndarray, k: int, *, seed: int = 0) -> tuple[np.ndarr
     graph = search(Xc, k + 1, seed)
     found = _without_self(graph, k)
     distances = np.empty(found.shape)
-    in_shares(n, lambda lo, hi: squared_distances(Xc, found, lo, hi, distances))
+    in_shares(n, lambda lo, hi: squared_distances(Xc, np.arange(n), found, lo, hi, distances))
     order = np.argsort(distances, axis=1, kind="stable")
     found, distances = np.take_along_axis(found, order, axis=1), np.take_along_axis(distances, order, axis=1)
     short = np.flatnonzero((found < 0).any(axis=1))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..affinity.neighbours import APPROX_MIN_POINTS
+from ..affinity.sparse import SPARSE_MIN_TOKENS
 
 #: a kNN P's own search among its points (``P.neighbours``): (indices (m, k), squared distances (m, k)), nearest first
 Searched = tuple[np.ndarray, np.ndarray]
@@ -122,7 +122,7 @@ def hidden_neighbours(
     partner = _partner_mask(n, kept)
     if searched is not None and not np.array_equal(np.arange(n) if kept is None else kept, np.flatnonzero(partner)):
         searched = None  # the P's rows are the kept tokens in their order: only increasing ones are the partners'
-    if partner.sum() >= APPROX_MIN_POINTS:  # a long text: the P's own search (approximate unless switched off)
+    if partner.sum() >= SPARSE_MIN_TOKENS:  # a long text, whose kNN P searched them: its search, else the same
         indices, dist2 = _searched(X, k, partner, d2, searched)
     else:
         indices, neg = _blocked(lambda rows: -d2(rows), n, k, partner)

@@ -418,6 +418,14 @@ def testid(name: str) -> str:
     return f"[data-testid={name}]"
 
 
+def open_settings(root: Any) -> None:
+    """Unfold the widget's settings (the mode control and the fields sit there, folded at first), as a user
+    clicks their toggle; nothing where they are open."""
+    settings = root.locator(testid("headsne-settings"))
+    if settings.get_attribute("aria-expanded") != "true":
+        settings.click()
+
+
 def canvas_of(root: Any, name: str) -> Any:
     """The canvas tagged ``name`` (the canvas itself carries the test id, or sits inside the tagged box)."""
     return root.locator(f"canvas[data-testid={name}], [data-testid={name}] canvas").first

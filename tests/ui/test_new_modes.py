@@ -33,9 +33,7 @@ def lab(jupyter_server: jupyter.JupyterServer, browser: Any) -> Iterator[jupyter
 )
 def test_a_new_mode_runs_from_the_mode_control(lab: jupyter.OpenedWidget, mode: str, title: str) -> None:
     run_id = jupyter.dataset(lab.root)["runId"]
-    settings = lab.root.locator(jupyter.testid("headsne-settings"))
-    if settings.get_attribute("aria-expanded") != "true":
-        settings.click()  # the mode control sits with the settings, folded at first
+    jupyter.open_settings(lab.root)
     lab.root.locator(jupyter.testid("headsne-mode")).select_option(mode)
     jupyter.wait_dataset(
         lab.root, lambda d: d.get("runId") != run_id and d.get("state") in ("done", "error"), 120, f"a {mode} run"

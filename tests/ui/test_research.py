@@ -317,9 +317,7 @@ def test_side_by_side_at_800_px_and_keys_stay_in_the_widget(lab: jupyter.OpenedW
         "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')]"
         ".findIndex(c => c.classList.contains('jp-mod-active'))"
     )
-    settings = root.locator(jupyter.testid("headsne-settings"))
-    if settings.get_attribute("aria-expanded") != "true":
-        settings.click()  # the settings are folded at first
+    jupyter.open_settings(root)
     field = root.locator("input[aria-label=iterations]")
     field.click()  # activates the widget's cell, as any click in it does
     cell_before = lab.page.evaluate(active)
