@@ -11,10 +11,11 @@ in the process's search worker (affinity/descent.py): cold, reported apart, in a
 is compiled before the timed searches. Each row prints the load average.
 
     python benchmarks/knn_recall.py --sizes 8192 16384 65536 [--layer 1] [--k 60] [--repeats 3] [--minilm]
-        [--exact-only]
+        [--exact-only] [--walk 384 2048]
 
-``--exact-only`` times the exact search alone: run it under this tree and another one's (``PYTHONPATH=<tree>``),
-alternating, to compare two versions of the exact search.
+``--walk`` takes random walks plus noise of the dimensions given instead of the model's states (distances that
+bunch up, as in high dimensions). ``--exact-only`` times the exact search alone: run it under this tree and
+another one's (``PYTHONPATH=<tree>``), alternating, to compare two versions of the exact search.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ def tiny_states(n: int, layer: int) -> np.ndarray:
         loaded = load_model(build(directory, 1024, max(65536, n)), device="cpu")
         ids = np.random.default_rng(0).integers(1000, loaded.tokenizer.vocab_size, size=n)
         return np.array(extract_token_ids(ids, loaded).layer_output(layer))
+
+
+def walk(n: int, d: int) -> np.ndarray:
+    """n points of a random walk in d dimensions plus noise: high-dimensional points whose distances bunch up."""
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, d)).cumsum(axis=0) * 0.05 + rng.normal(size=(n, d))
 
 
 def minilm_states(layer: int) -> np.ndarray:
@@ -104,6 +111,13 @@ def main() -> None:
     parser.add_argument(
         "--exact-only", action="store_true", help="the exact search alone (to run against another tree's)"
     )
+    parser.add_argument(
+        "--walk",
+        type=int,
+        nargs="*",
+        default=[],
+        help="instead of the model's states: random walks plus noise of these dimensions",
+    )
     args = parser.parse_args()
     if not args.exact_only:
         print(json.dumps(dict(cold_compile_s=round(cold(args.k), 1), load=round(os.getloadavg()[0], 1))), flush=True)
@@ -113,10 +127,14 @@ def main() -> None:
     if args.minilm:
         X = minilm_states(args.layer)
         print(json.dumps(compare("MiniLM", X, args.k, args.repeats, args.exact_only)), flush=True)
-    states = tiny_states(max(args.sizes), args.layer)
-    compare("warm-up", states[:2048], args.k, 1, exact_only=True)  # the exact search's kernels compiled or loaded
-    for n in sorted(args.sizes):
-        print(json.dumps(compare("tiny Mistral", states[:n], args.k, args.repeats, args.exact_only)), flush=True)
+    n_max = max(args.sizes)
+    sets = {f"random walk, {d} dims": walk(n_max, d) for d in args.walk} or {
+        "tiny Mistral": tiny_states(n_max, args.layer)
+    }
+    for name, states in sets.items():
+        compare("warm-up", states[:2048], args.k, 1, exact_only=True)  # the exact search's kernels compiled or loaded
+        for n in sorted(args.sizes):
+            print(json.dumps(compare(name, states[:n], args.k, args.repeats, args.exact_only)), flush=True)
 
 
 if __name__ == "__main__":

@@ -67,8 +67,9 @@ def _points_rounding_cannot_rank(kind: str) -> np.ndarray:
     """Points whose neighbours float32 products (and for "far", float64 ones) cannot rank: all of them far from
     their centre against the distances between them, or in 2048 dimensions, where distances bunch up."""
     rng = np.random.default_rng(3)
-    if kind == "far":  # 1e4 away, 1e-3 apart, and one point 1e6 away that moves the centre
-        return np.vstack([1e4 + rng.normal(size=(599, 8)) * 1e-3, np.full((1, 8), 1e6)])
+    if kind == "far":  # 1e4 away, 1e-3 apart, and one point 1e6 away that moves the centre; rows enough for the
+        # search to try float32 on some first (it settles none of them)
+        return np.vstack([1e4 + rng.normal(size=(1199, 8)) * 1e-3, np.full((1, 8), 1e6)])
     if kind == "close pairs":  # pairs 1e-9 apart: their distances are below float32's rounding of the norms
         return np.repeat(rng.normal(size=(100, 8)), 2, axis=0) + rng.normal(size=(200, 8)) * 1e-9
     return rng.normal(size=(700, 2048))
@@ -81,7 +82,7 @@ def test_the_exact_search_where_rounding_cannot_rank_the_points(kind):
     neighbours and squared distances of an oracle that subtracts every pair in float64, for every k, and for
     rows asked for alone."""
     X = _points_rounding_cannot_rank(kind)
-    D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+    D = np.concatenate([((X[lo : lo + 20, None, :] - X[None, :, :]) ** 2).sum(axis=2) for lo in range(0, len(X), 20)])
     np.fill_diagonal(D, np.inf)
     order = np.argsort(D, axis=1)
     for k in (1, 7, 40, len(X) - 1):

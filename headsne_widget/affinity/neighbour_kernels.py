@@ -5,9 +5,9 @@ threads of :mod:`.._parallel`.
   Gathered and subtracted by numpy (``X[found] - X[:, None]``), the 65536 x 60 neighbours of 64-dimensional
   points took 2.1 s of a 10 s hidden-mode click: 2 GB of differences written and read back. Here each distance
   is summed as it is read.
-- :func:`smallest`: each row's s smallest entries of a block of distances, the exact search's candidates
-  (``torch.topk`` took 7 s of the 65536-point search; this pass skips 32 entries at a time that are none of them
-  below the row's s-th smallest so far).
+- :func:`smallest`: each row's s smallest entries of distances, a tile of columns at a time, the exact search's
+  candidates (``torch.topk`` took 7 s of the 65536-point search; this pass skips 32 entries at a time that are
+  none of them below the row's s-th smallest so far).
 - :func:`nearest_by_differences`: the exact search's last resort for rows that products cannot decide.
 """
 
@@ -57,45 +57,44 @@ def _sift_down(values, at, s):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _smallest_of_row(row, own, found, values):  # pragma: no cover - compiled
-    """``found`` = the columns of the s = len(found) smallest entries of ``row`` (column ``own`` left out: set to
-    infinity), any order; returns the largest of them. ``values``: s entries of scratch."""
+def _into_heap(row, width, first, own, found, values):  # pragma: no cover - compiled
+    """Take ``row[:width]`` (the columns ``first ..``) into the max-heap ``values`` (``found`` alongside: the
+    columns) of the s = len(found) smallest so far, column ``own`` left out (set to infinity); 32 entries at a
+    time are passed over when none is below the heap's root. Returns the root, the s-th smallest so far."""
     s = found.shape[0]
-    row[own] = np.inf
-    values[:] = np.inf
-    found[:] = -1
+    if first <= own < first + width:
+        row[own - first] = np.inf
     root = values[0]
-    for lo in range(0, row.shape[0], 32):
-        hi = min(lo + 32, row.shape[0])
+    for lo in range(0, width, 32):
+        hi = min(lo + 32, width)
         least = row[lo]
         for j in range(lo + 1, hi):
             least = min(least, row[j])
         if least < root:
             for j in range(lo, hi):
                 if row[j] < root:
-                    values[0], found[0] = row[j], j
+                    values[0], found[0] = row[j], first + j
                     _sift_down(values, found, s)
                     root = values[0]
     return root
 
 
 @njit(cache=True, nogil=True)
-def smallest(D, own, found, top):  # pragma: no cover - compiled
-    """For each row r of D: ``found[r]`` = the columns of its s = ``found.shape[1]`` smallest entries (any order),
-    column ``own[r]`` left out (set to infinity in D), and ``top[r]`` the largest of them. A max-heap of the s
-    smallest so far; 32 entries at a time are passed over when none is below its root. D's entries are numbers
-    (no NaN); one that is infinity is never taken: a row with fewer than s others below it keeps -1 columns (and
-    top infinity)."""
-    values = np.empty(found.shape[1], D.dtype)
-    for r in range(D.shape[0]):
-        top[r] = _smallest_of_row(D[r], own[r], found[r], values)
+def smallest(D, rows, width, first, own, found, values):  # pragma: no cover - compiled
+    """For each row r < ``rows`` of the tile ``D[:rows, :width]`` (the columns ``first ..``): its entries taken
+    into row r's max-heap, ``values[r]`` (``found[r]``: their columns), of the s = ``found.shape[1]`` smallest
+    so far, column ``own[r]`` left out. Heaps start as infinity and -1; after the last tile, ``found[r]`` holds
+    the row's s smallest (any order) and ``values[r, 0]`` the largest of them. D's entries are numbers (no NaN);
+    one that is infinity is never taken: a row with fewer than s others below it keeps -1 columns."""
+    for r in range(rows):
+        _into_heap(D[r], width, first, own[r], found[r], values[r])
 
 
 @njit(cache=True, nogil=True)
 def nearest_by_differences(X, points, lo, hi, found):  # pragma: no cover - compiled
     """``found[i]`` = the ``found.shape[1]`` points nearest to X[points[i]] (itself left out), any order, for rows
     lo .. hi - 1: every squared distance summed from the differences of X's rows (no cancellation), then
-    :func:`_smallest_of_row`. O(n d) a row: the exact search's last resort."""
+    :func:`_into_heap`. O(n d) a row: the exact search's last resort."""
     n, d = X.shape
     row = np.empty(n)
     values = np.empty(found.shape[1])
@@ -107,4 +106,6 @@ def nearest_by_differences(X, points, lo, hi, found):  # pragma: no cover - comp
                 t = X[j, c] - X[p, c]
                 s += t * t
             row[j] = s
-        _smallest_of_row(row, p, found[i], values)
+        values[:] = np.inf
+        found[i] = -1
+        _into_heap(row, n, 0, p, found[i], values)

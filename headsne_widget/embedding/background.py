@@ -56,7 +56,7 @@ def _warm_exact_search() -> None:
 
     one, X = np.zeros(1, np.int64), np.eye(2)
     for dtype in (np.float32, np.float64):
-        smallest(np.zeros((1, 2), dtype), one, np.zeros((1, 1), np.int64), np.zeros(1, dtype))
+        smallest(np.zeros((1, 2), dtype), 1, 2, 0, one, np.zeros((1, 1), np.int64), np.full((1, 1), np.inf, dtype))
     squared_distances(X, one, np.ones((1, 1), np.int64), 0, 1, np.zeros((1, 1)))
     nearest_by_differences(X, one, 0, 1, np.zeros((1, 1), np.int64))
 
