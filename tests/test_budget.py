@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from headsne_widget import budget
+from headsne_widget.affinity import neighbours as knn
 from headsne_widget.affinity.sparse import knn_gaussian_affinities, largest_entries
 from headsne_widget.capture.sparse import SparseRows, sparse_from_dense
 from headsne_widget.errors import MemoryBudgetError
@@ -254,6 +255,58 @@ def test_knn_max_entries_lowers_k_and_the_perplexity_it_reports():
     assert knn_gaussian_affinities(X, 5.0, max_entries=300 * 30).perplexity == 5.0  # (k = 15 fits: unchanged)
     with pytest.raises(MemoryBudgetError, match="one neighbour"):
         knn_gaussian_affinities(X, 5.0, max_entries=299)
+
+
+def _walk(n: int, d: int, seed: int = 0) -> str:
+    """Code making X: n points of a d-dimensional random walk plus noise, in place (no temporaries above X)."""
+    return f"""
+        rng = np.random.default_rng({seed})
+        X = rng.normal(size=({n}, {d}))
+        np.cumsum(X, axis=0, out=X)
+        for r in range(0, {n}, 1024):
+            X[r : r + 1024] += rng.normal(scale=3.0, size=X[r : r + 1024].shape)
+    """
+
+
+def test_the_exact_neighbour_search_is_refused_before_it_outgrows_the_budget():
+    """The exact search's memory is checked before it allocates: a budget one byte under what its float32 pass
+    needs (``exact_bytes``) is a MemoryBudgetError naming the approximate search, from the kNN P too; at the need,
+    the neighbours are found."""
+    X = np.random.default_rng(0).normal(size=(600, 16))
+    need = knn.exact_bytes(600, 16, 600, 30)
+    try:
+        budget.set_memory_budget(need - 1)
+        with pytest.raises(MemoryBudgetError, match="neighbours='approx'"):
+            knn.exact_neighbours(X, 30)
+        with pytest.raises(MemoryBudgetError, match="exact 30-nearest-neighbour search of 600 points"):
+            knn_gaussian_affinities(X, 10.0, neighbours="exact")
+        budget.set_memory_budget(need)
+        assert knn.exact_neighbours(X, 30)[0].shape == (600, 30)
+    finally:
+        budget.set_memory_budget(None)
+
+
+@pytest.mark.parametrize("d", [64, 768])
+def test_exact_bytes_covers_the_measured_peak(d):
+    """``exact_bytes`` (what the budget is asked for) against the exact search's peak allocation measured in a
+    fresh process (tracemalloc, which counts numpy's arrays; after the kernels were compiled and run on a few
+    points), on random walks of 16384 points (at 768 dimensions float32 leaves a few rows to the float64 pass):
+    not below the peak, nor twice it. (RSS is not asserted: BLAS's own buffers and the allocator's arenas come
+    on top of it and differ between runs of the same code, 67 and 186 MB at 64 dimensions.)"""
+    head = """
+        import json, tracemalloc
+        import numpy as np
+        from headsne_widget.affinity import neighbours as knn
+    """
+    search = f"""
+        knn.exact_neighbours(X[:1500], 60)  # compiled and run, the probe too
+        tracemalloc.start()
+        knn.exact_neighbours(X, 60)
+        print(json.dumps(dict(used=tracemalloc.get_traced_memory()[1], bound=knn.exact_bytes(16384, {d}, 16384, 60))))
+    """
+    code = "".join(textwrap.dedent(part) for part in (head, _walk(16384, d), search))
+    out = run_child(code)
+    assert out["bound"] / 2 < out["used"] <= out["bound"], out
 
 
 # ---------------------------------------------------------------------------------------- under a real limit

@@ -228,6 +228,30 @@ def test_a_long_hidden_runs_partners_come_from_its_own_p_search(make, long_ex, m
     np.testing.assert_allclose(w.edges["weights"], weights, rtol=1e-6)  # float32 weights
 
 
+def test_a_long_hidden_run_beyond_the_budget_is_refused_with_a_reason(make, long_ex, monkeypatch):
+    """The exact search's memory is checked before it is allocated: under a budget that holds the kNN P's entries
+    but not the search, a hidden click shows why in the status line and what to use instead (the approximate
+    search), and the widget goes on: with the budget back, the same click runs to the end."""
+    from headsne_widget.affinity import neighbours as knn
+    from headsne_widget.budget import set_memory_budget
+
+    ex = long_ex
+    monkeypatch.setattr(knn.settings, "neighbours", "exact")
+    w, c = make(ex, n_iter=30, speed=0.0, layer=0, perplexity=30.0, autostart=False)
+    need = knn.exact_bytes(N, ex.layer_output(0).shape[1], N, 90)  # perplexity 30: 90 neighbours a token
+    set_memory_budget(need - 1)
+    try:
+        c.from_browser(mode="hidden")
+        wait_until(lambda: w.state in ("error", "done"), 60, "the refusal")
+    finally:
+        set_memory_budget(None)
+    assert w.state == "error" and "memory budget" in w.status and f"search of {N:,} points" in w.status, w.status
+    assert "neighbours='approx'" in w.status
+    c.control("restart")
+    kl = w.wait(120)
+    assert w.state == "done" and kl is not None and math.isfinite(kl)
+
+
 def test_a_hovered_head_then_a_new_edge_k_give_that_heads_sparse_partners(make, long_ex, monkeypatch):
     ex = long_ex
     built, leased = count_builds(monkeypatch), count_leases(monkeypatch)

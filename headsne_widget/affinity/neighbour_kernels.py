@@ -20,10 +20,19 @@ __all__ = ["nearest_by_differences", "smallest", "squared_distances"]
 
 
 @njit(cache=True, nogil=True)
+def _squared_distance(X, j, p):  # pragma: no cover - compiled
+    """|X[j] - X[p]|^2 summed over the features in order, from the differences (no cancellation)."""
+    s = 0.0
+    for c in range(X.shape[1]):
+        t = X[j, c] - X[p, c]
+        s += t * t
+    return s
+
+
+@njit(cache=True, nogil=True)
 def squared_distances(X, points, found, lo, hi, out):  # pragma: no cover - compiled
     """``out[i, a]`` = |X[found[i, a]] - X[points[i]]|^2 for rows lo .. hi - 1, summed over the features in order;
     infinity where ``found[i, a]`` < 0 (no neighbour found)."""
-    d = X.shape[1]
     for i in range(lo, hi):
         p = points[i]
         for a in range(found.shape[1]):
@@ -31,11 +40,7 @@ def squared_distances(X, points, found, lo, hi, out):  # pragma: no cover - comp
             if j < 0:
                 out[i, a] = np.inf
                 continue
-            s = 0.0
-            for c in range(d):
-                t = X[j, c] - X[p, c]
-                s += t * t
-            out[i, a] = s
+            out[i, a] = _squared_distance(X, j, p)
 
 
 @njit(cache=True, nogil=True)
@@ -60,7 +65,7 @@ def _sift_down(values, at, s):  # pragma: no cover - compiled
 def _into_heap(row, width, first, own, found, values):  # pragma: no cover - compiled
     """Take ``row[:width]`` (the columns ``first ..``) into the max-heap ``values`` (``found`` alongside: the
     columns) of the s = len(found) smallest so far, column ``own`` left out (set to infinity); 32 entries at a
-    time are passed over when none is below the heap's root. Returns the root, the s-th smallest so far."""
+    time are passed over when none is below the heap's root."""
     s = found.shape[0]
     if first <= own < first + width:
         row[own - first] = np.inf
@@ -76,7 +81,6 @@ def _into_heap(row, width, first, own, found, values):  # pragma: no cover - com
                     values[0], found[0] = row[j], first + j
                     _sift_down(values, found, s)
                     root = values[0]
-    return root
 
 
 @njit(cache=True, nogil=True)
@@ -95,17 +99,13 @@ def nearest_by_differences(X, points, lo, hi, found):  # pragma: no cover - comp
     """``found[i]`` = the ``found.shape[1]`` points nearest to X[points[i]] (itself left out), any order, for rows
     lo .. hi - 1: every squared distance summed from the differences of X's rows (no cancellation), then
     :func:`_into_heap`. O(n d) a row: the exact search's last resort."""
-    n, d = X.shape
+    n = X.shape[0]
     row = np.empty(n)
     values = np.empty(found.shape[1])
     for i in range(lo, hi):
         p = points[i]
         for j in range(n):
-            s = 0.0
-            for c in range(d):
-                t = X[j, c] - X[p, c]
-                s += t * t
-            row[j] = s
+            row[j] = _squared_distance(X, j, p)
         values[:] = np.inf
         found[i] = -1
         _into_heap(row, n, 0, p, found[i], values)

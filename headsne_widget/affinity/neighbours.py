@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from .._parallel import in_shares, one_blas_thread
+from .._parallel import in_shares, one_blas_thread, threads
+from ..budget import within_budget
 from .neighbour_kernels import nearest_by_differences, smallest, squared_distances
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "NEIGHBOURS",
     "approx_neighbours",
     "check_neighbours",
+    "exact_bytes",
     "exact_neighbours",
     "neighbours",
     "prepare",
@@ -51,6 +53,7 @@ EXACT_MARGIN = 8
 #: rows and columns of one product (a buffer a thread: 8 MB in float32): rows enough that each tile of columns is
 #: read from memory once for them, columns few enough that the tile's distances are still in cache when ranked
 _EXACT_BLOCK, _EXACT_TILE = 256, 8192
+_CHUNK = 4096  # points the product's sides are made from at a time
 _PROBE = 256  # rows the exact search tries in float32 first, to learn whether a float32 pass pays
 #: the searches ``neighbours=`` takes
 NEIGHBOURS = ("auto", "exact", "approx", "pynndescent")
@@ -103,7 +106,10 @@ def exact_neighbours(X: np.ndarray, k: int, rows: np.ndarray | None = None) -> t
     their distances; a row is settled where the pass's rounding cannot have left out a point nearer than its k-th
     (:func:`_certain`). A row neither settles is searched from all its differences
     (:func:`.neighbour_kernels.nearest_by_differences`). At 65536 points of 64 dimensions on 2 cores: 10 s
-    against 54 s for one float64 pass by torch (benchmarks/knn_recall.py), the same neighbours."""
+    against 54 s for one float64 pass by torch (benchmarks/knn_recall.py), the same neighbours.
+
+    Each pass's memory (:func:`exact_bytes`) is checked against the budget before it is allocated
+    (``errors.MemoryBudgetError``, naming the approximate search)."""
     X = np.asarray(X, dtype=np.float64)
     if not 0 <= k < X.shape[0]:
         raise ValueError(f"k must be in [0, {X.shape[0] - 1}] for {X.shape[0]} points, got {k}")
@@ -113,8 +119,14 @@ def exact_neighbours(X: np.ndarray, k: int, rows: np.ndarray | None = None) -> t
     if k == 0:
         return found, distances
     left = np.arange(len(queries))  # rows not settled yet
-    for dtype in _passes(X, queries, k):
-        settled, near, near_distances = _settle(X, queries[left], k, dtype)
+    for dtype in (np.float32, np.float64):
+        _check_budget(X, len(left), k, dtype, held=(len(queries) - len(left)) * k * 16)
+        columns = _Columns(X, dtype)
+        if dtype is np.float32 and not _pays(X, queries, k, columns):
+            del columns  # before the float64 pass's
+            continue
+        settled, near, near_distances = _settle(X, queries[left], k, columns)
+        del columns  # before the next pass's
         found[left[settled]], distances[left[settled]] = near, near_distances
         left = left[~settled]
         if not left.size:
@@ -125,29 +137,50 @@ def exact_neighbours(X: np.ndarray, k: int, rows: np.ndarray | None = None) -> t
     return found, distances
 
 
-def _passes(X: np.ndarray, queries: np.ndarray, k: int) -> tuple[type, ...]:
-    """The product passes worth making: float32 then float64, unless float32 settles under half of a probe of
-    :data:`_PROBE` rows spread over the queries (then float64 alone: a float32 pass costs about half a float64
-    one, so it pays only where it settles more than half the rows). On a 2048-dimensional random walk it settled
-    41 % of the rows: both passes took 1.3-1.4x cbce62d's float64 search, float64 alone 0.96x. On real states
-    float32 settles every row."""
+def exact_bytes(n: int, d: int, queries: int, k: int, dtype: Any = np.float32) -> int:
+    """Bytes one pass of :func:`exact_neighbours` in ``dtype`` may allocate for ``queries`` rows among n points of
+    d dimensions (X itself not counted), all taken as held at once: the product's sides, a chunk of centred rows
+    twice, the threads' product buffers, the candidates' heaps (columns and values), their float64 distances, order
+    and ordered copies, the rows settled and the results. tests/test_budget.py measures the peak against it."""
+    size, s = np.dtype(dtype).itemsize, min(n - 1, k + EXACT_MARGIN)
+    sides = (n + queries) * (d + 2) * size + 8 * n + 16 * _CHUNK * d
+    buffers = threads() * _EXACT_BLOCK * _EXACT_TILE * size
+    return sides + buffers + queries * s * (8 + size + 32) + queries * k * 32
+
+
+def _check_budget(X: np.ndarray, queries: int, k: int, dtype: Any, held: int) -> None:
+    """``errors.MemoryBudgetError`` before a pass in ``dtype`` for ``queries`` rows would outgrow the budget, with
+    ``held`` bytes of the rows settled before it still held."""
+    n, d = X.shape
+    within_budget(
+        exact_bytes(n, d, queries, k, dtype) + held,
+        f"the exact {k}-nearest-neighbour search of {n:,} points of {d} dimensions would",
+        "neighbours='approx' (headsne_widget.affinity.neighbours.settings.neighbours = 'approx'), fewer tokens "
+        "(max_tokens=)",
+    )
+
+
+def _pays(X: np.ndarray, queries: np.ndarray, k: int, columns: _Columns) -> bool:
+    """Whether a float32 pass pays: unless float32 settles under half of a probe of :data:`_PROBE` rows spread
+    over the queries (then float64 alone: a float32 pass costs about half a float64 one, so it pays only where it
+    settles more than half the rows). On a 2048-dimensional random walk it settled 41 % of the rows: both passes
+    took 1.3-1.4x cbce62d's float64 search, float64 alone 0.96x. On real states float32 settles every row."""
     if len(queries) < 4 * _PROBE:
-        return (np.float32, np.float64)
+        return True
     probe = np.ascontiguousarray(queries[:: len(queries) // _PROBE][:_PROBE])  # as the kernels were compiled for
-    settled = _settle(X, probe, k, np.float32)[0]
-    return (np.float32, np.float64) if settled.mean() >= 0.5 else (np.float64,)
+    return bool(_settle(X, probe, k, columns)[0].mean() >= 0.5)
 
 
-def _settle(X: np.ndarray, queries: np.ndarray, k: int, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One pass of :func:`exact_neighbours` in ``dtype`` over the query points: which rows it settles (mask), and
-    their neighbours and distances."""
+def _settle(X: np.ndarray, queries: np.ndarray, k: int, columns: _Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One pass of :func:`exact_neighbours` over the query points against ``columns`` (the pass's dtype): which
+    rows it settles (mask), and their neighbours and distances."""
     n = X.shape[0]
-    candidates, top, squared_norms = _candidates(X, queries, min(n - 1, k + EXACT_MARGIN), dtype)
+    candidates, top = _candidates(columns.rows(X, queries), queries, min(n - 1, k + EXACT_MARGIN), columns)
     candidates, near = _ordered(X, queries, candidates)
     settled = np.asarray((candidates >= 0).all(axis=1))
     if candidates.shape[1] < n - 1:  # where every other point is a candidate, none was left out
-        eps = float(np.finfo(dtype).eps)
-        settled &= _certain(squared_norms[queries], near[:, k - 1], top, X.shape[1], eps)
+        eps = float(np.finfo(columns.side.dtype).eps)
+        settled &= _certain(columns.squared_norms[queries] / columns.unit**2, near[:, k - 1], top, X.shape[1], eps)
     return settled, candidates[settled, :k], near[settled, :k]
 
 
@@ -160,52 +193,63 @@ def _ordered(X: np.ndarray, queries: np.ndarray, found: np.ndarray) -> tuple[np.
     return np.take_along_axis(found, order, axis=1), np.take_along_axis(distances, order, axis=1)
 
 
-def _candidates(X: np.ndarray, queries: np.ndarray, s: int, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each query point: the s other points nearest by squared distances computed in ``dtype`` (indices (q, s),
-    any order) and the largest of those distances (q,), in X's units; and every point's squared norm about the
-    centre (n,). Blocks of :data:`_EXACT_BLOCK` rows, each one BLAS product of the centred points with their
-    squared norms appended (``[x, |x|^2, 1] . [-2y, 1, |y|^2]``), in shares on the package's threads, one BLAS
-    thread each."""
-    rows_with_norms, columns, squared_norms, unit = _appended(X, dtype)
-    n = X.shape[0]
+def _candidates(
+    rows_with_norms: np.ndarray, queries: np.ndarray, s: int, columns: _Columns
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each query point (its row of the product, ``rows_with_norms``, in the columns' dtype): the s other
+    points nearest by the product's squared distances (indices (q, s), any order) and the largest of those
+    distances (q,), in X's units. Blocks of :data:`_EXACT_BLOCK` rows against tiles of :data:`_EXACT_TILE`
+    columns, each one BLAS product (``[x, |x|^2, 1] . [-2y, 1, |y|^2]``), in shares on the package's threads,
+    one BLAS thread each."""
+    side, dtype = columns.side, columns.side.dtype
+    n = side.shape[1]
     found = np.full((len(queries), s), -1, np.int64)
     heaps: np.ndarray = np.full((len(queries), s), np.inf, dtype)
 
     def part(lo: int, hi: int) -> None:
         D: np.ndarray = np.empty((_EXACT_BLOCK, _EXACT_TILE), dtype)
         for r in range(lo, hi, _EXACT_BLOCK):
-            at = queries[r : min(hi, r + _EXACT_BLOCK)]
-            block = rows_with_norms[at]
+            at = slice(r, min(hi, r + _EXACT_BLOCK))
+            block, m = rows_with_norms[at], min(hi, r + _EXACT_BLOCK) - r
             for first in range(0, n, _EXACT_TILE):
                 width = min(_EXACT_TILE, n - first)
-                np.matmul(block, columns[:, first : first + width], out=D[: len(at), :width])
-                smallest(D, len(at), width, first, at, found[r : r + len(at)], heaps[r : r + len(at)])
+                np.matmul(block, side[:, first : first + width], out=D[:m, :width])
+                smallest(D, m, width, first, queries[at], found[at], heaps[at])
 
     with one_blas_thread():
         in_shares(len(queries), part, count=max(1, min(64, len(queries) // 256)))
-    return found, heaps[:, 0].astype(np.float64) / unit**2, squared_norms / unit**2
+    return found, heaps[:, 0].astype(np.float64) / columns.unit**2
 
 
-def _appended(X: np.ndarray, dtype: type, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """The product's two sides in ``dtype``: rows ``[x, |x|^2, 1]`` (n, d + 2) and columns ``[-2y, 1, |y|^2]``
-    (d + 2, n) of the points centred and scaled by a power of two (``unit``, exact: the largest coordinate within
-    [0.5, 1), so that no square overflows or underflows), their squared norms (float64), and ``unit``. Made a
-    chunk of rows at a time: no centred float64 copy of X (at 65536 points of 4096 dimensions, 2 GiB)."""
-    n, d = X.shape
-    mean = X.mean(axis=0)
-    spread = max(float(np.abs(X[r : r + chunk] - mean).max()) for r in range(0, n, chunk))
-    unit = 2.0 ** -float(np.frexp(spread)[1]) if spread > 0 else 1.0
-    rows_with_norms: np.ndarray = np.empty((n, d + 2), dtype)
-    columns: np.ndarray = np.empty((d + 2, n), dtype)
-    squared_norms = np.empty(n)
-    for r in range(0, n, chunk):
-        Y = (X[r : r + chunk] - mean) * unit
-        at = slice(r, r + len(Y))
-        squared_norms[at] = np.einsum("ij,ij->i", Y, Y)
-        rows_with_norms[at, :d], rows_with_norms[at, d], rows_with_norms[at, d + 1] = Y, squared_norms[at], 1.0
-        Y *= -2.0
-        columns[:d, at], columns[d, at], columns[d + 1, at] = Y.T, 1.0, squared_norms[at]
-    return rows_with_norms, columns, squared_norms, unit
+class _Columns:
+    """The product's column side in ``dtype``: ``[-2y, 1, |y|^2]`` (d + 2, n) of the points centred and scaled by a
+    power of two (``unit``, exact: the largest coordinate within [0.5, 1), so that no square overflows or
+    underflows), and their squared norms (float64, in those units). Made a chunk of points at a time: no centred
+    float64 copy of X (at 65536 points of 4096 dimensions, 2 GiB). :meth:`rows` makes the row side."""
+
+    def __init__(self, X: np.ndarray, dtype: Any, chunk: int = _CHUNK) -> None:
+        n, d = X.shape
+        self.mean, self.chunk = X.mean(axis=0), chunk
+        spread = max(float(np.abs(X[r : r + chunk] - self.mean).max()) for r in range(0, n, chunk))
+        self.unit = 2.0 ** -float(np.frexp(spread)[1]) if spread > 0 else 1.0
+        self.side: np.ndarray = np.empty((d + 2, n), dtype)
+        self.squared_norms = np.empty(n)
+        for r in range(0, n, chunk):
+            Y = (X[r : r + chunk] - self.mean) * self.unit
+            at = slice(r, r + len(Y))
+            self.squared_norms[at] = np.einsum("ij,ij->i", Y, Y)
+            Y *= -2.0
+            self.side[:d, at], self.side[d, at], self.side[d + 1, at] = Y.T, 1.0, self.squared_norms[at]
+
+    def rows(self, X: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The row side ``[x, |x|^2, 1]`` (len(points), d + 2) of X's rows ``points``, as the columns are made."""
+        d = X.shape[1]
+        out: np.ndarray = np.empty((len(points), d + 2), self.side.dtype)
+        for r in range(0, len(points), self.chunk):
+            at = slice(r, min(len(points), r + self.chunk))
+            out[at, :d] = (X[points[at]] - self.mean) * self.unit
+            out[at, d], out[at, d + 1] = self.squared_norms[points[at]], 1.0
+        return out
 
 
 def _certain(squared_norms: np.ndarray, kth: np.ndarray, top: np.ndarray, d: int, eps: float) -> np.ndarray:
