@@ -63,6 +63,21 @@ def test_exact_switch_gives_the_exact_neighbours(monkeypatch):
     assert (P != knn_gaussian_affinities(X, 4.0, neighbours="exact")).nnz == 0
 
 
+def test_the_exact_search_over_several_tiles_of_points():
+    """Past one tile of points (the search meets each block's own tile first, then the others, wrapping round):
+    the oracle's neighbours and squared distances, for all rows and for rows asked for alone, in any order.
+    Points of a random walk, whose neighbours are near in position."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(20000, 6)).cumsum(axis=0) + rng.normal(size=(20000, 6))
+    expected, squared = _oracle(X, 9)
+    indices, distances = knn.exact_neighbours(X, 9)
+    np.testing.assert_array_equal(indices, expected)
+    np.testing.assert_allclose(distances, squared, rtol=1e-6, atol=1e-9)
+    rows = np.array([19999, 8191, 8192, 0, 12345])
+    indices, distances = knn.exact_neighbours(X, 9, rows=rows)
+    np.testing.assert_array_equal(indices, expected[rows])
+
+
 def _points_rounding_cannot_rank(kind: str) -> np.ndarray:
     """Points whose neighbours float32 products (and for "far", float64 ones) cannot rank: all of them far from
     their centre against the distances between them, or in 2048 dimensions, where distances bunch up."""

@@ -26,6 +26,7 @@ neighbours and the times that set :data:`APPROX_MIN_POINTS`.
 
 from __future__ import annotations
 
+from itertools import chain
 from types import SimpleNamespace
 from typing import Any
 
@@ -200,7 +201,10 @@ def _candidates(
     points nearest by the product's squared distances (indices (q, s), any order) and the largest of those
     distances (q,), in X's units. Blocks of :data:`_EXACT_BLOCK` rows against tiles of :data:`_EXACT_TILE`
     columns, each one BLAS product (``[x, |x|^2, 1] . [-2y, 1, |y|^2]``), in shares on the package's threads,
-    one BLAS thread each."""
+    one BLAS thread each. A block meets its own tile first: where points near in position are near in space (a
+    random walk; a text's states share their neighbours' context), its heaps start low and few later entries
+    pass them (``benchmarks/knn_recall.py --walk 64``, 65536 points: 8.4 s against 16.0 s in index order; the
+    tiny Mistral's states 7.2 s either way)."""
     side, dtype = columns.side, columns.side.dtype
     n = side.shape[1]
     found = np.full((len(queries), s), -1, np.int64)
@@ -211,7 +215,8 @@ def _candidates(
         for r in range(lo, hi, _EXACT_BLOCK):
             at = slice(r, min(hi, r + _EXACT_BLOCK))
             block, m = rows_with_norms[at], min(hi, r + _EXACT_BLOCK) - r
-            for first in range(0, n, _EXACT_TILE):
+            own = int(queries[r]) // _EXACT_TILE * _EXACT_TILE
+            for first in chain(range(own, n, _EXACT_TILE), range(0, own, _EXACT_TILE)):
                 width = min(_EXACT_TILE, n - first)
                 np.matmul(block, side[:, first : first + width], out=D[:m, :width])
                 smallest(D, m, width, first, queries[at], found[at], heaps[at])
