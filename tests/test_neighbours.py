@@ -78,6 +78,23 @@ def test_the_exact_search_over_several_tiles_of_points():
     np.testing.assert_array_equal(indices, expected[rows])
 
 
+@pytest.mark.parametrize("offset", [0.0, 1e4])
+def test_the_exact_search_from_half_the_products(offset):
+    """Every point's neighbours from half the products (each pair of blocks of points computed once, feeding
+    both blocks' neighbours), in float32 (points about their centre) and in float64 (points 1e4 from their centre,
+    as far as 1e6 moves it: float32's rounding cannot rank them): an oracle that subtracts every pair in float64."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(5000, 8)) * 0.1 + offset
+    X[-1] = 1e6 if offset else X[-1]
+    D = np.concatenate([((X[lo : lo + 250, None, :] - X[None, :, :]) ** 2).sum(axis=2) for lo in range(0, len(X), 250)])
+    np.fill_diagonal(D, np.inf)
+    order = np.argsort(D, axis=1)
+    for k in (1, 30):
+        indices, distances = knn.exact_neighbours(X, k)
+        np.testing.assert_array_equal(np.sort(indices, axis=1), np.sort(order[:, :k], axis=1))
+        np.testing.assert_allclose(distances, np.take_along_axis(D, order[:, :k], axis=1), rtol=1e-12, atol=0)
+
+
 def _points_rounding_cannot_rank(kind: str) -> np.ndarray:
     """Points whose neighbours float32 products (and for "far", float64 ones) cannot rank: all of them far from
     their centre against the distances between them, or in 2048 dimensions, where distances bunch up."""

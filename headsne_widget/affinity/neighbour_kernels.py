@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["nearest_by_differences", "smallest", "squared_distances"]
+__all__ = ["nearest_by_differences", "smallest", "smallest_both", "squared_distances"]
 
 
 @njit(cache=True, nogil=True)
@@ -92,6 +92,32 @@ def smallest(D, rows, width, first, own, found, values):  # pragma: no cover - c
     one that is infinity is never taken: a row with fewer than s others below it keeps -1 columns."""
     for r in range(rows):
         _into_heap(D[r], width, first, own[r], found[r], values[r])
+
+
+@njit(cache=True, nogil=True)
+def smallest_both(D, rows, width, first_row, first_column, found_rows, values_rows, found_columns, values_columns):
+    """:func:`smallest` both ways for a tile ``D[:rows, :width]`` of two disjoint blocks of points (rows ``first_row
+    ..``, columns ``first_column ..``; D's entries are symmetric in the points): row r's entries into the max-heap
+    ``values_rows[r]`` (``found_rows[r]``: their columns), column j's into ``values_columns[j]``
+    (``found_columns[j]``: their rows). The exact search's half of the products: the tile of the two blocks the
+    other way round is never computed. 32 rows at a time; a column is read for its heap only where the least of
+    its 32 entries is below the heap's root."""
+    s = found_columns.shape[1]
+    least = np.empty(width, D.dtype)
+    for lo in range(0, rows, 32):
+        hi = min(lo + 32, rows)
+        for r in range(lo, hi):
+            _into_heap(D[r], width, first_column, -1, found_rows[r], values_rows[r])
+        least[:] = D[lo, :width]
+        for i in range(lo + 1, hi):
+            for j in range(width):
+                least[j] = min(least[j], D[i, j])
+        for j in range(width):
+            if least[j] < values_columns[j, 0]:
+                for i in range(lo, hi):
+                    if D[i, j] < values_columns[j, 0]:
+                        values_columns[j, 0], found_columns[j, 0] = D[i, j], first_row + i
+                        _sift_down(values_columns[j], found_columns[j], s)
 
 
 @njit(cache=True, nogil=True)

@@ -26,15 +26,16 @@ neighbours and the times that set :data:`APPROX_MIN_POINTS`.
 
 from __future__ import annotations
 
+import threading
 from itertools import chain
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from .._parallel import in_shares, one_blas_thread, threads
+from .._parallel import in_shares, one_blas_thread, shares, threads
 from ..budget import within_budget
-from .neighbour_kernels import nearest_by_differences, smallest, squared_distances
+from .neighbour_kernels import nearest_by_differences, smallest, smallest_both, squared_distances
 
 __all__ = [
     "APPROX_MIN_POINTS",
@@ -54,6 +55,7 @@ EXACT_MARGIN = 8
 #: rows and columns of one product (a buffer a thread: 8 MB in float32): rows enough that each tile of columns is
 #: read from memory once for them, columns few enough that the tile's distances are still in cache when ranked
 _EXACT_BLOCK, _EXACT_TILE = 256, 8192
+_HALF_BLOCK = 512  # points a block of the search's halved products (a 1 MB float32 tile)
 _CHUNK = 4096  # points the product's sides are made from at a time
 _PROBE = 256  # rows the exact search tries in float32 first, to learn whether a float32 pass pays
 #: the searches ``neighbours=`` takes
@@ -207,6 +209,8 @@ def _candidates(
     tiny Mistral's states 7.2 s either way)."""
     side, dtype = columns.side, columns.side.dtype
     n = side.shape[1]
+    if _symmetric(queries, n):
+        return _halved(rows_with_norms, s, columns)
     found = np.full((len(queries), s), -1, np.int64)
     heaps: np.ndarray = np.full((len(queries), s), np.inf, dtype)
 
@@ -224,6 +228,54 @@ def _candidates(
     with one_blas_thread():
         in_shares(len(queries), part, count=max(1, min(64, len(queries) // 256)))
     return found, heaps[:, 0].astype(np.float64) / columns.unit**2
+
+
+def _symmetric(queries: np.ndarray, n: int) -> bool:
+    """Whether the queries are all n points in order, in blocks enough that each round of :func:`_halved` gives
+    every thread two of them."""
+    blocks = -(-n // _HALF_BLOCK)
+    return len(queries) == n and blocks // 2 >= 2 * threads() and bool((queries == np.arange(n)).all())
+
+
+def _halved(rows_with_norms: np.ndarray, s: int, columns: _Columns) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_candidates` of every point, from half the products: blocks of :data:`_HALF_BLOCK` points, each pair
+    of blocks one product whose tile feeds the heaps of both (:func:`.neighbour_kernels.smallest_both`). In rounds
+    in which each block is in one pair (a round-robin tournament's, each block's own pair first): no heap is fed by
+    two threads at once, and each in the same order whatever the threads."""
+    side, dtype, b = columns.side, columns.side.dtype, _HALF_BLOCK
+    n = side.shape[1]
+    found = np.full((n, s), -1, np.int64)
+    heaps: np.ndarray = np.full((n, s), np.inf, dtype)
+    own, buffers = np.arange(n), dict[int, np.ndarray]()  # a tile a thread
+
+    def pair(one: int, other: int) -> None:
+        D = buffers.get(threading.get_ident())
+        if D is None:
+            D = buffers[threading.get_ident()] = np.empty((b, b), dtype)
+        i, j = slice(one * b, min(n, one * b + b)), slice(other * b, min(n, other * b + b))
+        m, w = i.stop - i.start, j.stop - j.start
+        np.matmul(rows_with_norms[i], side[:, j], out=D[:m, :w])
+        if one == other:
+            smallest(D, m, w, j.start, own[i], found[i], heaps[i])
+        else:
+            smallest_both(D, m, w, i.start, j.start, found[i], heaps[i], found[j], heaps[j])
+
+    with one_blas_thread():
+        for pairs in _rounds(-(-n // b)):
+            shares(len(pairs), lambda t: pair(*pairs[t]))  # noqa: B023 - each round waits for its pairs
+    return found, heaps[:, 0].astype(np.float64) / columns.unit**2
+
+
+def _rounds(blocks: int) -> list[list[tuple[int, int]]]:
+    """Every pair of blocks (I <= J) once, in rounds in which no block is in two pairs: each block with itself,
+    then the circle method's rounds of a round-robin tournament."""
+    rounds = [[(i, i) for i in range(blocks)]]
+    ids: list[int | None] = [*range(blocks), *([None] if blocks % 2 else [])]
+    for _ in range(len(ids) - 1):
+        pairs = zip(ids[: len(ids) // 2], reversed(ids[len(ids) // 2 :]))
+        rounds.append([(min(a, b), max(a, b)) for a, b in pairs if a is not None and b is not None])
+        ids = [ids[0], ids[-1], *ids[1:-1]]
+    return rounds
 
 
 class _Columns:
