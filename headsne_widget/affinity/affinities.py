@@ -247,11 +247,17 @@ def _distance_scaled(X: np.ndarray) -> np.ndarray:
     return _power_of_two_scaled(X)
 
 
+_GRAM_ROWS = 256  # rows of each product of :func:`squared_distances`
+
+
 def squared_distances(X: np.ndarray) -> np.ndarray:
     """Squared euclidean distances between the rows of X, exactly symmetric with a zero diagonal: the expansion
     ``|x|^2 + |y|^2 - 2 x.y`` from BLAS's product, floored at 0 (it can go slightly negative by rounding), then
     ``(D + D^T) / 2`` with a zero diagonal, each a compiled pass (:mod:`.matrix_kernels`). The product goes in
-    shares of rows on the package's threads, each on one BLAS thread (``_parallel.one_blas_thread``)."""
+    shares of rows on the package's threads, each on one BLAS thread (``_parallel.one_blas_thread``), as products of
+    :data:`_GRAM_ROWS` rows whatever the shares: a BLAS product's bits for a row depend on the rows it is computed
+    with (OpenBLAS 0.3.31: all rows at once against 256 at a time differ in the last bit), and P must not depend
+    on the threads."""
     from .._parallel import in_shares, one_blas_thread
     from .matrix_kernels import gram_to_squared_distances, symmetrise
 
@@ -260,11 +266,12 @@ def squared_distances(X: np.ndarray) -> np.ndarray:
     G = np.empty((n, n))
 
     def rows(lo: int, hi: int) -> None:
-        np.matmul(X[lo:hi], X.T, out=G[lo:hi])
+        for r in range(lo, hi, _GRAM_ROWS):
+            np.matmul(X[r : min(hi, r + _GRAM_ROWS)], X.T, out=G[r : min(hi, r + _GRAM_ROWS)])
         gram_to_squared_distances(G, sq_norms, lo, hi)
 
     with one_blas_thread():
-        in_shares(n, rows, count=max(1, min(16, n // 256)))
+        in_shares(n, rows, count=max(1, min(16, n // _GRAM_ROWS)), multiple=_GRAM_ROWS)
     D = np.empty_like(G)
     symmetrise(G, 2.0, D)
     return D

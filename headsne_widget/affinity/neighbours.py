@@ -147,8 +147,8 @@ def exact_bytes(n: int, d: int, queries: int, k: int, dtype: Any = np.float32) -
     and ordered copies, the rows settled and the results. tests/test_budget.py measures the peak against it."""
     size, s = np.dtype(dtype).itemsize, min(n - 1, k + EXACT_MARGIN)
     sides = (n + queries) * (d + 2) * size + 8 * n + 16 * _CHUNK * d
-    buffers = threads() * _EXACT_BLOCK * _EXACT_TILE * size
-    return sides + buffers + queries * s * (8 + size + 32) + queries * k * 32
+    tile = _HALF_BLOCK**2 if _halves(n, queries) else _EXACT_BLOCK * _EXACT_TILE
+    return sides + threads() * tile * size + queries * s * (8 + size + 32) + queries * k * 32
 
 
 def _check_budget(X: np.ndarray, queries: int, k: int, dtype: Any, held: int) -> None:
@@ -201,7 +201,8 @@ def _candidates(
 ) -> tuple[np.ndarray, np.ndarray]:
     """For each query point (its row of the product, ``rows_with_norms``, in the columns' dtype): the s other
     points nearest by the product's squared distances (indices (q, s), any order) and the largest of those
-    distances (q,), in X's units. Blocks of :data:`_EXACT_BLOCK` rows against tiles of :data:`_EXACT_TILE`
+    distances (q,), in X's units. Every point: from half the products (:func:`_halved`) where that pays
+    (:func:`_symmetric`). Otherwise blocks of :data:`_EXACT_BLOCK` rows against tiles of :data:`_EXACT_TILE`
     columns, each one BLAS product (``[x, |x|^2, 1] . [-2y, 1, |y|^2]``), in shares on the package's threads,
     one BLAS thread each. A block meets its own tile first: where points near in position are near in space (a
     random walk; a text's states share their neighbours' context), its heaps start low and few later entries
@@ -226,15 +227,19 @@ def _candidates(
                 smallest(D, m, width, first, queries[at], found[at], heaps[at])
 
     with one_blas_thread():
-        in_shares(len(queries), part, count=max(1, min(64, len(queries) // 256)))
+        in_shares(len(queries), part, count=max(1, min(64, len(queries) // _EXACT_BLOCK)), multiple=_EXACT_BLOCK)
     return found, heaps[:, 0].astype(np.float64) / columns.unit**2
 
 
+def _halves(n: int, queries: int) -> bool:
+    """Whether a search of ``queries`` rows among n points may take :func:`_halved`: every point, in blocks enough
+    that each round gives every thread two pairs."""
+    return queries == n and -(-n // _HALF_BLOCK) // 2 >= 2 * threads()
+
+
 def _symmetric(queries: np.ndarray, n: int) -> bool:
-    """Whether the queries are all n points in order, in blocks enough that each round of :func:`_halved` gives
-    every thread two of them."""
-    blocks = -(-n // _HALF_BLOCK)
-    return len(queries) == n and blocks // 2 >= 2 * threads() and bool((queries == np.arange(n)).all())
+    """Whether :func:`_halved` searches these queries: all n points in order, where it may (:func:`_halves`)."""
+    return _halves(n, len(queries)) and bool((queries == np.arange(n)).all())
 
 
 def _halved(rows_with_norms: np.ndarray, s: int, columns: _Columns) -> tuple[np.ndarray, np.ndarray]:

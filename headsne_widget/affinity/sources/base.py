@@ -221,7 +221,7 @@ class PointSource(PSource):
         if limits.max_entries is not None and 3 * used * m > limits.max_entries:
             used = max(1.0, limits.max_entries / (3 * m))
             note = f"perplexity lowered to {used:.3g}: more neighbours a token would exceed the memory budget"
-        X = np.asarray(self.space(ex, spec.layer, spec.head), dtype=np.float64)[spec.kept]
+        X = np.asarray(self.space(ex, spec.layer, spec.head))[spec.kept]  # in float64 by the kNN P's one copy
         return Built(knn_gaussian_affinities(X, used, dtype=dtype), spec.kept, used, note)
 
 
