@@ -48,6 +48,7 @@ __all__ = [
     "neighbours",
     "prepare",
     "settings",
+    "spread_about",
 ]
 
 #: the exact search's candidates a row beyond k, taken by float32 distances and ordered by float64 ones
@@ -292,7 +293,7 @@ class _Columns:
     def __init__(self, X: np.ndarray, dtype: Any, chunk: int = _CHUNK) -> None:
         n, d = X.shape
         self.mean, self.chunk = X.mean(axis=0), chunk
-        spread = max(float(np.abs(X[r : r + chunk] - self.mean).max()) for r in range(0, n, chunk))
+        spread = spread_about(X, self.mean, chunk)
         self.unit = 2.0 ** -float(np.frexp(spread)[1]) if spread > 0 else 1.0
         self.side: np.ndarray = np.empty((d + 2, n), dtype)
         self.squared_norms = np.empty(n)
@@ -312,6 +313,12 @@ class _Columns:
             out[at, :d] = (X[points[at]] - self.mean) * self.unit
             out[at, d], out[at, d + 1] = self.squared_norms[points[at]], 1.0
         return out
+
+
+def spread_about(X: np.ndarray, mean: np.ndarray, chunk: int = _CHUNK) -> float:
+    """The largest coordinate of X about ``mean``, in absolute value, found a chunk of rows at a time (no n x d
+    temporary: at 65536 points of 4096 dimensions each is 2 GiB in float64)."""
+    return max((float(np.abs(X[r : r + chunk] - mean).max()) for r in range(0, len(X), chunk)), default=0.0)
 
 
 def _certain(squared_norms: np.ndarray, kth: np.ndarray, top: np.ndarray, d: int, eps: float) -> np.ndarray:

@@ -237,14 +237,15 @@ def knn_gaussian_affinities(
     return P
 
 
-def _scaled_copy(X: np.ndarray, chunk: int = 4096) -> tuple[np.ndarray, float]:
+def _scaled_copy(X: np.ndarray) -> tuple[np.ndarray, float]:
     """A float64 copy of X divided by its largest coordinate about the mean (P is scale-free: the search adapts the
     widths), and that scale (0: all points equal, the copy left as it is). One copy: the scale is found a chunk of
-    rows at a time and the copy divided in place (at 65536 points of 4096 dimensions each n x d float64 temporary
-    is 2 GiB; three were held at once before)."""
+    rows at a time (:func:`.neighbours.spread_about`) and the copy divided in place (three n x d float64 arrays
+    were held at once before)."""
+    from .neighbours import spread_about
+
     Y = np.array(X, dtype=np.float64)
-    mean = Y.mean(axis=0)
-    scale = max(float(np.abs(Y[r : r + chunk] - mean).max()) for r in range(0, len(Y), chunk))
+    scale = spread_about(Y, Y.mean(axis=0))
     if scale > 0:
         Y /= scale
     return Y, scale
