@@ -282,6 +282,11 @@ def test_the_exact_neighbour_search_is_refused_before_it_outgrows_the_budget():
             knn_gaussian_affinities(X, 10.0, neighbours="exact")
         budget.set_memory_budget(need)
         assert knn.exact_neighbours(X, 30)[0].shape == (600, 30)
+        # points given in float32 are searched from a float64 copy, which the budget counts before it is made
+        with pytest.raises(MemoryBudgetError, match="exact 30-nearest-neighbour search"):
+            knn.exact_neighbours(X.astype(np.float32), 30)
+        budget.set_memory_budget(need + X.size * 8)
+        assert knn.exact_neighbours(X.astype(np.float32), 30)[0].shape == (600, 30)
     finally:
         budget.set_memory_budget(None)
 

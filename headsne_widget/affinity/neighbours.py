@@ -113,18 +113,22 @@ def exact_neighbours(X: np.ndarray, k: int, rows: np.ndarray | None = None) -> t
     against 54 s for one float64 pass by torch (benchmarks/knn_recall.py), the same neighbours.
 
     Each pass's memory (:func:`exact_bytes`) is checked against the budget before it is allocated
-    (``errors.MemoryBudgetError``, naming the approximate search)."""
-    X = np.asarray(X, dtype=np.float64)
+    (``errors.MemoryBudgetError``, naming the approximate search), with the float64 copy of an X given in
+    another dtype counted as held, and checked before it is made."""
+    X = np.asarray(X)
     if not 0 <= k < X.shape[0]:
         raise ValueError(f"k must be in [0, {X.shape[0] - 1}] for {X.shape[0]} points, got {k}")
     queries = np.arange(X.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+    copy = 0 if X.dtype == np.float64 else X.size * 8
+    if k == 0:
+        return np.empty((len(queries), 0), np.int64), np.empty((len(queries), 0))
+    _check_budget(X, len(queries), k, np.float32, held=copy)
+    X = np.asarray(X, dtype=np.float64)
     found = np.empty((len(queries), k), np.int64)
     distances = np.empty((len(queries), k))
-    if k == 0:
-        return found, distances
     left = np.arange(len(queries))  # rows not settled yet
     for dtype in (np.float32, np.float64):
-        _check_budget(X, len(left), k, dtype, held=(len(queries) - len(left)) * k * 16)
+        _check_budget(X, len(left), k, dtype, held=copy + (len(queries) - len(left)) * k * 16)
         columns = _Columns(X, dtype)
         if dtype is np.float32 and not _pays(X, queries, k, columns):
             del columns  # before the float64 pass's
