@@ -285,6 +285,33 @@ def test_a_band_keeps_its_order_and_the_same_p_shuffled_is_reordered():
     np.testing.assert_allclose(gradients[0], gradients[1], rtol=1e-6, atol=1e-9)
 
 
+def test_broad_rows_keep_their_order_with_the_same_gradient(monkeypatch):
+    """A P whose rows hold more than REORDER_MAX_ROW non-zeros on average (a broad causal head's, its keys all
+    over the text) keeps its own order; the same P reordered (the limit raised) gives the same gradient, in the
+    points' own order."""
+    from headsne_widget.embedding import sparse_engine
+    from headsne_widget.embedding.sparse_engine import SparseEngine
+
+    monkeypatch.setattr(sparse_engine, "REORDER_MIN_N", 4)
+    monkeypatch.setattr(sparse_engine, "BANDED_MAX", -1)
+    n, rng = 400, np.random.default_rng(6)
+    rows = sp.random(n, n, density=0.3, random_state=7, format="csr")  # about 240 non-zeros a row once symmetric
+    P = rows + rows.T
+    P.setdiag(0)
+    P.eliminate_zeros()
+    P = P / P.sum()
+    S = check_sparse_affinities(P, np.float64)
+    Y = rng.normal(0, 1, size=(n, 2))
+    gradients = []
+    for limit, reordered in ((100, False), (10**6, True)):
+        monkeypatch.setattr(sparse_engine, "REORDER_MAX_ROW", limit)
+        engine = SparseEngine(S, np.ascontiguousarray(Y.T[None]))
+        assert (engine.order is not None) == reordered
+        engine.forces(1.0, False)
+        gradients.append(engine.gradient()[0].T)
+    np.testing.assert_allclose(gradients[0], gradients[1], rtol=1e-6, atol=1e-9)
+
+
 def test_kl_of_a_sparse_P_is_the_exact_kl(P):
     Y = np.random.default_rng(4).normal(0, 5, size=(P.shape[0], 2))
     assert kl_divergence(P, Y) == pytest.approx(kl_divergence(P.toarray().astype(np.float64), Y), rel=1e-8)

@@ -14,8 +14,8 @@ the repulsion and Z are interpolated on a grid (:class:`.interpolation.Repulsion
 dispatch (:func:`.._parallel.shares`): the grid's far field (a serial chain: spread, FFT, gather) is the first
 piece, so that it runs on one thread while the others take the attraction's rows and the near field's pieces.
 From :data:`REORDER_MIN_N` points the engine keeps P's points in reverse Cuthill-McKee order (the attraction's
-reads of y_j then hit the cache) unless P already is a narrow band (:data:`BANDED_MAX`), and hands out
-embeddings and gradients in the points' own order.
+reads of y_j then hit the cache) unless P already is a narrow band (:data:`BANDED_MAX`) or its rows are broad
+(:data:`REORDER_MAX_ROW`), and hands out embeddings and gradients in the points' own order.
 
 The KL reported with the frames is sum_{p_ij > 0} p_ij log(p_ij / q_ij) over P's non-zeros (with sum p = 1
 the pairs with p_ij = 0 add nothing), with Z summed exactly over all pairs (:func:`exact_z`, O(n^2) time in
@@ -52,6 +52,7 @@ from .schedule import Report, check_schedule, run
 __all__ = [
     "BANDED_MAX",
     "EXACT_KL_MAX_N",
+    "REORDER_MAX_ROW",
     "REORDER_MIN_N",
     "SparseEngine",
     "dispatch_kl",
@@ -76,6 +77,14 @@ REORDER_MIN_N = 4096
 #: core's L2 cache), which no reordering shortens by much; a windowed head's P (window 1024) is such a band, and
 #: its reordering cost 0.3-0.5 s of a head change at 65536 tokens
 BANDED_MAX = 4096
+#: P's mean non-zeros a row above which its own order is kept: a row then reads so many y_j that no order gives
+#: the attraction more cache hits. A causal tiny Llama's head at 65536 tokens, its rows capped (2 cores, forces
+#: a pass, 3 runs each way, interleaved): 1013 a row 114-119 ms reordered against 112-119 ms, 4824 a row 518-597
+#: against 478-520 ms, while the reordering cost 0.5-0.6 s and 2.3-2.6 s of the head change's first frame and a
+#: second copy of P (2.5 GB at 316 M non-zeros); at 255 a row a tie (37-39 against 33-38 ms, 0.2 s); the
+#: synthetic top-64 head's P, 128 a row, gains (21.9-26.0 against 20.4-29.4 ms, 0.14 s). The reordering is one
+#: scipy thread, the forces all of them: on more cores its cost weighs more, so the limit holds there too
+REORDER_MAX_ROW = 512
 
 
 def _reordered(S: SparseAffinities) -> tuple[SparseAffinities, np.ndarray | None]:
@@ -83,10 +92,11 @@ def _reordered(S: SparseAffinities) -> tuple[SparseAffinities, np.ndarray | None
     the point at place k), from :data:`REORDER_MIN_N` points; else P itself and None. Points that share
     non-zeros get nearby places, so that the attraction's reads of y_j hit the cache: at 65536 points (8.4 M
     non-zeros, a synthetic head whose rows keep keys all over the text) the pass took 30 ms against 52 ms in
-    the head's own order on one thread. The rows are moved by :func:`.affinity.sparse.permuted` (a row's
-    entries keep their sequence: the attraction reads them in any order): 0.3-0.8 s for 59 M non-zeros, where
-    scipy's ``P[order][:, order]`` and its sort took 3.7-5.2 s of a head change's wait."""
-    if S.n < REORDER_MIN_N or _bandwidth(S) <= BANDED_MAX:
+    the head's own order on one thread (not where a P's rows hold more than :data:`REORDER_MAX_ROW` non-zeros on
+    average). The rows are moved by :func:`.affinity.sparse.permuted` (a row's entries keep their sequence: the
+    attraction reads them in any order): 0.3-0.8 s for 59 M non-zeros, where scipy's ``P[order][:, order]`` and
+    its sort took 3.7-5.2 s of a head change's wait."""
+    if S.n < REORDER_MIN_N or S.indices.shape[0] > REORDER_MAX_ROW * S.n or _bandwidth(S) <= BANDED_MAX:
         return S, None
     P = sp.csr_matrix((S.data, S.indices, S.indptr), shape=(S.n, S.n))
     order = reverse_cuthill_mckee(P, symmetric_mode=True).astype(np.int64)
