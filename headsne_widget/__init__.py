@@ -3,7 +3,8 @@
 The public names are imported lazily, so that ``from headsne_widget import tsne`` does not pay for
 transformers and ``import headsne_widget`` stays fast. Data flows one way:
 model -> arrays (:mod:`.capture`) -> P (:mod:`.affinity`) -> frames (:mod:`.embedding`) -> browser (:mod:`.widget`)
--> studies (:mod:`.studies`); each stage imports only from the stages before it.
+-> studies (:mod:`.studies`) -> bokeh figures (:mod:`.figures`) -> HTML pages (:mod:`.export`), and the
+``headsne-demo`` command (:mod:`.cli`); each stage imports only from the stages before it.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ _EXPORTS = {
 # modules reachable as attributes (``headsne_widget.plots``): the name -> where it lives
 _SUBMODULES = {
     "analyses": "studies.analyses",
-    "plots": "widget.plots",
-    "export": "widget.export",
+    "plots": "figures.plots",
+    "export": "export",
     "texts": "texts",
 }
 

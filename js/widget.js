@@ -86,7 +86,7 @@ function render({ model: host, el, clock = realClock, offline = null }) {
 }
 
 /**
- * A saved page's widget (headsne_widget/widget/export.py): the state of the export, no kernel.
+ * A saved page's widget (headsne_widget/export): the state of the export, no kernel.
  * @param {{state: Record<string, any>, offline: import("./model/static-page.js").Offline, el: HTMLElement,
  *   clock?: import("./lib/schedule.js").Clock}} page
  */

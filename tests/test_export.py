@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from bokeh.models import ColumnDataSource
 
-from headsne_widget.widget import export
+from headsne_widget import export
 
 EVIL = "<img src=x onerror=alert(1)>"
 CHROMIUM = "/usr/bin/chromium"

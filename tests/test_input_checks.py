@@ -19,9 +19,9 @@ from headsne_widget import attention_affinities, embedding, extract, induction_s
 from headsne_widget.capture.extraction import Extraction, LoadedModel
 from headsne_widget.embedding.tsne import kl_divergence, tsne_frames
 from headsne_widget.errors import TextTooLongError
+from headsne_widget.export import save_html
 from headsne_widget.studies.corpus import corpus_study
 from headsne_widget.texts import TSNE_ABSTRACT
-from headsne_widget.widget.export import save_html
 
 
 def test_default_tsne_converges_on_every_minilm_head_of_a_tiny_text(minilm: LoadedModel):

@@ -1,7 +1,7 @@
 """The README's demo command, ``headsne-demo``, serves demo.ipynb from a fresh clone, as the current user.
 
 The end-to-end test clones this repository's HEAD into a temporary folder and runs the clone's launcher
-(``python -m headsne_widget.widget.launch`` in the clone, which is what the ``headsne-demo`` console script
+(``python -m headsne_widget.cli.launch`` in the clone, which is what the ``headsne-demo`` console script
 calls) with this test's Python. It reuses the installed .venv instead of running ``.ci/setup`` in the
 clone, which would take about 7 minutes of reinstalling torch, the package, the model and the npm bundle:
 the clone's own ``headsne_widget`` is imported (the clone is the working directory), finds the clone's
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from headsne_widget.widget import launch
+from headsne_widget.cli import launch
 
 REPO = Path(__file__).resolve().parents[1]
 URL = re.compile(r"(https?://[^\s/]+)/lab/tree/demo\.ipynb\?token=([0-9a-f]+)")
@@ -90,8 +90,8 @@ def clone(tmp_path: Path) -> Path:
         pytest.skip("needs git and a git checkout of the repository")
     dest = tmp_path / "headsne-widget"
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(dest)], check=True, timeout=120)
-    if not (dest / "headsne_widget" / "widget" / "launch.py").is_file():
-        pytest.fail("the clone of HEAD has no headsne_widget/widget/launch.py: commit it first")
+    if not (dest / "headsne_widget" / "cli" / "launch.py").is_file():
+        pytest.fail("the clone of HEAD has no headsne_widget/cli/launch.py: commit it first")
     return dest
 
 
@@ -117,7 +117,7 @@ def test_readme_demo_command_serves_demo_from_a_fresh_clone(clone: Path, tmp_pat
             [
                 sys.executable,
                 "-m",
-                "headsne_widget.widget.launch",
+                "headsne_widget.cli.launch",
                 "--no-browser",
                 "--ip=127.0.0.1",
                 f"--port={port}",

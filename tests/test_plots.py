@@ -11,7 +11,7 @@ from bokeh.models import ColumnDataSource, FactorRange, LayoutDOM
 from bokeh.resources import INLINE
 
 from headsne_widget import analyses, extract, plots, quantile_rescale
-from headsne_widget.widget import plot_style, study_plots, token_plots
+from headsne_widget.figures import plot_style, study_plots, token_plots
 
 TEXT = "the quick brown fox jumps over the lazy dog because the dog was asleep"
 

@@ -240,7 +240,7 @@ def test_the_head_atlas_fills_in_every_head_of_the_layer(make, ex):
 
 def test_a_saved_page_holds_the_maps_of_its_head_and_its_atlas(make, ex):
     """``save_html``'s page says what it is, and which heads it can show without a kernel (js/model/static-page.js)."""
-    from headsne_widget.widget.export import offline_info
+    from headsne_widget.export import offline_info
 
     w, c = make(ex, layer=1, head=2, n_iter=30, speed=0.0)
     w.wait(10)

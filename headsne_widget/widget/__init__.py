@@ -1,5 +1,6 @@
-"""Stage 4, the widget: ``HeadSNE`` (the user API), its synced model and protocol, the background jobs
-that compute for it, and its static views (bokeh figures, standalone HTML).
+"""Stage 4, the widget: ``HeadSNE`` (the user API), its synced model and protocol, its owner (the one thread that
+sets traits) and the background jobs that compute for it.
 
-Imports from capture and tsne, never from the studies.
+Imports from capture, affinity and embedding, never from a later stage; ``HeadSNE.save_html`` alone calls up into
+:mod:`headsne_widget.export`, at call time (tests/test_layout.py names it).
 """

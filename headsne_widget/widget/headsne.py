@@ -247,8 +247,8 @@ class HeadSNE(HeadSNEAttributes):
 
     def save_html(self, path: str | os.PathLike, *, view: str = "widget") -> Any:
         """Write the current state as one standalone, offline HTML file: the widget itself with its linked
-        views (``view="widget"``) or bokeh figures (``"bokeh"``); see :mod:`headsne_widget.widget.export`."""
-        from .export import save_html
+        views (``view="widget"``) or bokeh figures (``"bokeh"``); see :mod:`headsne_widget.export`."""
+        from ..export import save_html  # the one call up the pipeline (tests/test_layout.py CALLS_UP)
 
         self._owner.sync()
         return save_html(self, path, view=view)

@@ -5,7 +5,7 @@
 
 import { interpolatePlasma, schemeCategory10 } from "d3-scale-chromatic";
 
-/** The bokeh palette names of the same colours, for headsne_widget/plots.py. */
+/** The bokeh palette names of the same colours, for headsne_widget/figures/plots.py. */
 export const BOKEH_PALETTES = { heat: "Viridis256", sequential: "Plasma256", categorical: "Category10_10" };
 
 export const KIND_SPECIAL = 0;

@@ -1,4 +1,4 @@
-// The model of a saved page (headsne_widget/widget/export.py `save_html`): the widget's synced state, with no
+// The model of a saved page (headsne_widget/export `save_html`): the widget's synced state, with no
 // kernel behind it. It answers what the widget writes as the kernel would where the page can: a head whose map
 // the export holds (the exported head, and every finished head of the atlas's layer) becomes the shown one,
 // with its frame, KL and colours; the widget itself refuses every other head (js/store/intents.js) and says the

@@ -1,4 +1,4 @@
-// A saved page (js/model/static-page.js, headsne_widget/widget/export.py) against the real widget: it says it is
+// A saved page (js/model/static-page.js, headsne_widget/export) against the real widget: it says it is
 // static, a click on a head whose map it holds (the atlas's layer) shows that map, any other head is refused
 // with a word why and changes nothing, and what needs the kernel is off.
 

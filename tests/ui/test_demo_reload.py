@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from headsne_widget.widget import token_plots
+from headsne_widget.figures import token_plots
 
 from . import jupyter
 

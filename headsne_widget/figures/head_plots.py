@@ -114,7 +114,7 @@ def head_map(scores: Any, *, title: str | None = None) -> LayoutDOM:
     if isinstance(scores, pd.DataFrame):
         table = scores.reset_index(drop=True)
     elif hasattr(scores, "max_attention") and hasattr(scores, "attention"):
-        from .head_map import head_map as layout_heads
+        from ..widget.head_map import head_map as layout_heads
 
         layout = layout_heads(scores)
         table = head_scores(scores)
