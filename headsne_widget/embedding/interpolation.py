@@ -154,13 +154,9 @@ class Repulsion:
         self.workers = int(workers)
         self.reach = int(reach)
         self.all = np.arange(n, dtype=np.int64)
-        self.fx = np.empty(n, np.int64)
-        self.fy = np.empty(n, np.int64)
-        self.wx = np.empty((n, self.points))
-        self.wy = np.empty((n, self.points))
         self.order = np.empty(n, np.int64)
-        self.xs = np.empty(n, np.float32)
-        self.ys = np.empty(n, np.float32)
+        self.xs = np.zeros(n + ik.NEAR_PAD, np.float32)  # (the near field reads whole vectors past a row's end)
+        self.ys = np.zeros(n + ik.NEAR_PAD, np.float32)
         self._kernel_key: tuple | None = None
         self.near_out, self.near_z = np.empty((2, 0)), np.empty(0)
         self._near_rows = np.zeros(1, np.int64)
@@ -339,12 +335,13 @@ class Repulsion:
             plan.inside,
             plan.outside,
         )
-        ik.locate(x, inside, x0, box, nbx, p, self.fx, self.wx)
-        ik.locate(y, inside, y0, box, nby, p, self.fy, self.wy)
         gx, gy = nbx * p, nby * p
         cx, cy = x0 + 0.5 * nbx * box, y0 + 0.5 * nby * box
+        # the split plan's points in the near field's cell order (its float32 copies: the coordinates themselves
+        # for a float32 embedding), so that the grid's nodes are met in order; the trimmed plan's as they come
+        xg, yg, src, dst = (self.xs, self.ys, self.all, self.order) if plan.split else (x, y, inside, inside)
         charges = np.empty((ik.CHARGES, gy, gx))
-        ik.spread(x, y, inside, cx, cy, self.fx, self.fy, self.wx, self.wy, charges)
+        ik.spread(xg, yg, src, x0, y0, box, nbx, nby, cx, cy, charges)
         # a fast FFT length, from a ladder of sizes that changes rarely (the kernel's FFT is reused meanwhile)
         lx = scipy.fft.next_fast_len(int(_ladder(2 * gx - 1)), real=True)
         ly = scipy.fft.next_fast_len(int(_ladder(2 * gy - 1)), real=True)
@@ -357,7 +354,7 @@ class Repulsion:
         own = 0.0 if plan.split else 1.0
 
         def part(lo: int, hi: int) -> None:
-            ik.gather_part(x, y, inside, cx, cy, self.fx, self.fy, self.wx, self.wy, potentials, own, out, z, lo, hi)
+            ik.gather_part(xg, yg, src, dst, x0, y0, box, nbx, nby, cx, cy, potentials, own, out, z, lo, hi)
 
         if parallel:
             in_shares(inside.shape[0], part, 4)

@@ -126,6 +126,7 @@ class SparseEngine(ArrayBuffers):
         self.S = S
         self.data = S.data.astype(Y0.dtype, copy=False)
         self.z = np.empty((runs, n))
+        self.xy = np.empty((runs, n, 2), Y0.dtype)  # Y with each point's coordinates side by side (attraction_part)
         self.kl_rows = np.empty((runs, n))
         self.grids = [Repulsion(n, **grid) for _ in range(runs)]
         # ranges of rows with equal non-zeros (a row of a token every query attends to can hold n of them)
@@ -134,12 +135,13 @@ class SparseEngine(ArrayBuffers):
     def forces(self, exaggeration: float, want_kl: bool, final: bool = False) -> np.ndarray | None:
         """Attraction (exact), repulsion and Z (interpolated) at the current Y; the KL per run if asked, with the
         exact Z when ``final`` or n <= :data:`EXACT_KL_MAX_N` (see the module doc)."""
-        S, Y, rows = self.S, self.Y, self._rows
-        ex = Y.dtype.type(exaggeration)
+        S, Y, rows, xy = self.S, self.Y, self._rows, self.xy
+        ex, one = Y.dtype.type(exaggeration), Y.dtype.type(1.0)
+        np.copyto(xy, Y.transpose(0, 2, 1))
 
         def attraction(k: int) -> None:
             lo, hi = int(rows[k]), int(rows[k + 1])
-            ik.attraction_part(S.indptr, S.indices, self.data, Y, ex, self.attraction, lo, hi)
+            ik.attraction_part(S.indptr, S.indices, self.data, xy, ex, one, self.attraction, lo, hi)
 
         # one dispatch for the whole pass: each grid's far field (a serial chain: spread, FFT, gather) first, so
         # that it runs on one thread while the others take the attraction's rows and the near field's pieces
