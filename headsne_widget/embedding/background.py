@@ -77,6 +77,10 @@ def _warm_sparse_engine() -> None:
         for _ in frames:
             pass
     from . import interpolation_kernels as ik  # points outside the grid (none in the ring's runs)
+    from .interpolation import Repulsion  # the split grid's near field (a wide embedding's, after exaggeration)
+
+    line = np.linspace(0.0, 40.0, 16, dtype=np.float32)
+    Repulsion(16, mode="split")(line, line[::-1].copy(), np.empty((2, 16), np.float32), np.empty(16))
 
     x, none = np.zeros(1, np.float32), np.zeros(0, np.int64)
     ik.nodes_from_points(x, x, none, 0.0, 0.0, 0.0, 0.0, 1.0, np.zeros((ik.TERMS, 1, 1), np.float32))

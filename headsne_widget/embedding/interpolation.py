@@ -8,11 +8,11 @@ which :func:`interpolated_repulsion` approximates as FIt-SNE and openTSNE do (Li
 Steinerberger, Kluger, "Fast interpolation-based t-SNE for improved visualization of single-cell RNA-seq
 data", Nature Methods 16, 2019): the embedding's bounding box is cut into square-ish boxes of side at most
 ``box`` (1 unit by default: the kernel's own scale), each with ``points x points`` equispaced interpolation
-nodes; every point's charges (1, y, |y|^2) are spread to its box's nodes with Lagrange weights
-(:func:`.interpolation_kernels.spread`), the node-to-node sums of the squared kernel are one FFT convolution
-on the uniform grid of all nodes (the kernel depends on node differences only: a circulant embedding, zero
-padded to a fast FFT length; in float32, pruned to the rows that hold charges, :func:`_convolve`), and the
-potentials are interpolated back to the points with the same weights (:func:`.interpolation_kernels.gather_part`).
+nodes; every point's charges (1, x, y; the split grid's 1 alone) are spread to its box's nodes with Lagrange
+weights (:func:`.interpolation_kernels.spread`), the node-to-node sums of the kernels are FFT convolutions on the
+uniform grid of all nodes (the kernels depend on node differences only: a circulant embedding, zero padded to a
+fast FFT length; in float32, pruned to the rows that hold charges, :func:`_convolve`), and the potentials are
+interpolated back to the points with the same weights (:func:`.interpolation_kernels.gather_part`).
 Work: O(n points^2) for the two interpolations and O(G log G) for the FFT of a grid of
 G = (extent / box * points)^2 nodes, so it depends on the embedding's extent, not on n^2.
 
@@ -40,8 +40,12 @@ __all__ = ["BOX", "MIN_BOXES", "POINTS", "Repulsion", "exact_repulsion", "interp
 POINTS = 3
 #: largest side of a box of the trimmed grid, in embedding units (FIt-SNE and openTSNE: 1, 6 times the error)
 BOX = 0.5
-#: the split grid's cutoff r_c over its box side
-RATIO = 2.0
+#: the split grid's cutoff r_c over its box side. 2.25 since its far field interpolates w^2 (y_i - y_j) as a whole
+#: (:data:`.interpolation_kernels.VECTOR_TERMS`): at 2 that was less accurate than w^2 alone had been (the states
+#: of iterations 500 and 1000 of a 65536-point run: 5.9e-3 and 1.1e-2 against 4.5e-3 and 7.4e-3; the test's
+#: converged disk of 4096 points 1.1e-3 against 8.9e-4), at 2.25 it is more accurate than that everywhere
+#: (4.0e-3, 6.8e-3, 6.3e-4) for 27 % more near pairs
+RATIO = 2.25
 #: the shares of points left outside the trimmed grid, tried each call (the cheapest is taken)
 _TRIMS = (0.0, 0.0005, 0.002, 0.01)
 #: boxes across the split grid's wider side, tried each call
@@ -94,10 +98,11 @@ class _Plan:
     start: np.ndarray | None = None
 
 
-def _fft_cost(nbx: int, nby: int, points: int) -> float:
-    """Relative cost of a grid's seven FFTs (three forward, four inverse)."""
+def _fft_cost(nbx: int, nby: int, points: int, transforms: int) -> float:
+    """Relative cost of a grid's FFTs: ``transforms`` of them (the trimmed grid's three forward and four inverse,
+    the split grid's one and three)."""
     size = (2 * nbx * points) * (2 * nby * points)
-    return 7.0 * size * math.log2(max(size, 2))
+    return transforms * size * math.log2(max(size, 2))
 
 
 class Repulsion:
@@ -190,7 +195,7 @@ class Repulsion:
 
     def _trimmed_cost(self, plan: _Plan) -> float:
         m = plan.outside.shape[0]
-        return _fft_cost(plan.nbx, plan.nby, self.points) + _OUTSIDE_COST * m * (
+        return _fft_cost(plan.nbx, plan.nby, self.points, 7) + _OUTSIDE_COST * m * (
             plan.nbx * plan.nby * self.points**2 + m
         )
 
@@ -211,7 +216,7 @@ class Repulsion:
 
     def _split_cost(self, plan: _Plan) -> float:
         assert plan.start is not None
-        return _fft_cost(plan.nbx, plan.nby, self.points) + _NEAR_COST * ik.near_pairs(
+        return _fft_cost(plan.nbx, plan.nby, self.points, 4) + _NEAR_COST * ik.near_pairs(
             plan.start, *plan.cells, self.reach
         )
 
@@ -245,23 +250,24 @@ class Repulsion:
     # -------------------------------------------------------------- the sums
 
     def _kernel(self, spacing: float, lx: int, ly: int, cut: float) -> np.ndarray:
-        """FFTs (2, ly, lx // 2 + 1, complex64) of the grid's squared kernel and kernel at every node offset placed
-        circularly on an (ly, lx) grid (each of the two offsets up to half the grid); cached while the grid
-        keeps its size and spacing."""
+        """FFTs (kernels, ly, lx // 2 + 1, complex64) of the grid's kernels at every node offset o = target - source
+        placed circularly on an (ly, lx) grid (each of the two offsets up to half the grid); cached while the grid
+        keeps its size, spacing and cut. The trimmed grid's (``cut`` 0): w^2 and w; the split grid's: w^2 o_x,
+        w^2 o_y and w, with w and w^2 their cubic Taylor polynomials in |o|^2 within ``cut``."""
         key = (spacing, lx, ly, cut)
         if key != self._kernel_key:
             ox = np.arange(lx, dtype=np.float64)
-            ox = np.where(ox < lx // 2 + 1, ox, ox - lx) * spacing
+            ox = np.where(ox < lx // 2 + 1, ox, ox - lx)[None, :] * spacing
             oy = np.arange(ly, dtype=np.float64)
-            oy = np.where(oy < ly // 2 + 1, oy, oy - ly) * spacing
-            u = oy[:, None] ** 2 + ox[None, :] ** 2
+            oy = np.where(oy < ly // 2 + 1, oy, oy - ly)[:, None] * spacing
+            u = oy**2 + ox**2
             w = 1.0 / (1.0 + u)
-            kernels = np.stack([w * w, w])
+            w2 = w * w
             if cut > 0:
                 inside = u < cut
-                for t, power in ((0, 2), (1, 1)):
-                    coefficients = _taylor_coefficients(power, cut)
-                    kernels[t][inside] = np.polynomial.polynomial.polyval(u[inside] - cut, coefficients)
+                w[inside] = np.polynomial.polynomial.polyval(u[inside] - cut, _taylor_coefficients(1, cut))
+                w2[inside] = np.polynomial.polynomial.polyval(u[inside] - cut, _taylor_coefficients(2, cut))
+            kernels = np.stack([w2 * ox, w2 * oy, w] if cut > 0 else [w2, w])
             self._kernel_hat = scipy.fft.rfft2(kernels, workers=self.workers).astype(np.complex64)
             self._kernel_key = key
         assert self._kernel_hat is not None
@@ -340,7 +346,7 @@ class Repulsion:
         # the split plan's points in the near field's cell order (its float32 copies: the coordinates themselves
         # for a float32 embedding), so that the grid's nodes are met in order; the trimmed plan's as they come
         xg, yg, src, dst = (self.xs, self.ys, self.all, self.order) if plan.split else (x, y, inside, inside)
-        charges = np.empty((ik.CHARGES, gy, gx))
+        charges = np.empty((1 if plan.split else ik.CHARGES, gy, gx))
         ik.spread(xg, yg, src, x0, y0, box, nbx, nby, cx, cy, charges)
         # a fast FFT length, from a ladder of sizes that changes rarely (the kernel's FFT is reused meanwhile)
         lx = scipy.fft.next_fast_len(int(_ladder(2 * gx - 1)), real=True)
@@ -377,17 +383,22 @@ class Repulsion:
 
 
 def _convolve(charges: np.ndarray, kernel_hat: np.ndarray, ly: int, lx: int, workers: int) -> np.ndarray:
-    """The node potentials (TERMS, Gy, Gx) float32: the charges (CHARGES, Gy, Gx) convolved with the squared kernel
-    and the charge 1 with the kernel, by FFTs of length (ly, lx) in float32, pruned: the charges fill the first Gy
-    rows only and only the first Gy rows of the result are wanted, so the transforms along x run on Gy rows,
-    not ly (3 of the 4 passes of a plain 2-D FFT's work). Measured at a 354-node grid (FFT 729): 16-23 ms
-    against 55-66 ms for float64 ``rfft2`` over the padded grid; error 6e-7 of the largest potential."""
+    """The node potentials float32 by FFTs of length (ly, lx) in float32: the split grid's charge (1, Gy, Gx)
+    convolved with each of its :data:`.VECTOR_TERMS` kernels, or the trimmed grid's charges (CHARGES, Gy, Gx) with
+    w^2 and the first with w (:data:`.TERMS` potentials). Pruned: the charges fill the first Gy rows only and only
+    the first Gy rows of the result are wanted, so the transforms along x run on Gy rows, not ly. Error: 6e-7 of
+    the largest potential. The split grid's one forward transform and three inverse ones took 13 ms where the
+    trimmed grid's three and four took 26-28 (800 x 800, the state of iteration 1000 of a 65536-point run, one
+    thread)."""
     gy, gx = charges.shape[1], charges.shape[2]
     rows = scipy.fft.rfft(charges.astype(np.float32), n=lx, axis=-1, workers=workers)
     charges_hat = scipy.fft.fft(rows, n=ly, axis=-2, workers=workers)
-    products = np.empty((ik.TERMS, *charges_hat.shape[1:]), dtype=charges_hat.dtype)
-    np.multiply(charges_hat, kernel_hat[0], out=products[:3])
-    np.multiply(charges_hat[0], kernel_hat[1], out=products[3])
+    if charges.shape[0] == 1:
+        products = np.multiply(kernel_hat, charges_hat)
+    else:
+        products = np.empty((ik.TERMS, *charges_hat.shape[1:]), dtype=charges_hat.dtype)
+        np.multiply(charges_hat, kernel_hat[0], out=products[:3])
+        np.multiply(charges_hat[0], kernel_hat[1], out=products[3])
     rows = scipy.fft.ifft(products, axis=-2, workers=workers)[:, :gy]
     return np.ascontiguousarray(scipy.fft.irfft(rows, n=lx, axis=-1, workers=workers)[:, :, :gx])
 
