@@ -20,11 +20,12 @@ test("every numeric setting refuses what Python would: marked, explained, never 
   const { model, root, cleanup } = mount();
   const { write } = await import("./model/model.js");
   const settings = root.querySelector("[data-testid=headsne-settings]");
-  const row = root.querySelector(".hs-params");
-  assert.equal(row.hidden, true, "the settings are folded at first");
+  const pane = root.querySelector("[data-testid=headsne-pane-settings]");
+  assert.equal(pane.hidden, true, "the settings tab is not the one shown at first");
   settings.click();
-  assert.equal(row.hidden, false);
-  assert.equal(settings.getAttribute("aria-expanded"), "true");
+  assert.equal(pane.hidden, false);
+  assert.equal(settings.getAttribute("aria-selected"), "true");
+  assert.ok(!root.querySelector("[data-testid=headsne-mode]").closest("[hidden]"), "the mode control is on view");
   const cases = [
     ["iterations", "100001", "n_iter"],
     ["iterations", "0", "n_iter"],

@@ -104,6 +104,37 @@ export function sentenceOf(doc, i) {
   return { before: doc.text.slice(start, s), word: doc.text.slice(s, e), after: doc.text.slice(e, end), line };
 }
 
+const SNIPPET_MAX = 22; // characters of an occurrence's label at most
+
+/**
+ * An occurrence's label on the map (word mode, where Python sent no labels): the word with the words next to it
+ * in its sentence ("the bank of"), at most SNIPPET_MAX characters, so that the points of one word are told apart
+ * (issue 52: every point read "bank").
+ * @param {{text: string, tokens: string[], offsets: ([number, number] | null)[] | null}} doc
+ * @param {number} i
+ */
+export function occurrenceSnippet(doc, i) {
+  const { before, word, after } = sentenceOf(doc, i);
+  const left = (before.trimEnd().split(/\s+/).pop() ?? "").replace(/^[("'[]+/, "");
+  const right = (after.trimStart().split(/\s+/)[0] ?? "").replace(/[.,;:!?)"'\]]+$/, "");
+  const snippet = [left, word, right].filter(Boolean).join(" ");
+  return snippet.length <= SNIPPET_MAX ? snippet : `${snippet.slice(0, SNIPPET_MAX - 1)}…`;
+}
+
+/**
+ * The texts the map labels its points with: Python's per-token labels where it sent one for each token
+ * (`point_labels`: a sense, a snippet), else in word mode each occurrence's snippet (occurrenceSnippet), else the
+ * tokens themselves.
+ * @param {{text: string, tokens: string[], offsets: ([number, number] | null)[] | null, word?: string,
+ *   labels?: string[] | null}} doc
+ * @returns {string[]}
+ */
+export function pointLabels(doc) {
+  if (doc.labels && doc.labels.length === doc.tokens.length) return doc.labels;
+  if (!doc.word) return doc.tokens;
+  return doc.tokens.map((_, i) => occurrenceSnippet(doc, i));
+}
+
 /**
  * The text strip's pieces for the occurrences of a word across texts: every line (sentence) when `selected` is
  * empty, else only the lines that hold a selected occurrence, each with its occurrences as token pieces

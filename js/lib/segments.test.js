@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { textSegments, tokenContext } from "./segments.js";
+import { occurrenceSnippet, pointLabels, textSegments, tokenContext } from "./segments.js";
 
 test("textSegments rebuilds the text from offsets and keeps tokens as plain strings", () => {
   const text = "t-SNE maps <img src=x> data.";
@@ -57,4 +57,37 @@ test("tokenContext gives the surrounding words with ellipses", () => {
   assert.equal(first.before, "");
   const noOffsets = tokenContext("", ["[CLS]", "a", "b", "[SEP]"], null, 1, 1);
   assert.deepEqual(noOffsets, { before: "[CLS] ", token: "a", after: " b …" });
+});
+
+test("the map labels a word's occurrences by Python's labels, else by the words round each, never all the same", () => {
+  const sentences = ["He sat on the bank.", "The Bank raised rates.", "A bank by the bank of the river.", "bank"];
+  const text = sentences.join("\n");
+  const offsets = [...text.matchAll(/bank/gi)].map((m) => [m.index, m.index + 4]);
+  const tokens = offsets.map(([s, e]) => text.slice(s, e));
+  const doc = { text, tokens, offsets, word: "bank" };
+  assert.deepEqual(pointLabels(doc), ["the bank", "The Bank raised", "A bank by", "the bank of", "bank"]);
+  assert.equal(
+    occurrenceSnippet(
+      { ...doc, text: `${"x".repeat(40)} bank ${"y".repeat(40)}`, offsets: [[41, 45]], tokens: ["bank"] },
+      0,
+    ).length,
+    22,
+  );
+  const senses = ["river", "money", "river", "river", "money"];
+  assert.deepEqual(pointLabels({ ...doc, labels: senses }), senses, "Python's labels, one a token, come first");
+  assert.deepEqual(
+    pointLabels({ ...doc, labels: ["too", "few"] }),
+    pointLabels(doc),
+    "labels of another length are not",
+  );
+  const one = {
+    text: "a b",
+    tokens: ["a", "b"],
+    offsets: [
+      [0, 1],
+      [2, 3],
+    ],
+    word: "",
+  };
+  assert.equal(pointLabels(one), one.tokens, "a text's tokens label themselves");
 });

@@ -10,6 +10,7 @@ import { tokenRows } from "../lib/tokens.js";
 import { colourTokens, tokenKinds, KIND_PIECE } from "../lib/colors.js";
 import { MIRRORED, hoverOf, selectionOf } from "../store/state.js";
 import { searchOf } from "../lib/search.js";
+import { pointLabels } from "../lib/segments.js";
 
 /**
  * @typedef {import("../store/state.js").State} State
@@ -39,7 +40,9 @@ export function readDoc(model) {
   const offsets = Array.isArray(off) && off.length === tokens.length ? off : null;
   const kinds = tokenKinds(text, tokens, offsets, special);
   const word = String(model.get(T.word) || "");
-  return { text, tokens, offsets, special, subword: (t) => kinds[t] === KIND_PIECE, word };
+  const given = /** @type {unknown} */ (model.get(/** @type {any} */ ("point_labels")));
+  const labels = pointLabels({ text, tokens, offsets, word, labels: Array.isArray(given) ? given.map(String) : null });
+  return { text, tokens, offsets, special, subword: (t) => kinds[t] === KIND_PIECE, word, labels };
 }
 
 /**

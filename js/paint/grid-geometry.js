@@ -2,16 +2,17 @@
 // head labels on the left. The token axis shows the range [t0, t1) (zoom); when it holds more tokens
 // than there are pixels, columns are bins of several tokens (the overview: each bin's maximum).
 
-const MIN_ROW = 5; // CSS px of a head row when the rows shrink to show every layer in the box
-const LABEL_ROW = 8; // head rows this tall get a label each; smaller ones one every `labelEvery`
-const MIN_GAP = 12; // CSS px of a layer's title band when rows of MIN_ROW px alone do not fit the box
+export const MIN_ROW = 8; // CSS px of a head row: tall enough for its label (issue 52), the box scrolls past it
+const MAX_ROW = 14;
+const MAX_HEIGHT = 12000; // CSS px of the whole grid at most (a canvas of 2x that fits chromium's 32767 px)
 
 /**
  * Geometry of the stacked per-layer heat maps: a layer title band of `gap` px above each block, `labelW`
  * px of head labels on the left. cellW is the width of one token (fractional when binned), cellH of one
- * head. Given the box's `height`, the rows shrink (down to MIN_ROW px) so that every layer fits in it,
- * and grow up to 14 px to fill it; when rows of MIN_ROW px still do not fit, the title bands shrink (down to
- * MIN_GAP px). Without a box every head row is 8 to 12 px. Rows under 8 px label every `labelEvery`-th head.
+ * head. Every row is at least MIN_ROW px, tall enough for its head's label; given the box's `height`, rows
+ * grow up to MAX_ROW px to fill it, and a grid taller than the box scrolls in it. A model whose rows of MIN_ROW
+ * px would pass MAX_HEIGHT (thousands of heads) gets thinner rows, a label every `labelEvery`-th head (each row's
+ * head is still named by the tooltip). Without a box every head row is 8 to 12 px.
  * @param {number} L
  * @param {number} H
  * @param {number} n
@@ -24,15 +25,15 @@ export function gridGeometry(
   H,
   n,
   width,
-  { labelW = 46, rightPad = 8, gap: band = 18, maxCellW = 28, t0 = 0, t1 = n, height: box = 0 } = {},
+  { labelW = 46, rightPad = 8, gap: band = 15, maxCellW = 28, t0 = 0, t1 = n, height: box = 0 } = {},
 ) {
   const rows = L * H;
   const fit = (/** @type {number} */ budget) => Math.floor(budget / Math.max(rows, 1));
+  const least = Math.max(1, Math.min(MIN_ROW, fit(MAX_HEIGHT - L * band)));
   const cellH =
-    box > 0 ? Math.max(MIN_ROW, Math.min(14, fit(box - L * band - 4))) : Math.max(8, Math.min(12, fit(440)));
-  const fitBand = box > 0 ? Math.floor((box - 4) / Math.max(L, 1)) - H * cellH : band;
-  const gap = Math.max(Math.min(MIN_GAP, band), Math.min(band, fitBand));
-  const labelEvery = cellH >= LABEL_ROW ? 1 : Math.ceil(LABEL_ROW / cellH);
+    box > 0 ? Math.max(least, Math.min(MAX_ROW, fit(box - L * band - 4))) : Math.max(least, Math.min(12, fit(440)));
+  const gap = band;
+  const labelEvery = cellH >= MIN_ROW ? 1 : Math.ceil(MIN_ROW / cellH);
   const lo = Math.max(0, Math.min(t0, n - 1));
   const hi = Math.max(lo + 1, Math.min(t1, n));
   const count = hi - lo;
@@ -60,6 +61,21 @@ export function gridGeometry(
     height,
     width: labelW + count * cellW + rightPad,
   };
+}
+
+/**
+ * What the grid's columns are, in plain words: how many tokens a pixel column holds (the largest of them shown)
+ * or which tokens a zoomed grid shows; "" when each token has its own column.
+ * @param {{n: number, t0: number, t1: number, count: number, columns: number, binned: boolean}} g
+ */
+export function columnsNote(g) {
+  const zoomed = g.count < g.n;
+  const range = zoomed ? `tokens ${g.t0}–${g.t1 - 1} of ${g.n} (double-click shows all)` : "";
+  if (!g.binned) return range || "";
+  const per = g.count / g.columns;
+  const [lo, hi] = [Math.floor(per), Math.ceil(per)];
+  const what = `${g.count} tokens in ${g.columns} pixel columns: a column shows the largest of ${lo === hi ? lo : `${lo} or ${hi}`} neighbouring tokens`;
+  return zoomed ? `${range}; ${what}` : `${what} · ctrl + wheel zooms in`;
 }
 
 /**

@@ -1,7 +1,8 @@
 // Canvas painting of the maximum-attention grid (js/views/grid/grid.js): the heat image (one pixel per column,
-// painted once per data, theme and zoom), its legend ramp, and the overlay drawn at every hover: labels,
-// group separators, marks of the selection and the search matches, the hovered column and cell, the
-// selected head (or layer) and the keyboard cursor.
+// painted once per data, theme and zoom), its legend ramp, and the overlay drawn at every hover: labels (every
+// head's row, in the row's font), group separators, marks of the selection and the search matches, the hovered
+// column and cell, the selected head (or layer: marked inside its own rows and in the margins, never over its
+// neighbours) and the keyboard cursor.
 
 import { scaleSequentialSqrt } from "d3-scale";
 import { color as parseColor } from "d3-color";
@@ -17,7 +18,8 @@ const TOKEN_LABEL_W = 12; // columns at least this wide get token labels
  * @property {Geometry} geom
  * @property {Theme} theme
  * @property {HTMLCanvasElement} image the heat image (js/paint/grid-paint.js paintHeat)
- * @property {string[]} tokens
+ * @property {(t: number) => string} header the column header of token t (its text; in word mode the occurrence's
+ *   number)
  * @property {Head} selected its head as the row that shows it (js/views/grid/grid-order.js)
  * @property {(layer: number, row: number) => number} headAt the head row `row` of a layer shows
  * @property {boolean} hidden hidden-state mode: layers are selected
@@ -110,22 +112,33 @@ function drawMarks(ctx, { geom, theme, marked }, top) {
 }
 
 /**
- * The token labels above layer block `top`, each clipped to its column (wide columns only).
+ * How many columns a header may take: the fewest (1, 2, 4, ...) whose width holds the widest header of the range,
+ * so that every header drawn is whole (issue 52: 72 headers cut to "banl"); one every that many columns.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {GridScene} scene
+ */
+export function headerStep(ctx, { geom, header }) {
+  let widest = 0;
+  for (let t = geom.t0; t < geom.t1; t++) widest = Math.max(widest, ctx.measureText(header(t)).width);
+  let step = 1;
+  while (step * geom.cellW < widest + 3 && step < geom.count) step *= 2;
+  return step;
+}
+
+/**
+ * The column headers above layer block `top` (wide columns only), one every headerStep columns, each whole.
  * @param {CanvasRenderingContext2D} ctx
  * @param {GridScene} scene
  * @param {number} top
  */
-function drawTokenLabels(ctx, { geom, theme, tokens }, top) {
+function drawTokenLabels(ctx, scene, top) {
+  const { geom, theme, header } = scene;
   ctx.font = `9px ${theme.font}`;
   ctx.fillStyle = theme.muted;
-  for (let t = geom.t0; t < geom.t1; t++) {
+  const step = headerStep(ctx, scene);
+  for (let t = geom.t0; t < geom.t1; t += step) {
     const x = geom.labelW + (t - geom.t0) * geom.cellW;
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(x, top - geom.gap, geom.cellW - 1, geom.gap);
-    ctx.clip();
-    ctx.fillText(tokens[t] ?? "", x + 1, top - geom.gap / 2 + 1);
-    ctx.restore();
+    ctx.fillText(header(t), x + 1, top - geom.gap / 2 + 1);
   }
 }
 
@@ -146,13 +159,14 @@ function drawLayer(ctx, scene, l) {
   ctx.fillStyle = l === selected.layer ? theme.accent : theme.fg;
   ctx.fillText(`Layer ${l}`, 2, top - geom.gap / 2);
   if (geom.cellW >= TOKEN_LABEL_W) drawTokenLabels(ctx, scene, top);
-  ctx.font = `${Math.min(10, geom.cellH * geom.labelEvery)}px ${theme.font}`;
+  const size = Math.min(10, geom.cellH * geom.labelEvery);
   ctx.textAlign = "right";
   for (let h = 0; h < H; h++) {
     const isSel = !hidden && l === selected.layer && h === selected.head;
     if (!isSel && h % geom.labelEvery) continue;
+    ctx.font = `${isSel ? "700 " : ""}${size}px ${theme.font}`;
     ctx.fillStyle = isSel ? theme.accent : theme.muted;
-    ctx.fillText(`${isSel ? "▶ " : ""}H${scene.headAt(l, h)}`, geom.labelW - 4, top + (h + 0.5) * geom.cellH);
+    ctx.fillText(`H${scene.headAt(l, h)}`, geom.labelW - 6, top + (h + 0.5) * geom.cellH + 0.5);
   }
   const perGroup = kvGroup(0, H, scene.kvGroups) >= 0 ? scene.kvGroups : 0;
   if (perGroup) {
@@ -182,11 +196,16 @@ function drawOutlines(ctx, { geom, theme, selected, hidden, hoverToken, hoverCel
     const x = geom.labelW + (hoverToken - geom.t0) * geom.cellW;
     for (let l = 0; l < geom.L; l++) ctx.strokeRect(x - 1, layerTop(geom, l) - 1, geom.cellW + 2, geom.blockH + 2);
   }
+  // the selected head's row (a layer's block in hidden-state mode): bars in the margins beside it and a line inside
+  // its own rows, nothing over the rows next to it
+  const top = layerTop(geom, selected.layer) + (hidden ? 0 : selected.head * geom.cellH);
+  const tall = hidden ? geom.blockH : geom.cellH;
+  ctx.fillStyle = theme.accent;
+  ctx.fillRect(geom.labelW - 4, top, 3, tall);
+  ctx.fillRect(geom.labelW + w + 1, top, 3, tall);
   ctx.strokeStyle = theme.accent;
-  ctx.lineWidth = 2;
-  const top = layerTop(geom, selected.layer);
-  if (hidden) ctx.strokeRect(geom.labelW - 1, top - 1, w + 2, geom.blockH + 2);
-  else ctx.strokeRect(geom.labelW - 1, top + selected.head * geom.cellH - 1, w + 2, geom.cellH + 2);
+  ctx.lineWidth = 1;
+  ctx.strokeRect(geom.labelW + 0.5, top + 0.5, w - 1, tall - 1);
   if (cursor) {
     ctx.strokeStyle = theme.fg;
     ctx.setLineDash([3, 2]);
@@ -222,20 +241,5 @@ export function drawGrid(ctx, scene, dpr) {
   ctx.imageSmoothingEnabled = false;
   ctx.textBaseline = "middle";
   for (let l = 0; l < geom.L; l++) drawLayer(ctx, scene, l);
-  if (geom.binned || geom.count < geom.n) {
-    ctx.font = `9px ${theme.font}`;
-    ctx.textAlign = "right";
-    ctx.fillStyle = theme.muted;
-    const ratio = (geom.count / geom.columns).toFixed(1);
-    const range = `${geom.t0}–${geom.t1 - 1} of ${geom.n}`;
-    const right = geom.labelW + geom.count * geom.cellW;
-    // the longest that does not run into the "Layer 0" title
-    const text = [
-      geom.binned ? `overview: max of ${ratio} tokens per column · tokens ${range}` : `tokens ${range}`,
-      geom.binned ? `max of ${ratio} per column · ${range}` : range,
-      range,
-    ].find((t) => right - ctx.measureText(t).width >= 58);
-    if (text) ctx.fillText(text, right, geom.gap / 2);
-  }
   drawOutlines(ctx, scene);
 }

@@ -11,6 +11,7 @@ import { createPointRaster } from "./point-raster.js";
 import { chooseBackend } from "./point-gl.js";
 import { setData } from "../lib/schedule.js";
 import { RADIUS, drawEdges, drawLasso, drawPoints, edgeEnds, haloFont, haloText, ring } from "./scatter-paint.js";
+import { drawClusterLabels, drawContours } from "./map-aids-paint.js";
 
 const LABEL_H = 14; // CSS px of a plain label's box
 
@@ -41,6 +42,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
  * @property {(t: number) => boolean} subword
  * @property {string[]} tokens
  * @property {[number, number][] | null} lasso
+ * @property {import("./map-aids-paint.js").Contour[]} [contours] the points' density contours, drawn under them
+ * @property {import("./map-aids-paint.js").ClusterPlace[]} [clusters] the clusters' labels, drawn over everything
  */
 
 /**
@@ -177,6 +180,7 @@ function paint(c, scene, { scale, exporting, layer, labels }) {
   c.beginPath();
   c.rect(plot.x0, plot.y0, plot.x1 - plot.x0, plot.y1 - plot.y0);
   c.clip();
+  if (scene.contours) drawContours(c, theme, scene.contours);
   drawHoverEdges(c, scene);
   const { selected, matches } = scene;
   const dim = selected.size > 0 || scene.hoverRow >= 0;
@@ -185,6 +189,7 @@ function paint(c, scene, { scale, exporting, layer, labels }) {
   const atlas = labels(scene, scale);
   const boxes = layoutLabels(c, scene, atlas);
   drawLabels(c, scene, boxes, atlas);
+  if (scene.clusters) drawClusterLabels(c, theme, scene.clusters);
   if (scene.lasso && !exporting) drawLasso(c, theme, scene.lasso);
   c.restore();
   return boxes;

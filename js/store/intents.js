@@ -25,6 +25,67 @@ export const HOVER_WRITE_MS = 50;
  */
 
 /**
+ * The intents that write traits as they are (a setting) or ask for something: a run's control, a job of Python's
+ * (atlas, decomposition, attribution, composition), another part of the page (replay, export, the map's zoom) or the
+ * inspector's tab.
+ * @param {import("../model/model.js").Model} model
+ * @param {import("./store.js").Store<State>} store
+ */
+function askingIntents(model, store) {
+  return {
+    /** Write traits in one message. @param {Partial<import("../model/model.js").Traits>} values */
+    write: (values) => write(model, values),
+    /**
+     * Set a trait without sending it yet (a slider being dragged: the views follow it at once).
+     * @param {import("../model/model.js").TraitName} name
+     * @param {any} value
+     */
+    preview: (name, value) => preview(model, { [name]: value }),
+    /** Play, pause or resume, by the run's state. */
+    togglePlay() {
+      const state = model.get(T.state);
+      control(model, state === "running" ? "pause" : state === "paused" ? "resume" : "restart");
+    },
+    /** @param {"restart" | "stop"} action */
+    run: (action) => control(model, action),
+    /** Compute the head atlas of the layer, or stop computing it. */
+    toggleAtlas: () => control(model, model.get(T.atlas_state) === "running" ? "atlas_stop" : "atlas"),
+    /** Ask Python for the selected layer's decomposition (the decomposition panel; it then follows the layer). */
+    decompose: () => control(model, "decomposition"),
+    /** Show recorded frame `index` (null: follow the run). @param {number | null} index */
+    scrub: (index) => store.emit("scrub", index),
+    toggleReplay: () => store.emit("replay"),
+    /** Word mode: play the layers from 0 to the last (js/store/layer-play.js), or stop playing them. */
+    togglePlayLayers: () => store.emit("playLayers"),
+    resetView: () => store.emit("resetView"),
+    /** @param {"png" | "svg"} kind */
+    exportImage: (kind) => store.emit("export", kind),
+    toggleRecording: () => store.emit("record"),
+    /**
+     * Keep token `token` as the query the attribution panel asks about (a click on the map): the inspector shows
+     * it (its partners, what wrote it). @param {number} token
+     */
+    pin(token) {
+      store.emit("pin", token);
+      store.set({ tab: "token" });
+    },
+    /** Show the inspector's tab `tab`. @param {import("./state.js").Tab} tab */
+    showTab: (tab) => store.set({ tab }),
+    /**
+     * Ask Python why query `i` attends to key `j` in head (layer, head): `attribution_request` (the answer comes
+     * as `attribution`).
+     * @param {number} layer @param {number} head @param {number} i @param {number} j
+     */
+    askAttribution(layer, head, i, j) {
+      write(model, { [T.attribution_request]: [layer, head, i, j] });
+      store.set({ tab: "edge" }); // the answer shows where the user looks
+    },
+    /** Ask Python for the composition links (`composition`, computed once per text). */
+    askComposition: () => control(model, "composition"),
+  };
+}
+
+/**
  * @param {{model: import("../model/model.js").Model, store: import("./store.js").Store<State>,
  *   clock: import("../lib/schedule.js").Clock, metrics: {clicked: (runId: number) => void}}} parts
  */
@@ -133,44 +194,7 @@ export function createIntents({ model, store, clock, metrics }) {
     search: (query) => store.set({ search: searchOf(query, store.state.doc) }),
     /** The map's drag draws a box (else it pans; shift + drag always lassoes). @param {boolean} on */
     setBoxMode: (on) => store.set({ boxMode: Boolean(on) }),
-    /** Write traits in one message. @param {Partial<import("../model/model.js").Traits>} values */
-    write: (values) => write(model, values),
-    /**
-     * Set a trait without sending it yet (a slider being dragged: the views follow it at once).
-     * @param {import("../model/model.js").TraitName} name
-     * @param {any} value
-     */
-    preview: (name, value) => preview(model, { [name]: value }),
-    /** Play, pause or resume, by the run's state. */
-    togglePlay() {
-      const state = model.get(T.state);
-      control(model, state === "running" ? "pause" : state === "paused" ? "resume" : "restart");
-    },
-    /** @param {"restart" | "stop"} action */
-    run: (action) => control(model, action),
-    /** Compute the head atlas of the layer, or stop computing it. */
-    toggleAtlas: () => control(model, model.get(T.atlas_state) === "running" ? "atlas_stop" : "atlas"),
-    /** Ask Python for the selected layer's decomposition (the decomposition panel; it then follows the layer). */
-    decompose: () => control(model, "decomposition"),
-    /** Show recorded frame `index` (null: follow the run). @param {number | null} index */
-    scrub: (index) => store.emit("scrub", index),
-    toggleReplay: () => store.emit("replay"),
-    /** Word mode: play the layers from 0 to the last (js/store/layer-play.js), or stop playing them. */
-    togglePlayLayers: () => store.emit("playLayers"),
-    resetView: () => store.emit("resetView"),
-    /** @param {"png" | "svg"} kind */
-    exportImage: (kind) => store.emit("export", kind),
-    toggleRecording: () => store.emit("record"),
-    /** Keep token `token` as the query the attribution panel asks about (a click on the map). @param {number} token */
-    pin: (token) => store.emit("pin", token),
-    /**
-     * Ask Python why query `i` attends to key `j` in head (layer, head): `attribution_request` (the answer comes
-     * as `attribution`).
-     * @param {number} layer @param {number} head @param {number} i @param {number} j
-     */
-    askAttribution: (layer, head, i, j) => write(model, { [T.attribution_request]: [layer, head, i, j] }),
-    /** Ask Python for the composition links (`composition`, computed once per text). */
-    askComposition: () => control(model, "composition"),
+    ...askingIntents(model, store),
     destroy() {
       hoverWriter.cancel();
       dwell.cancel();

@@ -20,7 +20,9 @@ export { MIRRORED };
  * occurrences across texts are the points (`HeadSNE.contexts`, "word mode": `text` holds their sentences, one a
  * line, each token is one occurrence), "" for a widget of one text.
  * @typedef {{text: string, tokens: string[], offsets: ([number, number] | null)[] | null, special: boolean[],
- *   subword: (t: number) => boolean, word: string}} Doc
+ *   subword: (t: number) => boolean, word: string, labels: string[]}} Doc `labels`: what the map labels each
+ *   token's point with (js/lib/segments.js pointLabels: Python's `point_labels`, a word's occurrences' snippets, or
+ *   the tokens)
  * @typedef {{kept: number[], tokenRow: Int32Array}} Rows frame row of each token (-1: no point)
  * @typedef {{data: Float32Array, shape: number[], norm: "raw" | "above_uniform"}} Grid the decoded grid (L, H, n)
  *   drawn: `max_attention`, or `max_attention_above_uniform` when `norm` is "above_uniform"
@@ -65,13 +67,16 @@ export { MIRRORED };
  * @property {Readout} readout
  * @property {import("../model/static-page.js").Offline | null} offline a saved page's: no kernel, and the heads it
  *   holds a map of
+ * @property {Tab} tab the inspector's tab on view (js/views/inspector.js): the answer to the last click
  */
+
+/** @typedef {"token" | "edge" | "heads" | "atlas" | "settings"} Tab */
 
 /** @typedef {UiState & {[K in Mirrored]: Traits[K] | undefined}} State */
 
 /** @returns {Doc} */
 export function emptyDoc() {
-  return { text: "", tokens: [], offsets: null, special: [], subword: () => false, word: "" };
+  return { text: "", tokens: [], offsets: null, special: [], subword: () => false, word: "", labels: [] };
 }
 
 /** @returns {State} */
@@ -99,6 +104,7 @@ export function initialState() {
     frame: null,
     readout: { iteration: 0, kl: null, count: 0, index: 0, pace: "live" },
     offline: null,
+    tab: "heads",
   };
   const mirrored = Object.fromEntries(MIRRORED.map((name) => [name, undefined]));
   return /** @type {State} */ ({ ...mirrored, ...ui });

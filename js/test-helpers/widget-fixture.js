@@ -87,3 +87,33 @@ export function longTraits(n) {
     kept: Array.from({ length: n }, (_, i) => i),
   };
 }
+
+/** `attends_to` of a text of `n` tokens: token t attends to (t + 1) % n most (0.6), then (t + 2) % n (0.3). */
+export function attendsNext(n) {
+  return {
+    indices: encodeArray(
+      Int32Array.from({ length: 2 * n }, (_, k) => (Math.floor(k / 2) + 1 + (k % 2)) % n),
+      [n, 2],
+    ),
+    weights: encodeArray(
+      Float32Array.from({ length: 2 * n }, (_, k) => (k % 2 ? 0.3 : 0.6)),
+      [n, 2],
+    ),
+  };
+}
+
+/** Click the map where a point answers (probed with mouse moves, as a user finds one); its token. */
+export function clickAPoint(root) {
+  const canvas = root.querySelector("[data-testid=headsne-scatter]");
+  const tooltip = root.querySelector("[data-testid=headsne-tooltip]");
+  for (let y = 0; y < 400; y += 2) {
+    for (let x = 0; x < 600; x += 2) {
+      canvas.dispatchEvent(new MouseEvent("mousemove", { clientX: x, clientY: y, bubbles: true }));
+      if (!tooltip.hidden) {
+        canvas.dispatchEvent(new MouseEvent("click", { clientX: x, clientY: y, bubbles: true }));
+        return Number(/#(\d+)/.exec(tooltip.textContent)[1]);
+      }
+    }
+  }
+  throw new Error("no point answered anywhere on the map");
+}

@@ -106,7 +106,7 @@ test("word mode: the header and the grid say what the points are; the one-text c
 
   // a widget of one text: all of them there, no play button
   const one = mountOn(widget);
-  assert.equal(one.root.querySelector(".hs-grid-what").textContent, "max attention · head × token: click a head");
+  assert.equal(one.root.querySelector(".hs-grid-what").textContent, "max attention: click a head");
   assert.equal(q(one.root, "headsne-sort-heads").closest("label").hidden, false);
   assert.equal(q(one.root, "headsne-mode").closest("label").hidden, false);
   assert.equal(q(one.root, "headsne-play-layers").hidden, true);

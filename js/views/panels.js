@@ -1,7 +1,6 @@
-// The folds of the panels below the map: the text strip (open at first), the head map (folded at first, so that
-// the widget fits a laptop's 900 px window: issue 22) and the head atlas (folded until an atlas is asked for: it
-// opens when one starts). A fold button's aria-expanded and its panel's
-// data-open say which; a folded panel keeps its title bar (the atlas's holds its compute button).
+// The fold of the text strip below the map (open at first; its button's aria-expanded and the panel's data-open say
+// which; a folded panel keeps its title bar), and the inspector's tab following what Python starts: an atlas that
+// starts (w.atlas() from the notebook, or the atlas tab's button) shows the atlas tab.
 
 import { disposer } from "../lib/dom.js";
 
@@ -24,28 +23,17 @@ export function setFold(panel, button, label, open) {
 }
 
 /**
- * @param {{dom: {textPanel: HTMLElement, textFold: HTMLElement, atlasPanel: HTMLElement, atlasFold: HTMLElement,
- *   headMapPanel: HTMLElement, headMapFold: HTMLElement},
- *   store: import("../store/store.js").Store<State>}} ctx
+ * @param {{dom: {textPanel: HTMLElement, textFold: HTMLElement}, store: import("../store/store.js").Store<State>,
+ *   intents: import("../store/intents.js").Intents}} ctx
  */
-export function createPanels({ dom, store }) {
+export function createPanels({ dom, store, intents }) {
   const scope = disposer();
-  const folds = [
-    { panel: dom.textPanel, button: dom.textFold, label: "text" },
-    { panel: dom.atlasPanel, button: dom.atlasFold, label: "head atlas" },
-    { panel: dom.headMapPanel, button: dom.headMapFold, label: "head map" },
-  ];
-  for (const { panel, button, label } of folds) {
-    scope.listen(button, "click", () => setFold(panel, button, label, panel.dataset.open !== "true"));
-  }
-  setFold(dom.textPanel, dom.textFold, "text", true);
-  setFold(dom.headMapPanel, dom.headMapFold, "head map", false);
-  setFold(dom.atlasPanel, dom.atlasFold, "head atlas", false);
-  // an atlas that starts, or one there already (a view rendered again), opens the fold
+  const { textPanel, textFold } = dom;
+  scope.listen(textFold, "click", () => setFold(textPanel, textFold, "text", textPanel.dataset.open !== "true"));
+  setFold(textPanel, textFold, "text", true);
   scope.add(
-    store.subscribe(["atlas_state", "atlas"], (s, prev) => {
-      const started = s.atlas_state === "running" && prev?.atlas_state !== "running";
-      if (started || (s.atlas && !prev?.atlas)) setFold(dom.atlasPanel, dom.atlasFold, "head atlas", true);
+    store.subscribe(["atlas_state"], (s, prev) => {
+      if (prev && s.atlas_state === "running" && prev.atlas_state !== "running") intents.showTab("atlas");
     }),
   );
   return { destroy: () => scope.dispose() };

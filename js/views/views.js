@@ -21,6 +21,8 @@ import { createDecomposition } from "./decomposition/decomposition.js";
 import { createExporter } from "../export/export.js";
 import { createLoading } from "./loading.js";
 import { createPanels } from "./panels.js";
+import { createInspector } from "./inspector.js";
+import { createStatus } from "./status.js";
 import { createAttribution } from "./attribution/attribution.js";
 
 /**
@@ -52,12 +54,14 @@ export const VIEWS = [
   ["legend", createLegend],
   ["viewbar", createViewBar],
   ["controls", createControls],
+  ["status", createStatus],
   ["params", createParams],
   ["atlas", createAtlas],
   ["headMap", createHeadMap],
   ["attribution", createAttribution],
   ["decomposition", createDecomposition],
   ["panels", createPanels],
+  ["inspector", createInspector],
   ["exporter", (ctx, views) => createExporter(ctx, { grid: views.grid, scatter: views.scatter })],
 ];
 

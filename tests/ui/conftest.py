@@ -60,6 +60,16 @@ def jupyter_server(browser: Any) -> Iterator[jupyter.JupyterServer]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def module_server(browser: Any) -> Iterator[jupyter.JupyterServer]:
+    """A server of the module's own: no tab of another module's notebook is restored next to its own."""
+    server = jupyter.start_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
     """test-artifacts/ in the repository root (git-ignored): screenshots for people to look at."""

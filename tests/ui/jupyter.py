@@ -418,12 +418,31 @@ def testid(name: str) -> str:
     return f"[data-testid={name}]"
 
 
+TABS = ("token", "edge", "heads", "atlas", "settings")
+
+
+def open_tab(root: Any, name: str) -> Any:
+    """Show the inspector's tab ``name`` (one of TABS) as a user clicks it, nothing where it is shown; its pane."""
+    if name not in TABS:
+        raise ValueError(f"no inspector tab {name!r}: one of {TABS}")
+    tab = root.locator(testid("headsne-settings" if name == "settings" else f"headsne-tab-{name}"))
+    if tab.get_attribute("aria-selected") != "true":
+        tab.click()
+    return root.locator(testid(f"headsne-pane-{name}"))
+
+
 def open_settings(root: Any) -> None:
-    """Unfold the widget's settings (the mode control and the fields sit there, folded at first), as a user
-    clicks their toggle; nothing where they are open."""
-    settings = root.locator(testid("headsne-settings"))
-    if settings.get_attribute("aria-expanded") != "true":
-        settings.click()
+    """Show the widget's settings (the t-SNE's fields and the display options: the inspector's settings tab), as a
+    user clicks the tab; nothing where it is shown. The mode control is on view in the map's row."""
+    open_tab(root, "settings")
+
+
+def notebook_area(page: Any) -> dict[str, float]:
+    """The top and bottom (client px) of the notebook's visible scrolling area in JupyterLab, and its scroll top."""
+    return page.evaluate(
+        "() => { const o = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer');"
+        " const r = o.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, scroll: o.scrollTop}; }"
+    )
 
 
 def canvas_of(root: Any, name: str) -> Any:
@@ -597,6 +616,17 @@ def hover_scatter_point(root: Any, step: float = 4.0) -> dict[str, Any]:
     raise AssertionError(f"hovering the point at {found} did not show the tooltip, 3 times") from miss
 
 
+def watch_a_run(opened: Any, watcher: str, name: str, speed: float = 250.0, timeout: float = 120.0) -> Any:
+    """A fresh run at ``speed`` iterations a second, watched in the page by ``watcher`` (JavaScript of ``(root,
+    drawn0)`` that sets ``window[name]`` and its ``done`` when it has seen enough); what it saw."""
+    root = opened.root
+    opened.ui.execute(f"w.speed = {speed!r}")
+    root.evaluate(watcher, int(dataset(root)["framesDrawn"]))
+    opened.ui.execute("w.run()")
+    opened.page.wait_for_function(f"() => window.{name}.done", timeout=timeout * 1000, polling=100)
+    return opened.page.evaluate(f"() => window.{name}")
+
+
 # ---------------------------------------------------------------------------------------------------
 # one notebook with the widget, opened and run
 
@@ -629,11 +659,19 @@ class OpenedWidget:
 
 
 def open_widget(
-    server: JupyterServer, browser: Any, name: str, cells: list[str], flavour: str = "lab", timeout: float = 120.0
+    server: JupyterServer,
+    browser: Any,
+    name: str,
+    cells: list[str],
+    flavour: str = "lab",
+    timeout: float = 120.0,
+    *,
+    viewport: tuple[int, int] = (1600, 1200),
 ) -> OpenedWidget:
-    """Write notebook ``name`` (first cell shows the widget), open it, run the cells, wait for the widget."""
+    """Write notebook ``name`` (first cell shows the widget), open it, run the cells, wait for the widget; in a
+    window of ``viewport`` (a laptop's 1440 x 900, issue 52's 1400 x 900)."""
     write_notebook(server.root_dir / name, cells)
-    context, page, log = new_page(browser)
+    context, page, log = new_page(browser, viewport)
     ui = NotebookUI(page, server, name, flavour)
     try:
         ui.open(timeout)

@@ -83,9 +83,7 @@ def test_a_partner_click_lists_the_exact_pairs_of_that_edge(lab: jupyter.OpenedW
 
 
 def test_a_composition_link_click_selects_that_head(lab: jupyter.OpenedWidget) -> None:
-    fold = lab.root.locator(f"{jupyter.testid('headsne-head-map-panel')} .hs-fold-button").first
-    if fold.get_attribute("aria-expanded") != "true":  # folded at first
-        fold.click()
+    jupyter.open_tab(lab.root, "heads")  # the composition links sit under the related heads
     layer, head = lab.ui.query("[w.layer, w.head]")
     lab.root.locator(jupyter.testid("headsne-composition-ask")).first.click()
     box = lab.root.locator(jupyter.testid("headsne-composition")).first

@@ -109,6 +109,8 @@ def test_the_map_shows_one_point_per_occurrence(lab: jupyter.OpenedWidget) -> No
     assert title == "max attention to 'bank' · head × occurrence", title
     for hidden in ("headsne-atlas", "headsne-head-map-panel", "headsne-attribution", "headsne-decomposition-panel"):
         assert not lab.root.locator(jupyter.testid(hidden)).first.is_visible(), f"{hidden} shown in word mode"
+    for tab in ("edge", "heads", "atlas"):  # the inspector's tabs of one text
+        assert not lab.root.locator(jupyter.testid(f"headsne-tab-{tab}")).first.is_visible(), f"the {tab} tab"
     assert not lab.root.locator(jupyter.testid("headsne-sort-heads")).first.is_visible()
     assert lab.root.locator(jupyter.testid("headsne-play-layers")).first.is_visible()
     assert lab.log.widget_errors() == [], lab.log.widget_errors()

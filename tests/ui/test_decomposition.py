@@ -57,10 +57,8 @@ def _data(locator: Any) -> dict[str, str]:
 
 
 def _open_panel(lab: jupyter.OpenedWidget) -> tuple[Any, Any]:
+    jupyter.open_tab(lab.root, "token")  # what wrote it: the inspector's token tab
     panel = lab.root.locator(jupyter.testid("headsne-decomposition-panel")).first
-    fold = panel.locator(".hs-fold-button").first
-    if fold.get_attribute("aria-expanded") != "true":
-        fold.click()
     heads = lab.root.locator(jupyter.testid("headsne-decomposition-heads")).first
     note = lab.root.locator(jupyter.testid("headsne-decomposition-note")).first
     _wait(
@@ -115,6 +113,7 @@ def test_a_click_on_a_head_row_selects_that_head(lab: jupyter.OpenedWidget) -> N
     assert ink["chromatic"] > 500 and ink["colours"] > 20, ink  # a diverging map, not a blank canvas
     d = _data(heads)
     target = 7 if lab.ui.query("w.head") != 7 else 3
+    heads.scroll_into_view_if_needed()  # in the inspector's token tab, which scrolls inside its column
     box = heads.bounding_box()
     assert box is not None
     x = box["x"] + float(d["labelWidth"]) + 30

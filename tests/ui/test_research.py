@@ -445,7 +445,7 @@ _REPLAY_WATCH_JS = """
 (root) => {
   const timeline = root.querySelector('[data-testid=headsne-timeline]');
   const button = root.querySelector('[data-testid=headsne-replay]');
-  const speed = root.querySelector('select[aria-label=speed]');
+  const speed = root.querySelector('[data-testid=headsne-iteration]');  // the counter, left of the replay button
   const w = {samples: [], done: false, started: false};
   window.__headsneReplay = w;
   const sample = () => {

@@ -47,9 +47,7 @@ def lab(browser: Any) -> Iterator[jupyter.OpenedWidget]:
 
 
 def _head_map(lab: jupyter.OpenedWidget) -> Any:
-    fold = lab.root.locator(f"{jupyter.testid('headsne-head-map-panel')} .hs-fold-button").first
-    if fold.get_attribute("aria-expanded") != "true":  # folded at first, for the widget to fit 900 px
-        fold.click()
+    jupyter.open_tab(lab.root, "heads")  # the inspector's heads tab (shown at first)
     canvas = lab.root.locator(jupyter.testid("headsne-head-map")).first
     deadline = time.monotonic() + 90
     while canvas.get_attribute("data-state") != "drawn":

@@ -1,14 +1,15 @@
-// Why a head attends (data-testid="headsne-attribution", below the map): a click on a token in the map pins it as
-// the query; its partners in the selected head (the keys it attends to most, the edges drawn on hover) are listed,
-// and a click on one asks Python (`attribution_request`) for that edge's score split into (query-side, key-side)
-// component pairs; the answer (`attribution`) lists the largest, or the library's error. Under the related heads
-// (data-testid="headsne-composition"): a button asks for the composition links (control "composition"), then the
-// earlier heads feeding the selected head's queries, keys and values most, each a button that selects that head.
-// Text via textContent only.
+// Why a head attends, in the inspector (js/views/inspector.js): a click on a token in the map pins it as the query
+// and opens the token tab, which lists its partners in the selected head (the keys it attends to most, the edges
+// drawn on hover, data-testid="headsne-attribution-partners"); a click on one asks Python (`attribution_request`)
+// for that edge's score split into (query-side, key-side) component pairs and opens the edge tab, where the answer
+// (`attribution`, data-testid="headsne-attribution") lists the largest, or the library's error. In the heads tab,
+// under the related heads (data-testid="headsne-composition"): a button asks for the composition links (control
+// "composition"), then the earlier heads feeding the selected head's queries, keys and values most, each a button
+// that selects that head. Text via textContent only.
 
 import { disposer, el, span } from "../../lib/dom.js";
 import { headOf, partnersAt } from "../../store/state.js";
-import { setFold } from "../panels.js";
+import { occurrenceParts } from "../tooltip.js";
 
 /**
  * @typedef {import("../../store/state.js").State} State
@@ -49,32 +50,81 @@ export function linkLine(link) {
 }
 
 /**
- * @param {{dom: {below: HTMLElement, headMapPanel: HTMLElement}, store: import("../../store/store.js").Store<State>,
- *   intents: import("../../store/intents.js").Intents}} ctx
+ * The composition links of the selected head: the button that asks for them, what is computing, the error, or the
+ * earlier heads feeding it, each a button that selects that head.
+ * @param {{links: HTMLElement, ask: HTMLButtonElement}} parts
+ * @param {State} s
+ * @param {import("../../store/intents.js").Intents} intents
  */
-export function createAttribution({ dom, store, intents }) {
-  const scope = disposer();
-  let pinned = -1;
-  const label = "why a head attends";
-  const fold = el("button", { className: "hs-fold-button", "aria-expanded": "false" });
-  const title = el("div", { className: "hs-panel-title" }, [fold, span("hs-why-title", label)]);
+function fillLinks({ links, ask }, s, intents) {
+  const c = s.composition;
+  const { layer, head } = headOf(s);
+  links.dataset.state = c?.state ?? "";
+  if (!c || c.state === "running") {
+    ask.disabled = Boolean(c);
+    ask.textContent = c ? "computing the composition links…" : `which earlier heads feed L${layer} H${head}?`;
+    links.replaceChildren(ask);
+    return;
+  }
+  if (c.state === "error") {
+    ask.disabled = false;
+    links.replaceChildren(ask, el("div", { className: "hs-why-note", text: String(c.error) }));
+    return;
+  }
+  const found = /** @type {Link[]} */ (c.links ?? []);
+  const heading = span(
+    "hs-legend-title",
+    found.length ? `L${c.layer} H${c.head} is fed by` : `L${c.layer} H${c.head}: no earlier head`,
+  );
+  links.replaceChildren(
+    heading,
+    ...found.map((link) => {
+      const b = el("button", {
+        className: "hs-related hs-composition",
+        dataset: { layer: String(link.layer), head: String(link.head), kind: link.kind },
+        title: `select layer ${link.layer} head ${link.head}: it feeds the ${SIDES[link.kind] ?? link.kind} of L${c.layer} H${c.head} (composition ${link.score.toFixed(3)})`,
+        text: linkLine(link),
+      });
+      b.addEventListener("click", () => intents.selectHead(link.layer, link.head));
+      return b;
+    }),
+  );
+}
+
+/**
+ * The token tab's partners (first in the pane) and the edge tab's answer.
+ * @param {{tokenPane: HTMLElement, edgePane: HTMLElement}} dom
+ */
+function buildParts(dom) {
   const query = el("div", { className: "hs-why-query", dataset: { testid: "headsne-attribution-query" } });
   const partners = el("div", { className: "hs-related-list", dataset: { testid: "headsne-attribution-partners" } });
+  const pinnedBox = el("div", { className: "hs-why-pinned", dataset: { testid: "headsne-token-partners" } }, [
+    query,
+    partners,
+  ]);
+  dom.tokenPane.prepend(pinnedBox);
   const note = el("div", { className: "hs-why-note", dataset: { testid: "headsne-attribution-note" } });
   const pairs = el("ol", { className: "hs-why-pairs", dataset: { testid: "headsne-attribution-pairs" } });
   const result = el("div", { className: "hs-why-result", dataset: { testid: "headsne-attribution-result" } }, [
     note,
     pairs,
   ]);
-  const panel = el("div", { className: "hs-panel hs-fold hs-why", dataset: { testid: "headsne-attribution" } }, [
-    title,
-    query,
-    partners,
+  const panel = el("div", { className: "hs-why", dataset: { testid: "headsne-attribution" } }, [
+    el("div", { className: "hs-pane-title", text: "why the head attends: the edge's score in component pairs" }),
     result,
   ]);
-  setFold(panel, fold, label, false); // folded at first: the first view fits a laptop's window
-  scope.listen(fold, "click", () => setFold(panel, fold, label, panel.dataset.open !== "true"));
-  dom.below.append(panel);
+  dom.edgePane.append(panel);
+  return { query, partners, pinnedBox, note, pairs, result, panel };
+}
+
+/**
+ * @param {{dom: {tokenPane: HTMLElement, edgePane: HTMLElement, headMapPanel: HTMLElement},
+ *   store: import("../../store/store.js").Store<State>, intents: import("../../store/intents.js").Intents}} ctx
+ */
+export function createAttribution({ dom, store, intents }) {
+  const scope = disposer();
+  let pinned = -1;
+  const { query, partners, pinnedBox, note, pairs, result, panel } = buildParts(dom);
 
   const ask = el("button", {
     className: "hs-related",
@@ -89,9 +139,17 @@ export function createAttribution({ dom, store, intents }) {
   function showPartners() {
     const s = store.state;
     const tokens = s.doc.tokens;
+    partners.replaceChildren();
     if (pinned < 0 || pinned >= tokens.length) {
-      query.textContent = "";
-      partners.replaceChildren();
+      query.textContent = s.doc.word
+        ? "click a point in the map: its occurrence, in its sentence"
+        : "click a point in the map: its partners, and what wrote its state";
+      return;
+    }
+    if (s.doc.word) {
+      // word mode: the occurrence in its own sentence (no attention between the texts)
+      const { head: line, context } = occurrenceParts(s.doc, pinned);
+      query.replaceChildren(line, context);
       return;
     }
     const { layer, head } = headOf(s);
@@ -131,57 +189,30 @@ export function createAttribution({ dom, store, intents }) {
     );
   }
 
-  function showLinks() {
-    const c = store.state.composition;
-    const { layer, head } = headOf(store.state);
-    links.dataset.state = c?.state ?? "";
-    if (!c || c.state === "running") {
-      ask.disabled = Boolean(c);
-      ask.textContent = c ? "computing the composition links…" : `which earlier heads feed L${layer} H${head}?`;
-      links.replaceChildren(ask);
-      return;
-    }
-    if (c.state === "error") {
-      ask.disabled = false;
-      links.replaceChildren(ask, el("div", { className: "hs-why-note", text: String(c.error) }));
-      return;
-    }
-    const found = /** @type {Link[]} */ (c.links ?? []);
-    const heading = span(
-      "hs-legend-title",
-      found.length ? `L${c.layer} H${c.head} is fed by` : `L${c.layer} H${c.head}: no earlier head`,
-    );
-    links.replaceChildren(
-      heading,
-      ...found.map((link) => {
-        const b = el("button", {
-          className: "hs-related hs-composition",
-          dataset: { layer: String(link.layer), head: String(link.head), kind: link.kind },
-          title: `select layer ${link.layer} head ${link.head}: it feeds the ${SIDES[link.kind] ?? link.kind} of L${c.layer} H${c.head} (composition ${link.score.toFixed(3)})`,
-          text: linkLine(link),
-        });
-        b.addEventListener("click", () => intents.selectHead(link.layer, link.head));
-        return b;
-      }),
-    );
-  }
+  const showLinks = () => fillLinks({ links, ask }, store.state, intents);
 
   scope.add(
     store.on("pin", (/** @type {number} */ token) => {
       pinned = token;
-      setFold(panel, fold, label, true); // a click on the map asks: the answer opens
       showPartners();
     }),
   );
   scope.add(store.watch(["edges", "layer", "head", "mode", "edge_k", "doc", "rows"], showPartners));
   scope.add(store.watch(["attribution", "doc"], showAnswer));
   // word mode: no attention between the occurrences (each is in a text of its own)
-  scope.add(store.watch(["doc"], (s) => (panel.hidden = links.hidden = Boolean(s.doc.word))));
+  scope.add(
+    store.watch(["doc"], (s) => {
+      panel.hidden = links.hidden = Boolean(s.doc.word);
+      pinned = -1;
+      showPartners();
+    }),
+  );
   scope.add(store.watch(["composition", "layer", "head"], showLinks));
   return {
     destroy: () => {
       scope.dispose();
       panel.remove();
+      pinnedBox.remove();
       links.remove();
     },
   };

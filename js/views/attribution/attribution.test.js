@@ -6,8 +6,7 @@
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "../../test-helpers/fake-dom.js";
-import { encodeArray } from "../../model/codecs.js";
-import { TOKENS, mount as mountOn } from "../../test-helpers/widget-fixture.js";
+import { TOKENS, attendsNext, clickAPoint, mount as mountOn } from "../../test-helpers/widget-fixture.js";
 import { attributionNote, linkLine, pairLine } from "./attribution.js";
 
 let widget;
@@ -19,32 +18,7 @@ before(async () => {
 const mount = (extra) => mountOn(widget, extra);
 const n = TOKENS.length;
 // token t attends to (t + 1) % n most (0.6), then (t + 2) % n (0.3)
-const ATTENDS = {
-  indices: encodeArray(
-    Int32Array.from({ length: 2 * n }, (_, k) => (Math.floor(k / 2) + 1 + (k % 2)) % n),
-    [n, 2],
-  ),
-  weights: encodeArray(
-    Float32Array.from({ length: 2 * n }, (_, k) => (k % 2 ? 0.3 : 0.6)),
-    [n, 2],
-  ),
-};
-
-/** Click the map where a point answers (probed with mouse moves, as a user finds one); its token. */
-function clickAPoint(root) {
-  const canvas = root.querySelector("[data-testid=headsne-scatter]");
-  const tooltip = root.querySelector("[data-testid=headsne-tooltip]");
-  for (let y = 0; y < 400; y += 2) {
-    for (let x = 0; x < 600; x += 2) {
-      canvas.dispatchEvent(new MouseEvent("mousemove", { clientX: x, clientY: y, bubbles: true }));
-      if (!tooltip.hidden) {
-        canvas.dispatchEvent(new MouseEvent("click", { clientX: x, clientY: y, bubbles: true }));
-        return Number(/#(\d+)/.exec(tooltip.textContent)[1]);
-      }
-    }
-  }
-  throw new Error("no point answered anywhere on the map");
-}
+const ATTENDS = attendsNext(n);
 
 test("a pair's line names both sides and its share of the score; the note says what is going on", () => {
   const pair = { query: "embedding", key: "L0 H2", score: 0.6123, share: 0.61 };

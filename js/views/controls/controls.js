@@ -1,6 +1,6 @@
 // The run row: play/pause/restart/stop, the iteration counter, KL and its sparkline, the timeline of
-// recorded frames, replay, speed and the settings' fold; and in the map's title bar the help, reset zoom and
-// the exports. Buttons call the intents; the row follows the state (run state, speed, replaying,
+// recorded frames and replay; the playback speed in the inspector's settings tab; and in the map's title bar the
+// help, reset zoom and the exports. Buttons call the intents; the row follows the state (run state, speed, replaying,
 // recording); the readout is written by the run panel (js/views/controls/run-panel.js) at its own pace.
 
 import { button, disposer, el } from "../../lib/dom.js";
@@ -54,10 +54,6 @@ function buildRow() {
       { className: "hs-replay", disabled: true, "aria-pressed": "false" },
     ),
     speed: el("select", { title: "playback speed (iterations per second)", "aria-label": "speed" }),
-    settings: button("⚙", "headsne-settings", "settings: the t-SNE parameters and the display options", {
-      "aria-expanded": "false",
-      "aria-label": "settings",
-    }),
     exportPng: button("PNG", "headsne-export-png", "save the title, the grid, the map and the legends as a PNG (2x)"),
     exportSvg: button(
       "SVG",
@@ -69,7 +65,10 @@ function buildRow() {
     help: el("span", {
       className: "hs-help",
       text: "?",
-      title: "the map: scroll to zoom · drag to pan · shift + drag to lasso · double-click to reset the zoom",
+      title:
+        "the map: scroll to zoom · drag to pan · shift + drag to lasso · double-click to reset the zoom · click a " +
+        "point: the inspector shows its partners and what wrote it; click a partner: why the head attends\n" +
+        "a word across many texts: HeadSNE.contexts(word, texts) maps its occurrences",
     }),
   };
   const row = [
@@ -78,10 +77,9 @@ function buildRow() {
     el("span", { className: "hs-group" }, [e.kl, e.spark]),
     e.timeline,
     e.replay,
-    e.speed,
-    e.settings,
   ];
-  return { e, row, bar: [e.help, e.reset, e.exportPng, e.exportSvg, e.record] };
+  const playback = [el("span", { className: "hs-param-head", text: "playback" }), el("label", {}, ["speed", e.speed])];
+  return { e, row, playback, bar: [e.help, e.reset, e.exportPng, e.exportSvg, e.record] };
 }
 
 /**
@@ -95,20 +93,16 @@ export function speedOptions(value) {
 }
 
 /**
- * @param {{dom: {runRow: HTMLElement, exportBar: HTMLElement, paramRow: HTMLElement, status: HTMLElement,
+ * @param {{dom: {runRow: HTMLElement, exportBar: HTMLElement, playbackRow: HTMLElement, status: HTMLElement,
  *   hint: HTMLElement}, store: import("../../store/store.js").Store<State>, intents: import("../../store/intents.js").Intents,
  *   clock: import("../../lib/schedule.js").Clock, recorder: import("../../model/recorder.js").FrameRecorder}} ctx
  */
 export function createControls({ dom, store, intents, clock, recorder }) {
-  const { e, row, bar } = buildRow();
+  const { e, row, playback, bar } = buildRow();
   dom.runRow.append(...row);
+  dom.playbackRow.append(...playback);
   dom.exportBar.append(...bar);
-  e.settings.setAttribute("aria-controls", dom.paramRow.id);
   const scope = disposer();
-  scope.listen(e.settings, "click", () => {
-    dom.paramRow.hidden = !dom.paramRow.hidden;
-    e.settings.setAttribute("aria-expanded", String(!dom.paramRow.hidden));
-  });
   scope.listen(e.play, "click", () => intents.togglePlay());
   scope.listen(e.restart, "click", () => intents.run("restart"));
   scope.listen(e.stop, "click", () => intents.run("stop"));

@@ -1,6 +1,6 @@
-// The settings, folded under the run row (its "settings" button): the affinities (attention head or hidden
-// states) and the t-SNE parameters, then the display options (labels, edges per token, quantile axes and
-// their knots). Every input writes its trait through the intents and follows the trait when Python
+// The settings: the mode control, on view in the map's view row ("map of": attention head, hidden states, ...),
+// and in the inspector's settings tab the t-SNE parameters, then the display options (labels, edges per token,
+// quantile axes and their knots). Every input writes its trait through the intents and follows the trait when Python
 // changes it; an entry out of Python's bounds (js/model/model.js BOUNDS) is marked, says why, and is not sent.
 
 import { disposer, el } from "../../lib/dom.js";
@@ -124,7 +124,7 @@ function field(spec, scope, intents) {
 }
 
 /**
- * @param {{dom: {paramRow: HTMLElement}, store: import("../../store/store.js").Store<State>,
+ * @param {{dom: {paramRow: HTMLElement, modeSlot: HTMLElement}, store: import("../../store/store.js").Store<State>,
  *   intents: import("../../store/intents.js").Intents}} ctx
  */
 export function createParams({ dom, store, intents }) {
@@ -159,12 +159,12 @@ export function createParams({ dom, store, intents }) {
     return { trait, box, node: el("label", { title }, [box, label]) };
   });
   const [exclude, quantile] = checks;
-  const modeLabel = labelled(mode, "affinities");
+  const modeLabel = labelled(mode, "map of");
+  dom.modeSlot.append(modeLabel);
   const group = (/** @type {string} */ name, /** @type {HTMLElement[]} */ items) =>
     el("div", { className: "hs-param-group" }, [el("span", { className: "hs-param-head", text: name }), ...items]);
   dom.paramRow.append(
     group("t-SNE", [
-      modeLabel,
       ...inputs.slice(0, PARAMS.length).map(({ input, spec }) => labelled(input, spec.label)),
       exclude.node,
     ]),

@@ -1,5 +1,6 @@
 // The view row: search over the text, the selection (count, clear; shown when there is one), box-select
-// mode, colour by, and the direction of the hover edges. View traits are written through the intents and
+// mode; and in the legend row under the map, at the head of the legends they change, colour by and the direction of
+// the hover edges. View traits are written through the intents and
 // followed when Python changes them. "your values" can be chosen once Python gave values (w.color_by =
 // values): before that it is disabled, with the hint of how to give them.
 
@@ -62,23 +63,19 @@ function buildRow() {
   };
   e.box.setAttribute("aria-pressed", "false");
   e.chosen.hidden = true;
-  const row = [
-    el("span", { className: "hs-group" }, [e.search, e.found]),
-    e.chosen,
-    e.box,
-    el("label", {}, ["colour", e.colour]),
-    el("label", {}, ["hover edges", e.edges]),
-  ];
-  return { e, row };
+  const row = [el("span", { className: "hs-group hs-search-group" }, [e.search, e.found]), e.chosen, e.box];
+  return { e, row, colour: el("label", {}, ["colour", e.colour]), edges: el("label", {}, ["hover edges", e.edges]) };
 }
 
 /**
- * @param {{dom: {viewRow: HTMLElement}, store: import("../../store/store.js").Store<State>,
- *   intents: import("../../store/intents.js").Intents}} ctx
+ * @param {{dom: {viewRow: HTMLElement, colourSlot: HTMLElement, edgeSlot: HTMLElement},
+ *   store: import("../../store/store.js").Store<State>, intents: import("../../store/intents.js").Intents}} ctx
  */
 export function createViewBar({ dom, store, intents }) {
-  const { e, row } = buildRow();
+  const { e, row, colour, edges } = buildRow();
   dom.viewRow.append(...row);
+  dom.colourSlot.append(colour);
+  dom.edgeSlot.append(edges);
   const scope = disposer();
   scope.listen(e.search, "input", () => intents.search(e.search.value));
   scope.listen(e.search, "keydown", (/** @type {KeyboardEvent} */ event) => {

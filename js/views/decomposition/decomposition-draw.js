@@ -12,6 +12,22 @@ export const LABEL_W = 34; // CSS px of the head labels left of the map
  */
 
 /**
+ * Size `canvas` to `width` x `height` CSS px at the screen's pixel ratio, its context `c` scaled to CSS px.
+ * @param {HTMLCanvasElement} canvas
+ * @param {CanvasRenderingContext2D} c
+ * @param {number} width
+ * @param {number} height
+ */
+export function sizeCanvas(canvas, c, width, height) {
+  const dpr = window.devicePixelRatio || 1;
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  canvas.width = Math.round(width * dpr);
+  canvas.height = Math.round(height * dpr);
+  c.setTransform(dpr, 0, 0, dpr, 0, 0);
+}
+
+/**
  * The token's four shares: their stack on the left (positive up from 0, negative down), then one bar per term with
  * its value and name, on one axis.
  * @param {CanvasRenderingContext2D} c

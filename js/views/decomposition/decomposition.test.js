@@ -1,12 +1,13 @@
-// The decomposition panel (js/views/decomposition/): the pure parts, and the wiring with a fake model: opening the
-// fold asks Python once, the chart follows the hovered token with the shares Python sent, the heads x tokens map
-// draws and a click on a head row selects that head in one write; token text is text, never HTML.
+// What wrote it (js/views/decomposition/, the inspector's token tab): the pure parts, and the wiring with a fake
+// model: showing the token tab asks Python once, the chart follows the hovered token (and the clicked one once the
+// pointer leaves) with the shares Python sent, the heads x tokens map draws and a click on a head row selects that
+// head in one write; token text is text, never HTML.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "../../test-helpers/fake-dom.js";
 import { encodeArray } from "../../model/codecs.js";
-import { H, TOKENS, mount as mountOn } from "../../test-helpers/widget-fixture.js";
+import { H, TOKENS, clickAPoint, mount as mountOn } from "../../test-helpers/widget-fixture.js";
 import { rowAt, shareRgb, shareText, stackShares, tokenShares, TERMS } from "./decomposition-parts.js";
 import { decompositionNote } from "./decomposition.js";
 
@@ -32,7 +33,8 @@ const decomposed = (layer = 0) => ({
 });
 
 const $ = (root, id) => root.querySelector(`[data-testid=${id}]`);
-const openFold = (root) => $(root, "headsne-decomposition-panel").querySelector(".hs-fold-button").click();
+const openTab = (root) => $(root, "headsne-tab-token").click();
+const otherTab = (root) => $(root, "headsne-tab-heads").click();
 
 test("a token's shares, their stack, the diverging colour and the head rows", () => {
   const terms = { data: TERM_DATA, shape: [4, n] };
@@ -61,30 +63,50 @@ test("a token's shares, their stack, the diverging colour and the head rows", ()
   assert.equal(rowAt(35, 3, 10), -1);
   assert.equal(shareText(-0.0314), "−0.031");
   assert.equal(TERMS.map((t) => t.label).join(), "input,attention,feed-forward,correction");
-  assert.match(decompositionNote(/** @type {any} */ ({ layer: 2 })), /open to decompose layer 2/);
+  assert.match(
+    decompositionNote(/** @type {any} */ ({ layer: 2 })),
+    /open this tab to split each token's state at layer 2/,
+  );
   assert.equal(decompositionNote(/** @type {any} */ ({ layer: 2, decomposition_state: "error", status: "no" })), "no");
 });
 
-test("opening the fold asks Python once; nothing is asked while it stays folded", async () => {
+test("showing the token tab asks Python once; nothing is asked while another tab is shown", async () => {
   const { model, root, cleanup } = mount({ decomposition_state: "idle" });
   await Promise.resolve();
   const sends = () => model.calls.filter(([kind]) => kind === "send").map(([, m]) => m);
   assert.deepEqual(sends(), []);
-  assert.equal($(root, "headsne-decomposition-panel").dataset.open, "false");
-  openFold(root);
+  assert.equal($(root, "headsne-pane-token").hidden, true, "the heads tab is shown at first");
+  openTab(root);
+  assert.equal($(root, "headsne-pane-token").hidden, false);
   assert.deepEqual(sends(), [{ type: "control", action: "decomposition" }]);
   model.emit({ decomposition_state: "running" });
-  assert.match($(root, "headsne-decomposition-note").textContent, /decomposing layer 0/);
-  openFold(root); // fold and open again while it runs: no second request
-  openFold(root);
+  assert.match($(root, "headsne-decomposition-note").textContent, /splitting each token's state at layer 0/);
+  otherTab(root); // away and back while it runs: no second request
+  openTab(root);
   assert.equal(sends().length, 1);
+  cleanup();
+});
+
+test("a click on a point shows its shares once the pointer leaves, whatever was hovered on the way", async () => {
+  const { model, root, cleanup, clock } = mount(decomposed(0));
+  await Promise.resolve();
+  clock.advance(100); // the frame drawn
+  const clicked = clickAPoint(root);
+  assert.ok(clicked >= 0, "a point answered");
+  assert.equal($(root, "headsne-pane-token").hidden, false, "the click opened the token tab");
+  const chart = $(root, "headsne-decomposition-chart");
+  const other = (clicked + 1) % n;
+  model.emit({ hovered: other }); // on the way to the inspector
+  assert.equal(chart.dataset.token, String(other), "the hovered token while the pointer is on it");
+  model.emit({ hovered: null });
+  assert.equal(chart.dataset.token, String(clicked), "then the clicked one");
   cleanup();
 });
 
 test("the chart follows the hovered token; a head row's click selects the head", async () => {
   const { model, root, cleanup } = mount({ ...decomposed(0), tokens: ["[CLS]", "<b>x</b>", "world", ".", "[SEP]"] });
   await Promise.resolve();
-  openFold(root);
+  openTab(root);
   const chart = $(root, "headsne-decomposition-chart");
   assert.equal(chart.dataset.state, "waiting", "no token hovered yet");
   model.emit({ hovered: 1 });
@@ -123,7 +145,7 @@ test("the chart follows the hovered token; a head row's click selects the head",
 test("a refusal is shown as Python words it", async () => {
   const { model, root, cleanup } = mount({ decomposition_state: "idle" });
   await Promise.resolve();
-  openFold(root);
+  openTab(root);
   model.emit({ decomposition_state: "error", status: "cannot decompose layer 0: beyond the memory budget" });
   assert.match($(root, "headsne-decomposition-note").textContent, /memory budget/);
   assert.equal($(root, "headsne-decomposition-chart").dataset.state, "waiting");

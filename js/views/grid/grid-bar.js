@@ -19,7 +19,7 @@ export const GRID_NORMS = /** @type {const} */ ([
   ["above_uniform", "above uniform"],
 ]);
 
-export const GRID_TITLE = "max attention · head × token: click a head";
+export const GRID_TITLE = "max attention: click a head";
 
 /**
  * The grid's title: in word mode what its columns are.
@@ -45,7 +45,18 @@ export function gridMeaning(norm, word = "") {
       "colour: attention above uniform, the largest over queries of (A_ij m_i - 1) / (m_i - 1) with m_i the keys " +
       "query i may see; 0 = no query attends to the token more than uniformly, 1 = a query attends only to it"
     );
-  return "colour: max attention, the largest attention any query gives the token (thesis Def. 4.2)";
+  return "colour: max attention, the largest attention any query gives the token";
+}
+
+/**
+ * What the grid drawn leaves out where the map is value-weighted (mode "norm"): the grid is the attention weights
+ * themselves, not weighted by what each key sends, unless Python sent a grid of its own for the mode ("" else).
+ * @param {string | undefined} mode
+ * @param {string | undefined} norm the grid drawn
+ */
+export function gridCaveat(mode, norm) {
+  if (mode !== "norm" || norm === "norm") return "";
+  return " · the map is value-weighted; this grid is the raw attention weights";
 }
 
 /**
@@ -100,11 +111,11 @@ export function createGridBar({ dom, store, intents }) {
     sort.disabled = !(s.score_names ?? []).length || Boolean(s.offline); // the order comes from the kernel
     norm.value = s.grid_norm ?? "raw";
     const shown = s.grid ? s.grid.norm : s.grid_norm;
-    setText(note, gridMeaning(shown, s.doc.word));
+    setText(note, gridMeaning(shown, s.doc.word) + gridCaveat(s.mode, shown));
     note.title =
       s.grid && s.grid_norm && s.grid.norm !== s.grid_norm ? `the ${s.grid_norm} grid is not here: ${shown} shown` : "";
   }
-  scope.add(store.watch(["score_names", "sort_heads", "grid_norm", "grid", "offline", "doc"], update));
+  scope.add(store.watch(["score_names", "sort_heads", "grid_norm", "grid", "offline", "doc", "mode"], update));
 
   /** Word mode: the title, no sort, the play button (a stop button while playing). @param {State} s */
   function showWordMode(s) {

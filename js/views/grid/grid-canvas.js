@@ -5,7 +5,8 @@
 // canvas draws rows, everything else (the hit cell, the cursor, the selection) is in the model's heads.
 
 import { max } from "d3-array";
-import { gridGeometry, layerTop } from "../../paint/grid-geometry.js";
+import { columnsNote, gridGeometry, layerTop } from "../../paint/grid-geometry.js";
+import { setText } from "../../lib/schedule.js";
 import { drawGrid, paintHeat, paintHeatLegend } from "../../paint/grid-paint.js";
 import { gridHit } from "../scatter/hittest.js";
 import { headOf } from "../../store/state.js";
@@ -18,7 +19,7 @@ import { mapRow, rowOrder, rowsInOrder } from "./grid-order.js";
 
 export class GridCanvas {
   /**
-   * @param {{gridScroll: HTMLElement, legend: HTMLCanvasElement, legendMax: HTMLElement}} dom
+   * @param {{gridScroll: HTMLElement, gridBins: HTMLElement, legend: HTMLCanvasElement, legendMax: HTMLElement}} dom
    * @param {() => State} state
    */
   constructor(dom, state) {
@@ -79,7 +80,7 @@ export class GridCanvas {
       geom,
       theme: s.theme,
       image: this.image,
-      tokens: s.doc.tokens,
+      header: s.doc.word ? (/** @type {number} */ t) => `${t + 1}` : (/** @type {number} */ t) => s.doc.tokens[t] ?? "",
       selected: sel.hidden ? sel : mapRow(order, sel, "toRow"),
       headAt: order.headAt,
       hidden: sel.hidden,
@@ -111,6 +112,8 @@ export class GridCanvas {
     const range = { gap: geom.gap, tokenStart: geom.t0, tokenEnd: geom.t1 };
     for (const [key, value] of Object.entries({ ...layout, ...range })) canvas.dataset[key] = String(value);
     canvas.dataset.overview = geom.binned ? `max over bins of ${(geom.count / geom.columns).toFixed(1)} tokens` : "";
+    canvas.dataset.labelEvery = String(geom.labelEvery);
+    setText(this.dom.gridBins, columnsNote(geom));
     this.paintImage();
     this.draw();
   }
@@ -135,6 +138,7 @@ export class GridCanvas {
       this.L = this.H = this.n = 0;
       this.geom = null;
       this.canvas.width = this.canvas.height = 0;
+      setText(this.dom.gridBins, "");
       return;
     }
     if (grid.shape[2] !== this.n) this.view = [0, 0];

@@ -7,7 +7,7 @@ import { installDom } from "../../test-helpers/fake-dom.js";
 import { encodeArray } from "../../model/codecs.js";
 import { H, L, TOKENS, clickCell, mount as mountOn } from "../../test-helpers/widget-fixture.js";
 import { mapRow, rowOrder, rowsInOrder } from "./grid-order.js";
-import { gridMeaning, sortOptions } from "./grid-bar.js";
+import { gridCaveat, gridMeaning, sortOptions } from "./grid-bar.js";
 
 let widget;
 before(async () => {
@@ -147,4 +147,11 @@ test("the colour's meaning names each grid, and the sort offers the model's orde
     ["", "model order"],
     ["sink", "sink"],
   ]);
+});
+
+test("in value-weighted mode the grid's note says plainly that it shows the raw weights", () => {
+  assert.equal(gridCaveat("attention", "raw"), "");
+  assert.match(gridCaveat("norm", "raw"), /value-weighted; this grid is the raw attention weights/);
+  assert.match(gridCaveat("norm", "above_uniform"), /raw attention weights/);
+  assert.equal(gridCaveat("norm", "norm"), "", "a grid of the mode's own says nothing more");
 });

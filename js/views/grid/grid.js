@@ -5,7 +5,8 @@
 // enough. Rows follow `head_order` (js/views/grid/grid-order.js): a click, a hover and the cursor's moves mean the head
 // the row shows. Hovering a cell hovers its token and rests on its row (js/store/intents.js). A double-click resets the
 // zoom and selects nothing: on a zoomed grid a click selects once no second click followed within
-// DOUBLE_CLICK_MS (unzoomed, where a double-click has nothing to reset, a click selects at once).
+// DOUBLE_CLICK_MS (unzoomed, where a double-click has nothing to reset, a click selects at once). A head click opens
+// the inspector's heads tab (js/views/inspector.js).
 
 import { kvGroup, moveCursor, zoomRange } from "../../paint/grid-geometry.js";
 import { GridCanvas } from "./grid-canvas.js";
@@ -21,7 +22,55 @@ export const DOUBLE_CLICK_MS = 300;
  */
 
 /**
- * @param {{dom: {gridScroll: HTMLElement, legend: HTMLCanvasElement, legendMax: HTMLElement},
+ * A key on the focused grid: arrows move the cursor over the rows as shown, Enter or space selects its head, Escape
+ * resets the zoom.
+ * @param {GridCanvas} grid
+ * @param {KeyboardEvent} event
+ * @param {{state: () => State, select: (layer: number, head: number) => void}} parts
+ */
+function keyOnGrid(grid, event, { state, select }) {
+  if (!grid.geom) return;
+  const sel = headOf(state());
+  const c = grid.cursor ?? { layer: sel.layer, head: sel.head };
+  // the cursor moves over the rows as shown (sorted by a score: js/views/grid/grid-order.js), and stays a head
+  const way = sel.hidden ? null : grid.order;
+  const row = way ? mapRow(way, c, "toRow") : c;
+  const next = moveCursor(row, event.key, { L: grid.L, H: grid.H, hidden: sel.hidden });
+  const moved = next && way ? mapRow(way, next, "toHead") : next;
+  if (moved) {
+    grid.cursor = moved;
+  } else if (event.key === "Enter" || event.key === " ") {
+    select(c.layer, c.head);
+    grid.cursor = c;
+  } else if (event.key === "Escape") {
+    grid.resetZoom();
+    grid.cursor = c;
+  } else {
+    return;
+  }
+  event.preventDefault();
+  grid.reveal(grid.cursor.layer);
+  grid.draw();
+}
+
+/**
+ * ctrl / alt + wheel zooms the token axis round the token under the pointer.
+ * @param {GridCanvas} grid
+ * @param {WheelEvent} event
+ */
+function wheelOnGrid(grid, event) {
+  const { geom } = grid;
+  if (!geom || !(event.ctrlKey || event.altKey || event.metaKey)) return;
+  event.preventDefault();
+  const hit = grid.cellAt(event);
+  const at = hit && hit.token >= 0 ? hit.token : (geom.t0 + geom.t1) / 2;
+  grid.view = zoomRange(geom.t0, geom.t1, grid.n, event.deltaY < 0 ? 0.8 : 1.25, at);
+  if (grid.view[0] === 0 && grid.view[1] === grid.n) grid.view = [0, 0];
+  grid.resize();
+}
+
+/**
+ * @param {{dom: {gridScroll: HTMLElement, gridBins: HTMLElement, legend: HTMLCanvasElement, legendMax: HTMLElement},
  *   store: import("../../store/store.js").Store<State>, intents: import("../../store/intents.js").Intents,
  *   clock: import("../../lib/schedule.js").Clock}} ctx
  */
@@ -41,6 +90,7 @@ export function createGrid({ dom, store, intents, clock }) {
   const select = (layer, head) => {
     const sel = headOf(store.state);
     intents.selectHead(layer, sel.hidden ? sel.head : head);
+    if (!store.state.doc.word) intents.showTab("heads"); // the answer to a head click: related heads, what feeds it
   };
 
   /** @param {MouseEvent} event */
@@ -58,43 +108,8 @@ export function createGrid({ dom, store, intents, clock }) {
     grid.draw();
   }
 
-  /** @param {KeyboardEvent} event */
-  function onKey(event) {
-    if (!grid.geom) return;
-    const sel = headOf(store.state);
-    const c = grid.cursor ?? { layer: sel.layer, head: sel.head };
-    // the cursor moves over the rows as shown (sorted by a score: js/views/grid/grid-order.js), and stays a head
-    const way = sel.hidden ? null : grid.order;
-    const row = way ? mapRow(way, c, "toRow") : c;
-    const next = moveCursor(row, event.key, { L: grid.L, H: grid.H, hidden: sel.hidden });
-    const moved = next && way ? mapRow(way, next, "toHead") : next;
-    if (moved) {
-      grid.cursor = moved;
-    } else if (event.key === "Enter" || event.key === " ") {
-      select(c.layer, c.head);
-      grid.cursor = c;
-    } else if (event.key === "Escape") {
-      grid.resetZoom();
-      grid.cursor = c;
-    } else {
-      return;
-    }
-    event.preventDefault();
-    grid.reveal(grid.cursor.layer);
-    grid.draw();
-  }
-
-  /** @param {WheelEvent} event */
-  function onWheel(event) {
-    const { geom } = grid;
-    if (!geom || !(event.ctrlKey || event.altKey || event.metaKey)) return;
-    event.preventDefault();
-    const hit = grid.cellAt(event);
-    const at = hit && hit.token >= 0 ? hit.token : (geom.t0 + geom.t1) / 2;
-    grid.view = zoomRange(geom.t0, geom.t1, grid.n, event.deltaY < 0 ? 0.8 : 1.25, at);
-    if (grid.view[0] === 0 && grid.view[1] === grid.n) grid.view = [0, 0];
-    grid.resize();
-  }
+  const onKey = (/** @type {KeyboardEvent} */ event) => keyOnGrid(grid, event, { state: () => store.state, select });
+  const onWheel = (/** @type {WheelEvent} */ event) => wheelOnGrid(grid, event);
 
   scope.listen(canvas, "mousemove", onMove);
   scope.listen(canvas, "mouseleave", () => {

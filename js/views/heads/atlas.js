@@ -1,6 +1,8 @@
-// The head atlas (data-testid="headsne-atlas"): a small t-SNE thumbnail for every head of a layer (the one
-// shown when it was asked for: `atlas_layer`), computed by Python in the background on request (control
-// "atlas", cancelled by "atlas_stop"), with its progress, sortable by head or by KL; heads not done yet (or
+// The head atlas (data-testid="headsne-atlas", the inspector's atlas tab): a small t-SNE thumbnail for every head of
+// a layer (the one shown when it was asked for: `atlas_layer`), computed by Python in the background on request
+// (control "atlas", cancelled by "atlas_stop"), with its progress, sortable by head or by KL; its caption
+// (data-testid="headsne-atlas-caption") names the layer it shows and says when the map shows another, and the button
+// then computes the map's layer (issue 52); heads not done yet (or
 // never, after a stop) show as empty; a click on a thumbnail selects that layer and head. Its note says
 // with how many iterations and which seed the thumbnails ran, and whether their KLs compare with the
 // map's (a run of other length or seed ends at another KL). The thumbnails are drawn by js/views/heads/atlas-thumb.js;
@@ -57,6 +59,32 @@ export function atlasNote(s) {
 }
 
 /**
+ * The atlas's caption, and whether its layer is not the map's (`stale`).
+ * @param {State} s
+ */
+export function atlasCaption(s) {
+  const map = headOf(s).layer;
+  const shown = s.atlas_layer;
+  if (shown == null || (!s.atlas && s.atlas_state !== "running")) {
+    return { text: `head atlas of layer ${map}: a small t-SNE of each of its heads`, stale: false };
+  }
+  if (shown === map) return { text: `head atlas of layer ${shown}, the map's layer`, stale: false };
+  return { text: `head atlas of layer ${shown}; the map shows layer ${map}`, stale: true };
+}
+
+/**
+ * The button's text: stop a running atlas, compute one, or compute the map's layer where the atlas shows another.
+ * @param {State} s
+ * @param {boolean} stale
+ */
+function runText(s, stale) {
+  const state = s.atlas_state || "idle";
+  if (state === "running") return "■ stop";
+  if (stale) return `▦ compute layer ${headOf(s).layer}`;
+  return state === "done" ? "↻ recompute" : "▦ compute atlas";
+}
+
+/**
  * @param {{dom: {atlasPanel: HTMLElement, atlasTitle: HTMLElement}, store: import("../../store/store.js").Store<State>,
  *   intents: import("../../store/intents.js").Intents}} ctx
  */
@@ -64,7 +92,11 @@ export function createAtlas({ dom, store, intents }) {
   const panel = dom.atlasPanel;
   const scope = disposer();
   const note = el("div", { className: "hs-atlas-note", dataset: { testid: "headsne-atlas-note" } });
-  const title = el("span", { className: "hs-atlas-title", text: "head atlas" });
+  const title = el("span", {
+    className: "hs-atlas-title",
+    text: "head atlas",
+    dataset: { testid: "headsne-atlas-caption" },
+  });
   const run = el("button", {
     dataset: { testid: "headsne-atlas-run" },
     title: "a small t-SNE of every head of the layer",
@@ -130,12 +162,15 @@ export function createAtlas({ dom, store, intents }) {
     const state = s.atlas_state || "idle";
     const H = s.n_heads || 0;
     panel.dataset.state = state;
-    run.textContent = state === "running" ? "■ stop" : state === "done" ? "↻ recompute" : "▦ compute atlas";
+    const caption = atlasCaption(s);
+    run.textContent = runText(s, caption.stale);
     run.disabled = Boolean(s.offline);
     if (s.offline) run.title = "a saved page: computing an atlas needs the notebook's kernel";
     const finished = new Set(s.atlas_heads ?? []);
     progress.textContent = state === "running" ? `${finished.size} / ${H} heads…` : state === "error" ? "failed" : "";
-    title.textContent = `head atlas · layer ${s.atlas_layer ?? headOf(s).layer}`;
+    setText(title, caption.text);
+    title.dataset.stale = String(caption.stale);
+    title.dataset.layer = String(s.atlas_layer ?? "");
     setText(note, atlasNote(s));
     const { atlas, kl, error } = readAtlas(s);
     if (error) progress.textContent = error;

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { nearestPoint, gridHit, pointsInPolygon, boxPolygon } from "./hittest.js";
 import { tokenRows } from "../../lib/tokens.js";
-import { gridGeometry, layerTop, binColumns, zoomRange, kvGroup } from "../../paint/grid-geometry.js";
+import { gridGeometry, layerTop, binColumns, zoomRange, kvGroup, columnsNote } from "../../paint/grid-geometry.js";
 
 test("tokenRows and nearestPoint", () => {
   assert.deepEqual(Array.from(tokenRows([1, 2, 4], 5)), [-1, 0, 1, -1, 2]);
@@ -96,12 +96,23 @@ test("the tooltip stays inside the part of the widget the user sees", async () =
   assert.deepEqual(tooltipAt({ x: 500, y: 300 }, size, box), { x: 514, y: 314 }, "below right of the pointer");
 });
 
-test("the grid fits its box: rows shrink to 5 px, then the layers' title bands to 12 px", () => {
-  // MiniLM (6 x 12 heads) in the 465 px box of a 900 px window: 5 px rows with 18 px bands would take 472 px
+test("every head row is at least 8 px, labelled; a grid taller than its box scrolls, a huge one thins", () => {
+  // MiniLM (6 x 12 heads) in a 465 px box: rows of 8 px, every one labelled, the box scrolls (issue 52)
   const g = gridGeometry(6, 12, 271, 420, { height: 465 });
-  assert.equal(g.cellH, 5);
-  assert.ok(g.height <= 465 && g.gap >= 12 && g.gap < 18, `height ${g.height}, band ${g.gap}`);
-  const roomy = gridGeometry(6, 12, 271, 420, { height: 900 });
-  assert.equal(roomy.gap, 18, "a box with room keeps the full bands");
-  assert.ok(roomy.height <= 900 && roomy.cellH > 5);
+  assert.equal(g.cellH, 8);
+  assert.equal(g.labelEvery, 1);
+  assert.ok(g.height > 465, `height ${g.height}: taller than the box`);
+  const roomy = gridGeometry(6, 12, 271, 420, { height: 1200 });
+  assert.ok(roomy.height <= 1200 && roomy.cellH > 8 && roomy.cellH <= 14, `rows grow to fill: ${roomy.cellH}`);
+  // 80 layers of 64 heads: 8 px rows would make a canvas no browser draws; thinner rows, a label every few
+  const huge = gridGeometry(80, 64, 512, 420, { height: 465 });
+  assert.ok(huge.height <= 12000 && huge.cellH < 8 && huge.labelEvery * huge.cellH >= 8, JSON.stringify(huge));
+});
+
+test("the columns' note says in plain words what a column holds", () => {
+  const binned = gridGeometry(6, 12, 271, 200);
+  assert.match(columnsNote(binned), /^271 tokens in 146 pixel columns: a column shows the largest of 1 or 2 /);
+  assert.equal(columnsNote(gridGeometry(2, 2, 20, 600)), "", "a token a column: nothing to say");
+  const zoomed = gridGeometry(2, 2, 1000, 600, { t0: 100, t1: 140 });
+  assert.match(columnsNote(zoomed), /^tokens 100–139 of 1000 \(double-click shows all\)$/);
 });
