@@ -134,6 +134,7 @@ export function createRedraw({ clock, backend, points, scene, step, onFrame, run
     const t0 = clock.now();
     const drawn = backend.draw(s);
     if (!s.points) {
+      if (s !== full) setData(canvas, "outside", "0"); // gathered into a dot: none drawn, none outside
       boxes.write([]);
       return;
     }

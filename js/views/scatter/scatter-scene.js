@@ -28,7 +28,7 @@ export function densityOf(s) {
  */
 export function messageOf(s) {
   if (s.state === "loading") return "the map comes once the text is captured";
-  if (s.state === "error") return "no map: see the error above";
+  if (s.state === "error") return "no map"; // the error itself is in the map's message box (js/views/loading.js)
   if (!s.doc.tokens.length) return "no text yet";
   if (s.state === "running") return "building P, then the first t-SNE frame…";
   return "press ▶ (or click a head) to run t-SNE";
@@ -79,7 +79,7 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot, poin
     matches: s.search.matches,
     density: densityOf(s),
     subword: s.doc.subword,
-    tokens: s.doc.tokens,
+    tokens: s.doc.labels ?? s.doc.tokens, // what each point is labelled with (js/lib/segments.js pointLabels)
     lasso,
   };
   if (!points.domains || points.m === 0) return base;
@@ -117,7 +117,7 @@ export function snapshotOf({ doc, rows, colours, mode, query_rows }, points, { w
       token: t,
     });
   }
-  const labels = lastBoxes.map((b) => ({ ...b, text: doc.tokens[b.key] ?? "" }));
+  const labels = lastBoxes.map((b) => ({ ...b, text: (doc.labels ?? doc.tokens)[b.key] ?? "" }));
   const knots = scene ? scene.knots : null;
   const axes =
     scene && scene.x

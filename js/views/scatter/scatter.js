@@ -21,7 +21,7 @@ import { sceneOf, snapshotOf } from "./scatter-scene.js";
 import { sourceOf } from "../../model/sources.js";
 
 const MIN_W = 200; // CSS px
-const MIN_H = 260; // widget.css's min-height of the map
+const MIN_H = 160; // widget.css's min-height of the map
 
 /**
  * @typedef {import("../../store/state.js").State} State
@@ -187,6 +187,7 @@ export function createScatter({
     scene,
     step: (frameTime) => points.step({ frameTime, now: clock.now(), plot: plotSize(), userZoomed: view.userZoomed }),
     onFrame: (count, run, ms) => metrics.drawn(count, run, ms),
+    run: () => ({ running: store.state.state === "running", iteration: store.state.readout.iteration }),
   });
   const request = () => redraw.request();
   scope.add(() => redraw.destroy());
