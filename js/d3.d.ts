@@ -82,3 +82,21 @@ declare module "d3-zoom" {
   export function zoom(): ZoomBehavior;
   export const zoomIdentity: ZoomTransform;
 }
+
+declare module "d3-contour" {
+  export interface ContourMultiPolygon {
+    type: "MultiPolygon";
+    value: number;
+    coordinates: [number, number][][][];
+  }
+  export interface ContourDensity<D> {
+    (data: Iterable<D>): ContourMultiPolygon[];
+    x(x: (d: D) => number): ContourDensity<D>;
+    y(y: (d: D) => number): ContourDensity<D>;
+    size(size: [number, number]): ContourDensity<D>;
+    cellSize(size: number): ContourDensity<D>;
+    bandwidth(bandwidth: number): ContourDensity<D>;
+    thresholds(count: number | number[]): ContourDensity<D>;
+  }
+  export function contourDensity<D = any>(): ContourDensity<D>;
+}

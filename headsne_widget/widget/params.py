@@ -75,6 +75,14 @@ class HeadSNEParams(TypedDict, total=False):
     """'' / 'sink' / 'previous' / 'next' / 'self' / 'local' / 'entropy' / 'special' / 'future', default '': the score
     the grid sorts each layer's heads by, largest first (`head_order`); '' = model order"""
 
+    contours: bool
+    """bool, default False: the map's density contours, drawn by the browser (d3-contour, a kernel density of the points
+    as drawn) while no run streams"""
+
+    cluster_labels: bool
+    """bool, default True: draw the names of the map's clusters (`cluster_names`) on it, each at the member point
+    nearest its members' centre on screen"""
+
 
 class SyncedTraits:
     """Every synced trait with the type it may be set to (HeadSNEModel's attributes, declared for tools): a choice
@@ -85,6 +93,7 @@ class SyncedTraits:
     tokens: list[str]
     offsets: list[Any]
     special: list[bool]
+    point_labels: list[str]
     model_name: str
     n_layers: int
     n_heads: int
@@ -118,6 +127,8 @@ class SyncedTraits:
     edge_direction: str
     grid_norm: str
     sort_heads: str
+    contours: bool
+    cluster_labels: bool
     frame: Any  # float32 array, 2-D, or None
     kept: list[int]
     iteration: int
@@ -142,6 +153,8 @@ class SyncedTraits:
     head_order: Any  # int32 array, 2-D, or None
     related: list[dict[str, Any]]
     query_rows: int
+    cluster_names: list[str]
+    cluster_of: Any  # int32 array, 1-D, or None
     attribution_request: list[int] | None
     attribution: dict[str, Any] | None
     composition: dict[str, Any] | None
@@ -179,6 +192,8 @@ class HeadSNEAttributes:
         edge_direction: str
         grid_norm: str
         sort_heads: str
+        contours: bool
+        cluster_labels: bool
         attribution_request: list[int] | None
 
         @property
@@ -191,6 +206,8 @@ class HeadSNEAttributes:
         def offsets(self) -> list[Any]: ...
         @property
         def special(self) -> list[bool]: ...
+        @property
+        def point_labels(self) -> list[str]: ...
         @property
         def model_name(self) -> str: ...
         @property
@@ -259,6 +276,10 @@ class HeadSNEAttributes:
         def related(self) -> list[dict[str, Any]]: ...
         @property
         def query_rows(self) -> int: ...
+        @property
+        def cluster_names(self) -> list[str]: ...
+        @property
+        def cluster_of(self) -> Any: ...
         @property
         def attribution(self) -> dict[str, Any] | None: ...
         @property

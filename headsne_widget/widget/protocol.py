@@ -196,6 +196,9 @@ TRAITS: tuple[TraitSpec, ...] = (
           mirrored=False),
     _spec("special", t.List(t.Bool()), "data", "special tokens ([CLS], [SEP], <s>, ...), one bool per token",
           mirrored=False),
+    _spec("point_labels", t.List(_U()), "data", "what the map labels each token's point with instead of its text, one "
+          "a token (`HeadSNE.contexts`: each occurrence's sense or a snippet; render as TEXT); [] for the tokens' own "
+          "(the page labels a word's occurrences by the words round each)", mirrored=False),
     _spec("model_name", _U(""), "data", "shown in the header"),
     _spec("n_layers", StrictInt(0), "data", "L"),
     _spec("n_heads", StrictInt(0), "data", "H, query heads per layer"),
@@ -260,6 +263,10 @@ TRAITS: tuple[TraitSpec, ...] = (
           "for the others, unless given to HeadSNE(...)"),
     _spec("sort_heads", t.Enum(("", *SCORES), default_value=""), "display", "the score the grid sorts each "
           "layer's heads by, largest first (`head_order`); \"\" = model order"),
+    _spec("contours", t.Bool(False), "display", "the map's density contours, drawn by the browser (d3-contour, a "
+          "kernel density of the points as drawn) while no run streams"),
+    _spec("cluster_labels", t.Bool(True), "display", "draw the names of the map's clusters (`cluster_names`) on it, "
+          "each at the member point nearest its members' centre on screen"),
     # run state and derived data
     _spec("frame", _array("float32", 2), "state", "float32 (m, 2), m = kept tokens: the latest frame, "
           "Procrustes-aligned to the previous one so head switches keep the view; 8 bytes a token, at most "
@@ -301,6 +308,11 @@ TRAITS: tuple[TraitSpec, ...] = (
           "received attention); [] in hidden mode; a click sets `layer` and `head`"),
     _spec("query_rows", t.Int(0), "state", "query-key mode: rows 0..query_rows-1 of `frame` are the queries and "
           "the rest the keys of the same tokens (`kept` lists each token twice); 0 in the other modes"),
+    _spec("cluster_names", t.List(_U()), "state", "the names of the map's clusters, one a cluster (a density "
+          "clustering of the 2-D map, each named by its most characteristic tokens or senses; render as TEXT); [] "
+          "for none"),
+    _spec("cluster_of", _array("int32", 1), "state", "int32 (m,): the cluster of each row of `frame` (an index into "
+          "`cluster_names`, -1 for none), set with `cluster_names` when a run ends; null for none"),
     _spec("attribution_request", t.List(StrictInt(min=0), default_value=None, allow_none=True, minlen=4, maxlen=4),
           "display", "[layer, head, i, j]: why query i attends to key j in that head (a click on a token's "
           "partner); Python answers in `attribution`", keyword=False, mirrored=False),

@@ -21,6 +21,9 @@
  * @property {string[]} tokens word pieces, special tokens included (render as TEXT, never HTML)
  * @property {([number, number] | null)[]} offsets character span [start, end] of each token in `text`, or null
  * @property {boolean[]} special special tokens ([CLS], [SEP], <s>, ...), one bool per token
+ * @property {string[]} point_labels what the map labels each token's point with instead of its text, one a token
+ *   (`HeadSNE.contexts`: each occurrence's sense or a snippet; render as TEXT); [] for the tokens' own (the page labels
+ *   a word's occurrences by the words round each)
  * @property {string} model_name shown in the header
  * @property {number} n_layers L
  * @property {number} n_heads H, query heads per layer
@@ -71,6 +74,10 @@
  *   causal models (no head attends to a later token), raw for the others, unless given to HeadSNE(...)
  * @property {"" | "sink" | "previous" | "next" | "self" | "local" | "entropy" | "special" | "future"} sort_heads the
  *   score the grid sorts each layer's heads by, largest first (`head_order`); "" = model order
+ * @property {boolean} contours the map's density contours, drawn by the browser (d3-contour, a kernel density of the
+ *   points as drawn) while no run streams
+ * @property {boolean} cluster_labels draw the names of the map's clusters (`cluster_names`) on it, each at the member
+ *   point nearest its members' centre on screen
  * @property {WireArray | null} frame float32 (m, 2), m = kept tokens: the latest frame, Procrustes-aligned to the
  *   previous one so head switches keep the view; 8 bytes a token, at most 60 a second, the last one of a run always
  * @property {number[]} kept token index of each frame row
@@ -103,6 +110,10 @@
  *   click sets `layer` and `head`
  * @property {number} query_rows query-key mode: rows 0..query_rows-1 of `frame` are the queries and the rest the keys
  *   of the same tokens (`kept` lists each token twice); 0 in the other modes
+ * @property {string[]} cluster_names the names of the map's clusters, one a cluster (a density clustering of the 2-D
+ *   map, each named by its most characteristic tokens or senses; render as TEXT); [] for none
+ * @property {WireArray | null} cluster_of int32 (m,): the cluster of each row of `frame` (an index into
+ *   `cluster_names`, -1 for none), set with `cluster_names` when a run ends; null for none
  * @property {number[] | null} attribution_request [layer, head, i, j]: why query i attends to key j in that head (a
  *   click on a token's partner); Python answers in `attribution`
  * @property {Record<string, any> | null} attribution the answer to `attribution_request`: {layer, head, i, j, state
@@ -132,6 +143,7 @@ export const T = Object.freeze({
   tokens: "tokens",
   offsets: "offsets",
   special: "special",
+  point_labels: "point_labels",
   model_name: "model_name",
   n_layers: "n_layers",
   n_heads: "n_heads",
@@ -165,6 +177,8 @@ export const T = Object.freeze({
   edge_direction: "edge_direction",
   grid_norm: "grid_norm",
   sort_heads: "sort_heads",
+  contours: "contours",
+  cluster_labels: "cluster_labels",
   frame: "frame",
   kept: "kept",
   iteration: "iteration",
@@ -189,6 +203,8 @@ export const T = Object.freeze({
   head_order: "head_order",
   related: "related",
   query_rows: "query_rows",
+  cluster_names: "cluster_names",
+  cluster_of: "cluster_of",
   attribution_request: "attribution_request",
   attribution: "attribution",
   composition: "composition",
@@ -228,6 +244,8 @@ export const WRITABLE = Object.freeze(
       "edge_direction",
       "grid_norm",
       "sort_heads",
+      "contours",
+      "cluster_labels",
       "attribution_request",
     ]),
   ),
@@ -281,6 +299,8 @@ export const MIRRORED = /** @type {const} */ ([
   "edge_direction",
   "grid_norm",
   "sort_heads",
+  "contours",
+  "cluster_labels",
   "kl",
   "best_kl",
   "run_id",
@@ -297,6 +317,7 @@ export const MIRRORED = /** @type {const} */ ([
   "atlas_seed",
   "related",
   "query_rows",
+  "cluster_names",
   "attribution",
   "composition",
   "decomposition_state",

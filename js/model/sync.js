@@ -40,7 +40,7 @@ export function readDoc(model) {
   const offsets = Array.isArray(off) && off.length === tokens.length ? off : null;
   const kinds = tokenKinds(text, tokens, offsets, special);
   const word = String(model.get(T.word) || "");
-  const given = /** @type {unknown} */ (model.get(/** @type {any} */ ("point_labels")));
+  const given = model.get(T.point_labels);
   const labels = pointLabels({ text, tokens, offsets, word, labels: Array.isArray(given) ? given.map(String) : null });
   return { text, tokens, offsets, special, subword: (t) => kinds[t] === KIND_PIECE, word, labels };
 }
@@ -107,7 +107,7 @@ export function readGrid(model, onError) {
 /**
  * The decoded array of trait `name` with `dims` dimensions (null when there is none, or it cannot be read).
  * @param {Model} model
- * @param {"scores" | "head_map" | "head_order"} name
+ * @param {"scores" | "head_map" | "head_order" | "cluster_of"} name
  * @param {number} dims
  * @param {(message: string) => void} onError
  * @returns {import("../store/state.js").Decoded | null}
@@ -170,6 +170,7 @@ export function connectModel({ model, store, feed, onError }) {
       doc,
       rows: readRows(model, n),
       hover: -1,
+      pinned: -1,
       hoverInfo: null,
       colours: readColours(model, { ...store.state, doc }, onError),
       selected: selectionOf(model.get(T.selected), n),
@@ -187,17 +188,21 @@ export function connectModel({ model, store, feed, onError }) {
     onText();
     store.set({ edges: readEdges(model, store.state.edges, onError) });
     listen(changes(...MIRRORED), () => store.set(readMirrored(model)));
-    listen(changes(T.text, T.word, T.tokens, T.offsets, T.special), coalesce(onText));
+    listen(changes(T.text, T.word, T.tokens, T.offsets, T.special, T.point_labels), coalesce(onText));
     // the grid shown follows `grid_norm` (no coalescing: a new text's grid is there in the same change)
     listen(changes(T.max_attention, T.max_attention_above_uniform, T.grid_norm), () =>
       store.set({ grid: readGrid(model, onError) }),
     );
-    const array = (/** @type {"scores" | "head_map" | "head_order"} */ name, /** @type {number} */ dims) =>
-      readHeadArray(model, name, dims, onError);
+    const array = (
+      /** @type {"scores" | "head_map" | "head_order" | "cluster_of"} */ name,
+      /** @type {number} */ dims,
+    ) => readHeadArray(model, name, dims, onError);
     store.set({ headScores: array(T.scores, 3), headMap: array(T.head_map, 2), headOrder: array(T.head_order, 2) });
     listen(changes(T.scores), () => store.set({ headScores: array(T.scores, 3) }));
     listen(changes(T.head_map), () => store.set({ headMap: array(T.head_map, 2) }));
     listen(changes(T.head_order), () => store.set({ headOrder: array(T.head_order, 2) }));
+    store.set({ clusterOf: array(T.cluster_of, 1) });
+    listen(changes(T.cluster_of), () => store.set({ clusterOf: array(T.cluster_of, 1) }));
     listen(changes(T.kept), () => store.set({ rows: readRows(model, n()) }));
     listen(changes(T.edges, T.attends_to, T.attended_by), () =>
       store.set({ edges: readEdges(model, store.state.edges, onError) }),

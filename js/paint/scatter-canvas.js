@@ -44,6 +44,7 @@ const LABEL_H = 14; // CSS px of a plain label's box
  * @property {[number, number][] | null} lasso
  * @property {import("./map-aids-paint.js").Contour[]} [contours] the points' density contours, drawn under them
  * @property {import("./map-aids-paint.js").ClusterPlace[]} [clusters] the clusters' labels, drawn over everything
+ * @property {number} [pinnedRow] the row of the token clicked last (the inspector's), ringed in the accent colour
  */
 
 /**
@@ -186,6 +187,11 @@ function paint(c, scene, { scale, exporting, layer, labels }) {
   const dim = selected.size > 0 || scene.hoverRow >= 0;
   const by = exporting ? "arcs" : layer(c, { theme, scale, box: plot, points, dim, selected, matches });
   if (by !== "webgl") drawPoints(c, theme, points, { selected, matches, dim, filled: by === "arcs" });
+  const pin = scene.pinnedRow ?? -1;
+  if (pin >= 0 && pin < points.m) {
+    const fill = points.colours[points.kept[pin]] || theme.muted;
+    ring(c, points.sx[pin], points.sy[pin], { fill, stroke: theme.accent, main: true });
+  }
   const atlas = labels(scene, scale);
   const boxes = layoutLabels(c, scene, atlas);
   drawLabels(c, scene, boxes, atlas);

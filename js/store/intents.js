@@ -67,7 +67,7 @@ function askingIntents(model, store) {
      */
     pin(token) {
       store.emit("pin", token);
-      store.set({ tab: "token" });
+      store.set({ tab: "token", pinned: token });
     },
     /** Show the inspector's tab `tab`. @param {import("./state.js").Tab} tab */
     showTab: (tab) => store.set({ tab }),

@@ -52,9 +52,11 @@ export { MIRRORED };
  * @property {Decoded | null} headScores `scores` decoded: float32 (L, H, S)
  * @property {Decoded | null} headMap `head_map` decoded: float32 (L * H, 2), null until its job is done
  * @property {Decoded | null} headOrder `head_order` decoded: int32 (L, H), row k of layer l shows head [l][k]
+ * @property {Decoded | null} clusterOf `cluster_of` decoded: int32 (m,), each frame row's cluster (-1: none)
  * @property {EdgeSet} edges
  * @property {Colouring | null} colours
  * @property {number} hover the hovered token, -1: none
+ * @property {number} pinned the token clicked last in the map (the inspector's token tab shows it), -1: none
  * @property {HoverInfo | null} hoverInfo null when Python set the hover or the pointer left
  * @property {Set<number>} selected
  * @property {Search} search
@@ -90,9 +92,11 @@ export function initialState() {
     headScores: null,
     headMap: null,
     headOrder: null,
+    clusterOf: null,
     edges: { edges: null, attendsTo: null, attendedBy: null },
     colours: null,
     hover: -1,
+    pinned: -1,
     hoverInfo: null,
     selected: new Set(),
     search: { query: "", matches: new Set(), count: 0, error: "", pending: false },

@@ -367,6 +367,42 @@ def test_the_atlas_caption_names_its_layer_and_says_when_the_map_shows_another(l
     jupyter.open_tab(root, "heads")
 
 
+# ---------------------------------------------------------------------------------------------------
+# 7. map reading aids
+
+CLUSTERS = (
+    "import numpy as np\n"
+    "from sklearn.cluster import KMeans\n"
+    "_lab = KMeans(n_clusters=3, n_init=1, random_state=0).fit_predict(np.asarray(w.embedding)).astype(np.int32)\n"
+    "_names = [f'c{k} ' + w.tokens[w.kept[int(np.flatnonzero(_lab == k)[0])]] for k in range(3)]\n"
+    "with w.widget.hold_sync():\n"
+    "    w.widget.cluster_names = _names\n"
+    "    w.widget.cluster_of = _lab"
+)
+
+
+def test_density_contours_and_the_clusters_names_are_drawn_when_asked(lab: jupyter.OpenedWidget) -> None:
+    root = lab.root
+    jupyter.wait_state(root, ("done",), 120)
+    scatter = jupyter.canvas_of(root, "headsne-scatter")
+    assert scatter.get_attribute("data-contours") == "0", "no contours unless asked"
+    jupyter.open_settings(root)
+    root.locator("label", has_text="density contours").locator("input").check()
+    jupyter.kernel_until(lab, "w.contours", True)
+    lab.page.wait_for_function("c => +c.dataset.contours >= 3", arg=scatter.element_handle(), timeout=10_000)
+    lab.ui.execute(CLUSTERS)
+    names = lab.ui.query("_names")
+    lab.page.wait_for_function(  # each cluster's name placed, the largest cluster's first
+        "([c, want]) => JSON.stringify(JSON.parse(c.dataset.clusters || '[]').sort()) === want",
+        arg=[scatter.element_handle(), json.dumps(sorted(names), separators=(",", ":"), ensure_ascii=False)],
+        timeout=10_000,
+    )
+    lab.ui.execute("w.cluster_labels = False")
+    lab.page.wait_for_function("c => c.dataset.clusters === '[]'", arg=scatter.element_handle(), timeout=10_000)
+    lab.ui.execute("w.contours, w.cluster_labels = False, True\nw.widget.cluster_of, w.widget.cluster_names = None, []")
+    jupyter.open_tab(root, "heads")
+
+
 def test_no_widget_errors(lab: jupyter.OpenedWidget) -> None:
     assert lab.log.widget_errors() == [], lab.log.widget_errors()
     assert lab.log.blocked == [], lab.log.blocked

@@ -78,10 +78,16 @@ export const DISPLAY = [
   },
 ];
 
-/** @type {["exclude_special" | "quantile", string, string][]} */
+/** @type {["exclude_special" | "quantile" | "contours" | "cluster_labels", string, string][]} */
 const CHECKS = [
   [T.exclude_special, "exclude special tokens", "leave [CLS], [SEP], ... out of the map"],
   [T.quantile, "quantile axes", "quantile-equidistant rescaling of both axes (thesis, appendix A.3)"],
+  [T.contours, "density contours", "lines of equal density of the map's points, drawn once a run ends (w.contours)"],
+  [
+    T.cluster_labels,
+    "cluster names",
+    "the names of the map's clusters, each by its most characteristic tokens, where Python sent them (w.cluster_labels)",
+  ],
 ];
 
 /**
@@ -158,7 +164,7 @@ export function createParams({ dom, store, intents }) {
     scope.listen(box, "change", () => intents.write({ [trait]: box.checked }));
     return { trait, box, node: el("label", { title }, [box, label]) };
   });
-  const [exclude, quantile] = checks;
+  const [exclude, quantile, contours, clusters] = checks;
   const modeLabel = labelled(mode, "map of");
   dom.modeSlot.append(modeLabel);
   const group = (/** @type {string} */ name, /** @type {HTMLElement[]} */ items) =>
@@ -173,6 +179,8 @@ export function createParams({ dom, store, intents }) {
       ...inputs.slice(PARAMS.length, PARAMS.length + 1).map(({ input, spec }) => labelled(input, spec.label)),
       quantile.node,
       ...inputs.slice(PARAMS.length + 1).map(({ input, spec }) => labelled(input, spec.label)),
+      contours.node,
+      clusters.node,
     ]),
   );
 
@@ -208,6 +216,8 @@ export function createParams({ dom, store, intents }) {
     "exclude_special",
     "quantile",
     "label_density",
+    "contours",
+    "cluster_labels",
     ...[...PARAMS, ...DISPLAY].map((p) => p.trait),
   ];
   scope.add(store.watch(keys, sync));

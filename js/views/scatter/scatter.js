@@ -18,6 +18,7 @@ import { disposer } from "../../lib/dom.js";
 import { createRedraw } from "./scatter-draw.js";
 import { changed } from "../../store/store.js";
 import { sceneOf, snapshotOf } from "./scatter-scene.js";
+import { createMapAids, withAids } from "./map-aids.js";
 import { sourceOf } from "../../model/sources.js";
 
 const MIN_W = 200; // CSS px
@@ -176,9 +177,11 @@ export function createScatter({
   // the pointer's hit test looks at the points near it, not at every point (65536 of them at most)
   const hits = createPointIndex({ box: () => ({ x0: 0, y0: 0, x1: view.width, y1: view.height }) });
   /** What the map shows now (the screen positions move: the hit index is rebuilt when next asked). */
+  const aids = createMapAids();
   const scene = () => {
     hits.invalidate();
-    return sceneOf(store.state, points, { ...view, plot: plotBox(), pointerRow: pointer.row() });
+    const s = sceneOf(store.state, points, { ...view, plot: plotBox(), pointerRow: pointer.row() });
+    return withAids(s, store.state, aids); // the contours and the clusters' names (js/views/scatter/map-aids.js)
   };
   const redraw = createRedraw({
     clock,
@@ -228,6 +231,7 @@ export function createScatter({
   /** @type {(keyof State)[]} */
   const keys = ["theme", "doc", "colours", "rows", "frame", "selected", "search", "hover", "edges", "boxMode"];
   keys.push("edge_k", "edge_direction", "mode", "quantile", "quantile_k", "label_density", "state");
+  keys.push("contours", "cluster_labels", "cluster_names", "clusterOf", "pinned");
   scope.add(store.watch(keys, update));
 
   const observer = new ResizeObserver(resize);
