@@ -33,6 +33,8 @@ from numpy.typing import ArrayLike
 
 from .._parallel import in_shares, shares
 from . import interpolation_kernels as ik
+from .near_field import NEAR_PIECES, NearField
+from .near_kernels import cell_counts, near_pairs
 
 __all__ = ["BOX", "MIN_BOXES", "NEAR_PIECES", "POINTS", "Repulsion", "exact_repulsion", "interpolated_repulsion"]
 
@@ -59,8 +61,6 @@ _SHARE_MIN_POINTS = 16384
 #: the near field's cells per cutoff r_c: cells of side r_c / REACH, each point against the (2 REACH + 1)^2 cells
 #: around its own (1: 9 cells of side r_c, 9 r_c^2 of pairs visited for the pi r_c^2 inside; 2: 6.25 r_c^2)
 REACH = 2
-#: pieces (ranges of cell rows) the near field is cut into for the worker threads
-NEAR_PIECES = 16
 #: cost of a near pair and of an outside point against a node, relative to one FFT point x log2(size)
 _NEAR_COST = 1.5
 _OUTSIDE_COST = 1.0
@@ -186,12 +186,8 @@ class Repulsion:
         self.workers = int(workers)
         self.reach = int(reach)
         self.all = np.arange(n, dtype=np.int64)
-        self.order = np.empty(n, np.int64)
-        self.xs = np.zeros(n + ik.NEAR_PAD, np.float32)  # (the near field reads whole vectors past a row's end)
-        self.ys = np.zeros(n + ik.NEAR_PAD, np.float32)
+        self.near = NearField(n, self.reach)
         self._kernel_key: tuple | None = None
-        self.near_out, self.near_z = np.empty((2, 0)), np.empty(0)
-        self._near_rows = np.zeros(1, np.int64)
         self._call: tuple = ()
         self._kernel_hat: np.ndarray | None = None
         #: what the last call did (for benchmarks and tests): "split" or "trimmed", grid boxes, near pairs, outside
@@ -236,12 +232,12 @@ class Repulsion:
         ncx = max(1, math.ceil((x1 - x0) / side * (1 + 1e-12)))
         ncy = max(1, math.ceil((y1 - y0) / side * (1 + 1e-12)))
         start = np.empty(ncx * ncy + 1, np.int64)
-        ik.cell_counts(x, y, x0, y0, side, ncx, ncy, start)
+        cell_counts(x, y, x0, y0, side, ncx, ncy, start)
         return _Plan(True, box, x0, y0, nbx, nby, self.all, self.all[:0], cutoff, (ncx, ncy), start)
 
     def _split_cost(self, plan: _Plan) -> float:
         assert plan.start is not None
-        return _fft_cost(plan.nbx, plan.nby, self.points, 4) + _NEAR_COST * ik.near_pairs(
+        return _fft_cost(plan.nbx, plan.nby, self.points, 4) + _NEAR_COST * near_pairs(
             plan.start, *plan.cells, self.reach
         )
 
@@ -261,14 +257,7 @@ class Repulsion:
             for boxes in (self.split_boxes,) if self.split_boxes is not None else _SPLIT_BOXES:
                 plan = self._split(x, y, bounds, boxes)
                 plans.append((self._split_cost(plan), plan))
-        plan = min(plans, key=lambda item: item[0])[1]
-        if plan.split:
-            assert plan.start is not None
-            ncx, ncy = plan.cells
-            ik.cell_sort(
-                x, y, plan.x0, plan.y0, plan.cutoff / self.reach, ncx, ncy, plan.start, self.order, self.xs, self.ys
-            )
-        return plan
+        return min(plans, key=lambda item: item[0])[1]
 
     # -------------------------------------------------------------- the sums
 
@@ -318,37 +307,22 @@ class Repulsion:
         plan = self._call[4]
         if not plan.split:
             return 0
-        n = x.shape[0]
-        if self.near_out.shape[1] != n:
-            self.near_out, self.near_z = np.empty((2, n)), np.empty(n)
-        ncy = plan.cells[1]
-        self._near_rows = np.unique(np.linspace(0, ncy, min(ncy, NEAR_PIECES) + 1).astype(np.int64))
-        return len(self._near_rows) - 1
-
-    def near_piece(self, k: int) -> None:
-        """The near field of the points in the k-th range of cell rows, into ``near_out`` / ``near_z``."""
-        plan = self._call[4]
         assert plan.start is not None
         cut = plan.cutoff**2
-        ncx, ncy = plan.cells
-        lo, hi = int(self._near_rows[k]), int(self._near_rows[k + 1])
-        c1, c2 = _taylor_coefficients(1, cut), _taylor_coefficients(2, cut)
-        ik.near_part(
-            self.xs,
-            self.ys,
-            self.order,
-            plan.start,
-            ncx,
-            ncy,
-            self.reach,
-            cut,
-            c1,
-            c2,
-            self.near_out,
-            self.near_z,
-            lo,
-            hi,
+        coefficients = (_taylor_coefficients(1, cut), _taylor_coefficients(2, cut))
+        return self.near.sort(
+            x,
+            y,
+            origin=(plan.x0, plan.y0),
+            cells=plan.cells,
+            start=plan.start,
+            cutoff=plan.cutoff,
+            coefficients=coefficients,
         )
+
+    def near_piece(self, k: int) -> None:
+        """The near field's k-th piece (a range of cell rows: :class:`.near_field.NearField`)."""
+        self.near.piece(k)
 
     def far(self, parallel: bool = False) -> None:
         """The grid's part: spread, FFT convolution, gather into ``out`` and ``z`` (the gathering in shares on the
@@ -368,7 +342,8 @@ class Repulsion:
         cx, cy = x0 + 0.5 * nbx * box, y0 + 0.5 * nby * box
         # the split plan's points in the near field's cell order (its float32 copies: the coordinates themselves
         # for a float32 embedding), so that the grid's nodes are met in order; the trimmed plan's as they come
-        xg, yg, src, dst = (self.xs, self.ys, self.all, self.order) if plan.split else (x, y, inside, inside)
+        near = self.near
+        xg, yg, src, dst = (near.xs, near.ys, self.all, near.order) if plan.split else (x, y, inside, inside)
         charges = np.empty((1 if plan.split else ik.CHARGES, gy, gx))
         ik.spread(xg, yg, src, x0, y0, box, nbx, nby, cx, cy, charges)
         # a fast FFT length, from a ladder of sizes that changes rarely (the kernel's FFT is reused meanwhile)
@@ -398,10 +373,9 @@ class Repulsion:
         _, _, out, z, plan = self._call
         if plan.split:
             assert plan.start is not None
-            out += self.near_out
-            z += self.near_z
+            self.near.add_to(out, z)
             ncx, ncy = plan.cells
-            self.last["near_pairs"] = int(ik.near_pairs(plan.start, ncx, ncy, self.reach))
+            self.last["near_pairs"] = int(near_pairs(plan.start, ncx, ncy, self.reach))
         return float(z.sum(dtype=np.float64))
 
 
