@@ -33,8 +33,8 @@ from numpy.typing import ArrayLike
 
 from .._parallel import in_shares, shares
 from . import interpolation_kernels as ik
+from . import near_kernels as nk
 from .near_field import NEAR_PIECES, NearField
-from .near_kernels import cell_counts, near_pairs
 
 __all__ = ["BOX", "MIN_BOXES", "NEAR_PIECES", "POINTS", "Repulsion", "exact_repulsion", "interpolated_repulsion"]
 
@@ -232,12 +232,12 @@ class Repulsion:
         ncx = max(1, math.ceil((x1 - x0) / side * (1 + 1e-12)))
         ncy = max(1, math.ceil((y1 - y0) / side * (1 + 1e-12)))
         start = np.empty(ncx * ncy + 1, np.int64)
-        cell_counts(x, y, x0, y0, side, ncx, ncy, start)
+        nk.cell_counts(x, y, x0, y0, side, ncx, ncy, start)
         return _Plan(True, box, x0, y0, nbx, nby, self.all, self.all[:0], cutoff, (ncx, ncy), start)
 
     def _split_cost(self, plan: _Plan) -> float:
         assert plan.start is not None
-        return _fft_cost(plan.nbx, plan.nby, self.points, 4) + _NEAR_COST * near_pairs(
+        return _fft_cost(plan.nbx, plan.nby, self.points, 4) + _NEAR_COST * nk.near_pairs(
             plan.start, *plan.cells, self.reach
         )
 
@@ -375,7 +375,7 @@ class Repulsion:
             assert plan.start is not None
             self.near.add_to(out, z)
             ncx, ncy = plan.cells
-            self.last["near_pairs"] = int(near_pairs(plan.start, ncx, ncy, self.reach))
+            self.last["near_pairs"] = int(nk.near_pairs(plan.start, ncx, ncy, self.reach))
         return float(z.sum(dtype=np.float64))
 
 

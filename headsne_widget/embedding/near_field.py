@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .near_kernels import NEAR_PAD, cell_sort, near_part
+from . import near_kernels as nk
+from .near_kernels import NEAR_PAD
 
 __all__ = ["NEAR_PIECES", "NearField"]
 
@@ -48,7 +49,7 @@ class NearField:
         the far kernels' Taylor polynomials within the cutoff (w's, w^2's)."""
         ncx, ncy = cells
         x0, y0 = origin
-        cell_sort(x, y, x0, y0, cutoff / self.reach, ncx, ncy, start, self.order, self.xs, self.ys)
+        nk.cell_sort(x, y, x0, y0, cutoff / self.reach, ncx, ncy, start, self.order, self.xs, self.ys)
         self.start, self.cells, self.cut, self.coefficients = start, cells, cutoff**2, coefficients
         self.rows = np.unique(np.linspace(0, ncy, min(ncy, NEAR_PIECES) + 1).astype(np.int64))
         first = start[self.rows[:-1] * ncx]
@@ -63,7 +64,7 @@ class NearField:
         """The pairs of the k-th range of cell rows, into its buffer."""
         (ncx, ncy), (c1, c2), a, b = self.cells, self.coefficients, int(self.offsets[k]), int(self.offsets[k + 1])
         sx, sy, sz = self.sums[0, a:b], self.sums[1, a:b], self.sums[2, a:b]
-        near_part(self.xs, self.ys, self.start, ncx, ncy, self.reach, self.cut, c1, c2, sx, sy, sz,
+        nk.near_part(self.xs, self.ys, self.start, ncx, ncy, self.reach, self.cut, c1, c2, sx, sy, sz,
                   int(self.bases[k]), int(self.rows[k]), int(self.rows[k + 1]))  # fmt: skip
 
     def add_to(self, out: np.ndarray, z: np.ndarray) -> None:
