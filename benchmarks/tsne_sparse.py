@@ -1,36 +1,51 @@
 """t-SNE of a sparse P (issue 21): ours (exact attraction, interpolated repulsion) against openTSNE's FFT method,
-on the same sparse P, in one run; and where the exact dense engine stops being the faster one.
+on the same sparse P; and where the exact dense engine stops being the faster one.
 
 P is a synthetic causal attention head, softmax over the keys j <= i of rank-16 logits q_i . k_j at scale 6
 (peaked rows: about 98.6% of a row's mass on its 64 largest keys at 8192 tokens), of which each row keeps its 64
 largest entries (the issue's "top-64-per-row" P), built in blocks of 1024 rows (never n x n), symmetrised,
 zero diagonal, sum 1 (``sparse_attention_affinities``). Both libraries optimise that P from the same start
 N(0, 1e-4 I), with the same schedule (exaggeration 12 for the first quarter, momentum 0.5 then 0.8) and the same
-learning rate (ours: ``"auto"`` = n / 12; openTSNE: 4 times that, as its gradient has no factor 4). Runs are
-interleaved (ours, openTSNE, ours, ...), and every result is scored with the exact KL over all pairs
-(``kl_divergence`` of a sparse P: O(n^2) time in shares, O(n) memory).
+learning rate (ours: ``"auto"`` = n / 12; openTSNE: 4 times that, as its gradient has no factor 4). Each run is a
+fresh child process (its imports and compilation untimed; ours' time includes its final exact KL), runs are
+interleaved (ours, each ``--trees`` version, openTSNE, ours, ...; repeat r starts every library from seed r's
+start, so KLs pair up), and every result is scored in this process with the exact KL over all pairs
+(``kl_divergence`` of a sparse P: O(n^2) time in shares, O(n) memory). Each row prints the load average.
 
     python benchmarks/tsne_sparse.py                      # 8192, 16384, 65536 (1000 iterations each)
-    python benchmarks/tsne_sparse.py --sizes 8192 --repeats 3
+    python benchmarks/tsne_sparse.py --sizes 65536 131072 --repeats 3 --cache /tmp/tsne-sparse-P
+    python benchmarks/tsne_sparse.py --sizes 65536 --trees before=/tmp/engine-base --repeats 3
+    python benchmarks/tsne_sparse.py --kind knn --sizes 65536 --repeats 3
+    python benchmarks/tsne_sparse.py --profile --sizes 65536   # where one run of ours spends its time
     python benchmarks/tsne_sparse.py --switch             # exact dense engine vs ours at 2048 .. 8192
-    python benchmarks/tsne_sparse.py --kind minilm --sizes 65536 --repeats 3
 
 ``--kind minilm``: a real head instead of the synthetic one: the bundled MiniLM (layer 1, head 2, as in
 ``tsne_speed.py``) on the thesis abstract cut to its 512 positions, each row's 64 largest keys
 (``largest_entries``-like, the issue's top-64 P), tiled block-diagonally to n points (the text repeated, each
 copy attending within itself, as a 512-position model reads a long text in chunks), then symmetrised as above.
+``--kind knn``: hidden mode's P, ``knn_gaussian_affinities`` (perplexity 30, 90 neighbours, the exact search) of
+the layer-1 hidden states of the tiny windowed Mistral of ``knn_recall.py`` on seeded random tokens.
+``--cache DIR`` keeps each P built (the synthetic P takes some 2 minutes at 65536, 6 at 131072).
+``--trees NAME=PATH``: ours at another version of the package (a ``git clone`` of an earlier commit), run with
+``PYTHONPATH=PATH``, interleaved with the others. ``--profile``: one run of ours with each compiled kernel's CPU
+time per iteration (thread CPU time, summed over threads).
 
 ``--switch`` runs, at each n, the exact engine on the head's full dense P and ours on its top-64 sparse P, and
 scores both embeddings with the exact KL against the full P (what the sparse P gives up is in that KL too).
 
-Results are in the module's docstring of the commit that measured them and in the reply to issue 21.
+Results: ``docs/benchmarks.md`` (the sparse engine's row) and ``docs/benchmarks-tsne.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -104,10 +119,33 @@ def minilm_rows(n: int, keys: int = 64, layer: int = 1, head: int = 2) -> sp.csr
     return sp.csr_matrix(sp.kron(sp.identity(copies, format="csr"), block, format="csr")[:n, :n])
 
 
-def sparse_P(n: int, kind: str = "synthetic") -> tuple[sp.csr_matrix, float]:
+def knn_P(n: int) -> sp.csr_matrix:
+    """Hidden mode's P of the tiny windowed Mistral's layer-1 states (``knn_recall.tiny_states``), perplexity 30."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from knn_recall import tiny_states
+
+    from headsne_widget.affinity.sparse import knn_gaussian_affinities
+
+    return sp.csr_matrix(knn_gaussian_affinities(tiny_states(n, 1), perplexity=30.0, neighbours="exact"))
+
+
+def sparse_P(n: int, kind: str = "synthetic", cache: str | None = None) -> tuple[sp.csr_matrix, float]:
+    """The P of ``kind`` at n points and the mass its rows keep (1 for the kNN P), from ``cache`` where it is there."""
     from headsne_widget.affinity.sparse import sparse_attention_affinities
 
-    P, mass = sparse_attention_affinities(minilm_rows(n) if kind == "minilm" else head_rows(n))
+    path = Path(cache, f"P_{kind}_{n}.npz") if cache else None
+    if path is not None and path.exists():
+        with np.load(path) as saved:
+            P = sp.csr_matrix((saved["data"], saved["indices"], saved["indptr"]), shape=tuple(saved["shape"]))
+            return P, float(saved["mass"]) if "mass" in saved else float("nan")
+    if kind == "knn":
+        P, mass = knn_P(n), 1.0
+    else:
+        P, mass = sparse_attention_affinities(minilm_rows(n) if kind == "minilm" else head_rows(n))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        P = sp.csr_matrix(P)
+        np.savez(path, data=P.data, indices=P.indices, indptr=P.indptr, shape=np.array(P.shape), mass=mass)
     return P, mass
 
 
@@ -151,47 +189,135 @@ def run_opentsne(P, n_iter: int, seed: int, n_jobs: int) -> np.ndarray:
     return np.asarray(emb)
 
 
-def table(sizes: list[int], iters: dict[int, int], repeats: int, n_jobs: int, kind: str = "synthetic") -> None:
-    from headsne_widget.embedding.sparse_engine import exact_kl
-    from headsne_widget.embedding.tsne import warmup
-
-    warmup()
-    run_ours(sparse_P(512)[0], 20, 0)  # compile the sparse kernels before timing
-    print(
-        f"{'n':>6} {'nnz/row':>7} {'mass':>6} {'library':<24} {'iters':>5} {'rep':>3} {'s / 1000 it':>11} "
-        f"{'exact KL':>9} {'speed-up':>8}",
-        flush=True,
+def child(args: argparse.Namespace) -> None:
+    """One timed run in this process (``--child``): P from ``--P``, the embedding to ``--out``, times as JSON."""
+    P = sp.load_npz(args.P).tocsr()
+    if args.child == "ours":
+        small = P[:2048, :2048]
+        run_ours(small / small.sum(), 20, 0)  # compile, or load numba's cache, before timing
+    t0, c0 = time.perf_counter(), time.process_time()
+    Y = (
+        run_ours(P, args.n_iter, args.seed)
+        if args.child == "ours"
+        else run_opentsne(P, args.n_iter, args.seed, args.n_jobs)
     )
-    for n in sizes:
-        t0 = time.perf_counter()
-        P, mass = sparse_P(n, kind)
-        built = time.perf_counter() - t0
-        n_iter = iters.get(n, 1000)
-        results: dict[str, tuple[list[float], list[float]]] = {"ours": ([], []), "openTSNE": ([], [])}
-        for rep in range(repeats):  # interleaved: ours, openTSNE, ours, openTSNE, ...
-            for name in results:
-                t0 = time.perf_counter()
-                Y = run_ours(P, n_iter, rep) if name == "ours" else run_opentsne(P, n_iter, rep, n_jobs)
-                seconds = (time.perf_counter() - t0) * 1000 / n_iter
-                results[name][0].append(seconds)
-                results[name][1].append(exact_kl(P, Y))
-                print(
-                    f"#   n={n} {name} repeat {rep}: {seconds:.2f} s / 1000 it, KL {results[name][1][-1]:.4f}, "
-                    f"load {os.getloadavg()[0]:.1f}",
-                    flush=True,
-                )
-        best = {name: min(times) for name, (times, _) in results.items()}
-        for name, (times, kls) in results.items():
-            label = "ours (interpolation)" if name == "ours" else f"openTSNE fft n_jobs={n_jobs}"
-            ratio = f"{best['openTSNE'] / best['ours']:.1f}x" if name == "ours" else ""
-            print(
-                f"{n:>6} {P.nnz / n:>7.1f} {mass:>6.3f} {label:<24} {n_iter:>5} {repeats:>3} "
-                f"{best[name]:>7.2f} ({np.median(times):.2f}) {np.median(kls):>9.4f} {ratio:>8}",
-                flush=True,
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    np.save(args.out, Y)
+    print(json.dumps({"wall": wall, "cpu": cpu, "load": os.getloadavg()[0]}))
+
+
+def timed_run(name: str, tree: str | None, P_path: str, n_iter: int, seed: int, n_jobs: int) -> dict:
+    """A run of ``name`` ("ours" or "openTSNE") in a fresh process, ours from ``tree`` (PYTHONPATH) if given."""
+    env = dict(os.environ, **({"PYTHONPATH": tree} if tree else {}))
+    with tempfile.TemporaryDirectory() as directory:
+        out = str(Path(directory, "Y.npy"))
+        cmd = [sys.executable, __file__, "--child", "ours" if name != "openTSNE" else "openTSNE", "--P", P_path,
+               "--n-iter", str(n_iter), "--seed", str(seed), "--out", out, "--n-jobs", str(n_jobs)]  # fmt: skip
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise RuntimeError(f"{name} failed: {done.stderr[-2000:]}")
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        result["Y"] = np.load(out)
+    return result
+
+
+def table(args: argparse.Namespace, sizes: list[int], iters: dict[int, int]) -> None:
+    from headsne_widget.embedding.sparse_engine import exact_kl
+
+    names = {"ours": None, **dict(t.split("=", 1) for t in args.trees), "openTSNE": None}
+    with tempfile.TemporaryDirectory() as directory:
+        for n in sizes:
+            t0 = time.perf_counter()
+            P, mass = sparse_P(n, args.kind, args.cache)
+            built = time.perf_counter() - t0
+            P_path = str(Path(directory, f"P_{n}.npz"))
+            sp.save_npz(P_path, P)
+            n_iter = iters.get(n, 1000)
+            results: dict[str, list[dict]] = {name: [] for name in names}
+            for rep in range(args.repeats):  # interleaved: ours, the other trees, openTSNE, ours, ...
+                for name, tree in names.items():
+                    r = timed_run(name, tree, P_path, n_iter, rep, args.n_jobs)
+                    r["kl"], r["s"] = exact_kl(P, r.pop("Y")), r["wall"] * 1000 / n_iter
+                    results[name].append(r)
+                    print(f"#   n={n} {name} repeat {rep}: {r['s']:.2f} s / 1000 it (CPU {r['cpu']:.1f} s), "
+                          f"KL {r['kl']:.4f}, load {r['load']:.1f}", flush=True)  # fmt: skip
+            report(n, P, mass, n_iter, results, built=built, n_jobs=args.n_jobs)
+
+
+def report(n: int, P, mass: float, n_iter: int, results: dict[str, list[dict]], *, built: float, n_jobs: int) -> None:
+    """The rows of one size: best (median) seconds per 1000 iterations, exact KL (median; paired against openTSNE's
+    repeat by repeat), ratio openTSNE / each (best over best, median over median)."""
+    print(f"{'n':>6} {'nnz/row':>7} {'mass':>6} {'library':<24} {'iters':>5} {'rep':>3} {'s / 1000 it':>15} "
+          f"{'exact KL':>9} {'KL - openTSNE':>14} {'speed-up':>11} {'load':>9}")  # fmt: skip
+    theirs = results["openTSNE"]
+    for name, runs in results.items():
+        s = [r["s"] for r in runs]
+        kls = [r["kl"] for r in runs]
+        label = f"openTSNE fft n_jobs={n_jobs}" if name == "openTSNE" else name
+        paired = "" if name == "openTSNE" else f"{max(a - b['kl'] for a, b in zip(kls, theirs)):+.4f} max"
+        ratio = (
+            ""
+            if name == "openTSNE"
+            else (
+                f"{min(r['s'] for r in theirs) / min(s):.2f}/{np.median([r['s'] for r in theirs]) / np.median(s):.2f}x"
             )
-        print(
-            f"#   (P built in {built:.1f} s; seconds: best of the repeats, median in brackets; KL: median)", flush=True
         )
+        loads = [r["load"] for r in runs]
+        print(f"{n:>6} {P.nnz / n:>7.1f} {mass:>6.3f} {label:<24} {n_iter:>5} {len(runs):>3} "
+              f"{min(s):>7.2f} ({np.median(s):.2f}) {np.median(kls):>9.4f} {paired:>14} {ratio:>11} "
+              f"{min(loads):.1f}-{max(loads):.1f}", flush=True)  # fmt: skip
+    print(f"#   (P built in {built:.1f} s; seconds: best (median) of the repeats; KL: median, and the largest of ours "
+          "less openTSNE's at the same start; speed-up: best/best and median/median; load: 1-minute load average "
+          "after each run)", flush=True)  # fmt: skip
+
+
+def profile(args: argparse.Namespace, n: int) -> None:
+    """One run of ours with each compiled kernel's CPU time (thread CPU time, all threads) per iteration."""
+    import collections
+    import functools
+    import importlib
+
+    from headsne_widget.embedding import interpolation
+
+    spent: dict[str, float] = collections.defaultdict(float)
+
+    def wrap(module, name: str) -> None:
+        kernel = getattr(module, name)
+
+        @functools.wraps(kernel)
+        def timed(*a, **k):
+            t = time.thread_time()
+            try:
+                return kernel(*a, **k)
+            finally:
+                spent[name] += time.thread_time() - t
+
+        setattr(module, name, timed)
+
+    kernels = ("attraction_part", "near_part", "locate", "spread", "gather_part", "cell_sort", "cell_counts",
+               "near_pairs", "exact_z_part", "kl_part", "nodes_from_points", "outside_part")  # fmt: skip
+    for module_name in ("interpolation_kernels", "near_kernels"):  # (the latter from eb79f26 on)
+        try:
+            module = importlib.import_module(f"headsne_widget.embedding.{module_name}")
+        except ImportError:
+            continue
+        for name in kernels:
+            if hasattr(module, name):
+                wrap(module, name)
+    wrap(interpolation, "_convolve")
+    wrap(interpolation.Repulsion, "_plan")
+    P = sparse_P(n, args.kind, args.cache)[0]
+    small = P[:2048, :2048]
+    run_ours(small / small.sum(), 20, 0)
+    spent.clear()
+    n_iter = args.iters[0] if args.iters else 1000
+    t0, c0 = time.perf_counter(), time.process_time()
+    run_ours(P, n_iter, 0)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"n={n}, {P.nnz} non-zeros, {n_iter} iterations: {wall * 1000 / n_iter:.1f} ms an iteration, "
+          f"CPU {cpu * 1000 / n_iter:.1f} ms, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    for name, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        print(f"  {name:<18} {seconds * 1000 / n_iter:7.2f} ms an iteration (CPU)")
 
 
 def switch(sizes: list[int], repeats: int) -> None:
@@ -230,15 +356,28 @@ def main() -> None:
     ap.add_argument("--iters", type=int, nargs="+", default=None, help="iterations per size (default 1000 each)")
     ap.add_argument("--repeats", type=int, default=1, help="interleaved runs of each library per size")
     ap.add_argument("--n-jobs", type=int, default=2, help="openTSNE's threads (ours uses the package's pool)")
-    ap.add_argument("--kind", choices=("synthetic", "minilm"), default="synthetic", help="the head P comes from")
+    ap.add_argument("--kind", choices=("synthetic", "minilm", "knn"), default="synthetic", help="the P")
+    ap.add_argument("--cache", default=None, help="a folder keeping each P built")
+    ap.add_argument("--trees", nargs="*", default=[], metavar="NAME=PATH", help="ours at other versions too")
+    ap.add_argument("--profile", action="store_true", help="one run of ours, its kernels' CPU time")
     ap.add_argument("--switch", action="store_true", help="exact dense engine vs ours at 2048 .. 8192")
+    ap.add_argument("--child", choices=("ours", "openTSNE"), help=argparse.SUPPRESS)
+    ap.add_argument("--P", help=argparse.SUPPRESS)
+    ap.add_argument("--n-iter", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
     if args.switch:
         switch(args.sizes or [2048, 4096, 8192], args.repeats)
         return
     sizes = args.sizes or [8192, 16384, 65536]
-    iters = dict(zip(sizes, args.iters or [1000] * len(sizes)))
-    table(sizes, iters, args.repeats, args.n_jobs, args.kind)
+    if args.profile:
+        profile(args, sizes[0])
+        return
+    table(args, sizes, dict(zip(sizes, args.iters or [1000] * len(sizes))))
 
 
 if __name__ == "__main__":
