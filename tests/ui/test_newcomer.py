@@ -96,6 +96,9 @@ def test_the_widget_says_what_it_does_before_the_text_is_captured(
         assert re.search(r"capturing layer \d of 6", seen), f"no capture progress in the status line: {seen!r}"
         assert root.locator(jupyter.testid("headsne-progress")).is_visible(), "the progress bar"
         assert "capturing layer" in (placeholder.text_content() or ""), "the grid's box says what is being done"
+        # ... below the grid's bar, never over its controls (issue 52: "loading the model" covered "sort heads by")
+        bar, text = root.locator(".hs-grid-bar").bounding_box(), placeholder.bounding_box()
+        assert text["y"] >= bar["y"] + bar["height"] - 0.5, f"the placeholder {text} overlaps the grid's bar {bar}"
         assert root.get_attribute("data-state") == "loading"
         assert ui.query("w.state") == "loading", "the kernel is still capturing: the page showed it meanwhile"
         assert jupyter.canvas_of(root, "headsne-grid").evaluate("c => c.width") == 0, "no grid yet"

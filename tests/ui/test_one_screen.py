@@ -227,8 +227,8 @@ _ROW_INK_JS = """
   for (let l = 0; l < d.layers; l++) {
     for (let h = 0; h < d.heads; h++) {
       const top = l * (d.gap + d.heads * d.cellH) + d.gap + h * d.cellH;
-      const w = Math.round((d.labelW - 6) * s), h = Math.max(1, Math.round(d.cellH * s));
-      const img = ctx.getImageData(0, Math.round(top * s), w, h).data;
+      const wpx = Math.round((d.labelW - 6) * s), hpx = Math.max(1, Math.round(d.cellH * s));
+      const img = ctx.getImageData(0, Math.round(top * s), wpx, hpx).data;
       let ink = 0;
       for (let i = 0; i < img.length; i += 4) {
         if (Math.abs(img[i] - bg[0]) + Math.abs(img[i + 1] - bg[1]) + Math.abs(img[i + 2] - bg[2]) > 60) ink++;

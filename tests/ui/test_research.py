@@ -526,11 +526,13 @@ def test_atlas_thumbnails_and_click(lab: jupyter.OpenedWidget) -> None:
     _done(lab)
     if not lab.ui.query("hasattr(w, 'start_atlas')"):
         pytest.skip("the kernel's HeadSNE does not compute the head atlas yet (no start_atlas for control 'atlas')")
+    jupyter.open_tab(lab.root, "atlas")  # the inspector's atlas tab
     atlas = lab.root.locator(jupyter.testid("headsne-atlas"))
     atlas.locator(jupyter.testid("headsne-atlas-run")).click()
     heads = lab.ui.query("w.n_heads")
     deadline = time.monotonic() + 150
-    while atlas.get_attribute("data-thumbnails") != str(heads):
+    # every thumbnail, and the job done (the thumbnails show as each head ends: all there before the last is drawn)
+    while atlas.get_attribute("data-thumbnails") != str(heads) or atlas.get_attribute("data-state") != "done":
         assert time.monotonic() < deadline, (
             f"no {heads} atlas thumbnails: {_data(atlas)}, {lab.ui.query('w.atlas_state')}"
         )
