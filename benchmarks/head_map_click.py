@@ -47,9 +47,7 @@ def text_expression(n_tokens: int) -> str:
 
 
 def wait_head_map(root: Any, timeout: float) -> Any:
-    fold = root.locator(f"{jupyter.testid('headsne-head-map-panel')} .hs-fold-button").first
-    if fold.get_attribute("aria-expanded") != "true":  # the panel is folded at first
-        fold.click()
+    jupyter.open_tab(root, "heads")  # the inspector's heads tab (issue 52), shown at first
     canvas = root.locator(jupyter.testid("headsne-head-map")).first
     deadline = time.monotonic() + timeout
     while canvas.get_attribute("data-state") != "drawn":
