@@ -3,8 +3,11 @@ MiniLM; oracles are extract()'s hidden states and offsets, a loop-by-loop neares
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+import torch
 
 from headsne_widget import extract, word_contexts
 from headsne_widget.errors import TextTooLongError
@@ -37,6 +40,42 @@ def test_occurrences_whole_words_any_case_in_order(minilm):
     assert occ["sentence"].iat[3] == TEXTS[2] and occ["full_text"].iat[3] == TEXTS[2]
     assert ctx.X.shape == (4, 384) and ctx.X.dtype == np.float32 and ctx.states.shape == (4, 7, 384)
     assert find_word("bank", "bank's river-bank (bank) bank_x") == [(0, 4), (13, 17), (19, 23)]
+
+
+UNSPACED = {  # a word three times in text written without spaces, each one inside a run of its script's letters
+    "银行": "我去银行取钱，银行关门了。河岸不是银行。",
+    "ธนาคาร": "ฉันไปธนาคารเพื่อถอนเงิน ธนาคารปิดแล้ว ริมน้ำไม่ใช่ธนาคาร",
+}
+
+
+@pytest.mark.parametrize("word", sorted(UNSPACED))
+def test_a_word_in_text_without_spaces_is_found_every_time_with_a_warning(minilm, word):
+    """Chinese and Thai put no space between words: every occurrence is found (the oracle: str.find), each
+    vector the mean of extract()'s states over the tokens holding it, and one warning says that an occurrence
+    may be part of a longer word (and, Thai here, that MiniLM's tokenizer keeps runs it does not know as one
+    [UNK] token)."""
+    text = UNSPACED[word]
+    starts, at = [], text.find(word)
+    while at >= 0:
+        starts.append(at)
+        at = text.find(word, at + 1)
+    assert len(starts) == 3
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ctx = word_contexts(word, [text, "no such word here"], minilm, progress=False)
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert len(messages) == 1 and "3 sit in text written without spaces" in messages[0], messages
+    assert ("share a token with other characters" in messages[0]) == (word == "ธนาคาร")
+    assert caught[0].filename == __file__  # points at the caller, not inside the package
+    assert ctx.occurrences["start"].tolist() == starts
+    ex = extract(text, minilm)
+    for row, start in enumerate(starts):
+        overlap = [i for i, o in enumerate(ex.offsets) if o is not None and o[0] < start + len(word) and o[1] > start]
+        a, b = overlap[0], overlap[-1] + 1
+        np.testing.assert_allclose(ctx.states[row], ex.hidden_states[:, a:b].mean(axis=1), rtol=1e-4, atol=2e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # spaced text: no warning
+        word_contexts("bank", TEXTS, minilm, progress=False)
 
 
 def test_rows_are_the_mean_of_the_pieces_in_extract(minilm):
@@ -133,11 +172,23 @@ def test_decomposed_terms(minilm):
     text = "The bank of the river flooded."
     hidden = word_contexts("bank", [text], minilm, progress=False)
     attention = word_contexts("bank", [text], minilm, term="attention", progress=False)
-    np.testing.assert_allclose(word_contexts("bank", [text], minilm, term="input", progress=False).at(0), hidden.at(0))
-    assert not attention.at(0).any()
     ex = extract(text, minilm)
-    parts = decompose(ex, 5, model=minilm)
     a, b = _pieces(ex, 4, 8)
+    # layer 0's input term: the paper's, the embeddings' sum times the embedding LayerNorm's gain / std (no bias, no
+    # mean shift), read here from the model's own LayerNorm call
+    seen: list = []
+    norm = minilm.model.embeddings.LayerNorm
+    hook = norm.register_forward_hook(lambda m, args, out: seen.append(args[0][0].double().numpy()))
+    with torch.no_grad():
+        minilm.model(input_ids=torch.as_tensor(np.array(ex.token_ids))[None])
+    hook.remove()
+    x0 = seen[0]
+    paper = x0 * norm.weight.detach().double().numpy() / np.sqrt(x0.var(axis=1, keepdims=True) + norm.eps)
+    inputs = word_contexts("bank", [text], minilm, term="input", progress=False)
+    np.testing.assert_allclose(inputs.at(0)[0], paper[a:b].mean(axis=0), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(inputs.at(0), hidden.at(0), atol=1e-2)  # the bias and mean shift are not in it
+    assert not attention.at(0).any()
+    parts = decompose(ex, 5, model=minilm)
     expected = parts.vectors[(parts.terms["term"] == "head").to_numpy()].sum(axis=0)[a:b].mean(axis=0)
     np.testing.assert_allclose(attention.X[0], expected, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="'hidden', 'input', 'attention', 'mlp'"):
@@ -173,3 +224,19 @@ def test_threads_give_the_in_process_rows(minilm_path):
     there = word_contexts("bat", rows, minilm_path, client="threads", progress=False)
     np.testing.assert_allclose(here.states, there.states, rtol=1e-5, atol=5e-6)  # torch threads: 1 here, 2 there
     assert here.occurrences.equals(there.occurrences)
+
+
+@pytest.mark.parametrize(
+    ("mode", "what"), [("norm", "value-weighted attention"), ("head-output", "what a head writes")]
+)
+def test_norm_and_head_output_modes_on_contexts_say_why_not(minilm, mode, what):
+    """The contexts view's points are occurrences across texts: the error says that, not "extract(text, model,
+    components=True)", which cannot apply there."""
+    from headsne_widget import selection_affinities
+    from headsne_widget.capture.occurrences import capture_occurrences
+
+    texts = ["the bank of the river", "a bank lends money", "the bank", "bank on it", "my bank"]
+    ex = capture_occurrences("bank", texts, minilm)
+    with pytest.raises(ValueError, match=rf"{what} .* 5 occurrences of 'bank' across texts.*mode='hidden'") as error:
+        selection_affinities(ex, mode, 0, 0)
+    assert "components=True" not in str(error.value)

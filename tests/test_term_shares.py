@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from headsne_widget import compare_models, decompose, extract, term_shares
 from headsne_widget.errors import IndexOutOfRangeError
@@ -137,3 +138,40 @@ def test_the_plots_build(rows):
     assert list(fig.select(name="model_rho_mlp")[0].data["rho"]) == [0.2, -0.1]
     with pytest.raises(ValueError, match="empty"):
         plots.compare_models(result.iloc[:0])
+
+
+def test_a_loaded_model_runs_under_the_default_client(rows, minilm):
+    """A LoadedModel cannot be pickled (transformers leaves an output-capturing hook on it); the default client
+    (a local cluster of threads in this process) takes it as it is, and the rows are the in-process ones."""
+    pytest.importorskip("distributed")
+    import pickle
+
+    with pytest.raises(Exception, match="output_capturing_hook"):
+        pickle.dumps(minilm)
+    got = term_shares(TEXTS[:2], minilm, progress=False)
+    pd.testing.assert_frame_equal(got, rows[rows["text"] < 2].reset_index(drop=True), check_exact=True)
+
+
+def test_workers_in_other_processes_refuse_it_naming_what_works(minilm):
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+        pytest.raises(TypeError, match=r"cannot be pickled.*client='sync' or client='threads'"),
+    ):
+        term_shares(TEXTS[:1], minilm, client=client, progress=False)
+
+
+@pytest.mark.parametrize("layers", [torch.tensor(1), torch.tensor([0, 1]), 1.0, "1", [0, 1.5], {"a": 1}])
+def test_layers_are_checked_before_the_model_loads(layers):
+    """Not torch's "iteration over a 0-d tensor": a TypeError naming what was given, before any model loads."""
+    with pytest.raises(TypeError, match=r"layers must be None .*, an int or a list of ints, got"):
+        term_shares(["The cat sat."], "/no/such/model", layers=layers, client="sync", progress=False)
+
+
+def test_layers_as_numpy_ints_and_a_range_are_taken(minilm_path, rows):
+    got = term_shares(TEXTS[:1], minilm_path, layers=np.array([0, 5]), client="sync", progress=False)
+    also = term_shares(TEXTS[:1], minilm_path, layers=range(0, 6, 5), client="sync", progress=False)
+    expected = rows[(rows["text"] == 0) & rows["layer"].isin([0, 5])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    pd.testing.assert_frame_equal(also, expected, check_exact=True)

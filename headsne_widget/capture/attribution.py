@@ -24,7 +24,7 @@ import torch
 from .._checks import check_index, is_int
 from ..errors import UnsupportedAttentionError
 from .components import Trace, trace_of
-from .decompose import SELF_CHECK, _add_layer, _f64
+from .decompose import SELF_CHECK, _f64, components
 from .masks import additive_rows
 from .trace_layers import LayerTrace, NormMap
 
@@ -61,17 +61,16 @@ def _sliced(t: LayerTrace, rows: np.ndarray) -> LayerTrace:
         post_ln=None if t.post_ln is None else (_norm_rows(t.post_ln[0], rows), _norm_rows(t.post_ln[1], rows)),  # type: ignore[arg-type]
         attn_norm=_norm_rows(t.attn_norm, rows),
         mlp_norm=_norm_rows(t.mlp_norm, rows),
+        embed_in=None if t.embed_in is None else _rows_of(t.embed_in, rows),
+        embed_norm=_norm_rows(t.embed_norm, rows),
     )
 
 
 def stream(trace: Trace, layer: int, rows: np.ndarray) -> tuple[list[tuple[str, int, int]], np.ndarray]:
     """The residual stream entering ``layer`` at token ``rows``: labels (term, layer, head) and float64 (K, r, d)
     vectors (the decomposition of layer ``layer - 1``'s output, the input embedding for layer 0)."""
-    sliced = Trace(trace.model_name, [_sliced(t, rows) for t in trace.layers[:layer]])
-    labels: list[tuple[str, int, int]] = [("input", -1, -1)]
-    vectors = [_f64(_rows_of(trace.layers[0].x_in, rows))]
-    for index in range(layer):
-        _add_layer(sliced, index, True, labels, vectors)
+    sliced = Trace(trace.model_name, [_sliced(t, rows) for t in trace.layers[: max(layer, 1)]])
+    labels, vectors = components(sliced, layer)
     stacked = np.stack(vectors)
     target = _f64(_rows_of(trace.layers[layer].x_in, rows))
     error = float(np.abs(stacked.sum(axis=0) - target).max())

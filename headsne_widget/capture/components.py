@@ -84,6 +84,7 @@ class _Recorder:
     layers: list[Any]
     current: int | None = None
     events: list[tuple] = field(default_factory=list)
+    initial: list[tuple] = field(default_factory=list)  # norms called before the first layer (the embeddings')
     final: list[tuple] = field(default_factory=list)
     traces: list[LayerTrace] = field(default_factory=list)
     x_in: torch.Tensor | None = None
@@ -326,6 +327,8 @@ def _event_hook(kind: str, recorder: _Recorder, inside: bool = True) -> Any:
             recorder.events.append(event)
         elif recorder.current is None and not inside and len(recorder.traces) == len(recorder.layers):
             recorder.final.append(event)
+        elif recorder.current is None and not inside and not recorder.traces:
+            recorder.initial.append(event)
 
     return hook
 
@@ -349,13 +352,27 @@ def _layer_end(recorder: _Recorder, index: int) -> Any:
             raise UnsupportedAttentionError(f"{recorder.name}: layer {index} returned no hidden states")
         trace = layer_trace(recorder.events, recorder.x_in, x_out[0].detach().clone(), recorder.name)
         trace.qk = find_qk(recorder.events, recorder.x_in, recorder.name, trace)
-        for name in ("x_in", "x_out", "context", "values", "attn_out", "mlp_out"):  # off an accelerator's memory
-            setattr(trace, name, getattr(trace, name).to("cpu"))
+        if index == 0:
+            trace.embed_in, trace.embed_norm = _embedding_norm(recorder)
+        for name in ("x_in", "x_out", "context", "values", "attn_out", "mlp_out", "embed_in"):  # off an accelerator
+            if getattr(trace, name) is not None:
+                setattr(trace, name, getattr(trace, name).to("cpu"))
         recorder.traces.append(trace)
         recorder.current = None
         recorder.events.clear()
 
     return hook
+
+
+def _embedding_norm(recorder: _Recorder) -> tuple[torch.Tensor | None, NormMap | None]:
+    """The norm that made the first layer's input (BERT's embedding LayerNorm): its input (the embeddings' sum) and
+    its map; (None, None) where the first layer reads the embeddings as they are."""
+    x_in = recorder.x_in
+    assert x_in is not None
+    for _, module, inp, out in recorder.initial:
+        if out.shape == x_in.shape and inp.shape == x_in.shape and torch.equal(out, x_in):
+            return inp.clone(), norm_map(module, inp, out, recorder.name)
+    return None, None
 
 
 def _final_norm(recorder: _Recorder, ex: Extraction, name: str) -> NormMap | None:

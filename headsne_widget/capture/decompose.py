@@ -28,7 +28,7 @@ from .._checks import check_index
 from ..budget import within_budget
 from ..errors import UnsupportedAttentionError
 from .components import Trace, trace_of
-from .sources import read_only
+from .sources import NoAttention, read_only
 from .trace_layers import LayerTrace, NormMap
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 VALUE_BIAS = ("correction", "head")
+EMBEDDING_BIAS = ("correction", "input")
 #: the sum of the components must reproduce the layer's output to this share of its largest entry, else the
 #: model is refused as not decomposable (a float32 model is exact to about 1e-6 of it)
 SELF_CHECK = 1e-4
@@ -80,24 +81,28 @@ class Decomposition:
         return f"Decomposition(model_name={self.model_name!r}, layer={self.layer}, components={k}, n={n}, d={d})"
 
 
-def decompose(ex: Extraction, layer: int, *, value_bias: str = "correction", model: Any = None) -> Decomposition:
+def decompose(
+    ex: Extraction, layer: int, *, value_bias: str = "correction", embedding_bias: str = "correction", model: Any = None
+) -> Decomposition:
     """Layer ``layer``'s output (0-based) as a sum of components (module doc). ``value_bias``: "correction"
-    (the paper's: ``b_V^h W_O^h`` joins the layer's correction) or "head" (kept in its head). ``model``: the
-    model that made ``ex`` when it was extracted without ``components=True`` (a name, path or loaded model)."""
+    (the paper's: ``b_V^h W_O^h`` joins the layer's correction) or "head" (kept in its head). ``embedding_bias``:
+    "correction" (the paper's: the input term is the embeddings through the embedding norm's gain and scale, its
+    bias and mean shift join layer 0's correction) or "input" (the input term is the embedding norm's output
+    whole); the same where the model has no embedding norm. ``model``: the model that made ``ex`` when it was
+    extracted without ``components=True`` (a name, path or loaded model)."""
     layer = check_index(layer, ex.n_layers, "layer", "layers")
     if value_bias not in VALUE_BIAS:
         raise ValueError(f"value_bias must be one of {VALUE_BIAS}, got {value_bias!r}")
-    trace = trace_of(ex, model)
+    if embedding_bias not in EMBEDDING_BIAS:
+        raise ValueError(f"embedding_bias must be one of {EMBEDDING_BIAS}, got {embedding_bias!r}")
+    trace = _trace(ex, model, f"decompose(ex, {layer})")
     count = 1 + sum(t.n_heads + 2 for t in trace.layers[: layer + 1])
     within_budget(
         2 * count * int(np.prod(trace.layers[0].x_in.shape)) * 8,
         f"decompose(ex, {layer}): {count} components of {ex.n_tokens} tokens",
         "an earlier layer, a shorter text (max_tokens=)",
     )
-    labels: list[tuple[str, int, int]] = [("input", -1, -1)]
-    vectors = [_f64(trace.layers[0].x_in)]
-    for index in range(layer + 1):
-        _add_layer(trace, index, value_bias == "correction", labels, vectors)
+    labels, vectors = components(trace, layer + 1, value_bias == "correction", embedding_bias == "correction")
     if layer == ex.n_layers - 1 and trace.final_norm is not None:
         _apply(trace.final_norm, vectors, len(vectors) - 1)
     stacked = read_only(np.stack(vectors))
@@ -112,16 +117,45 @@ def decompose(ex: Extraction, layer: int, *, value_bias: str = "correction", mod
     return Decomposition(layer, terms, stacked, ex.model_name)
 
 
+def components(
+    trace: Trace, layers: int, value_bias: bool = True, embedding_bias: bool = True
+) -> tuple[list[tuple[str, int, int]], list[np.ndarray]]:
+    """The components of the residual stream after the first ``layers`` layers of ``trace`` (before the final norm):
+    labels (term, layer, head) and float64 (n, d) vectors; ``value_bias`` / ``embedding_bias``: those biases in
+    the corrections (the paper's conventions, :func:`decompose`)."""
+    first = trace.layers[0]
+    labels: list[tuple[str, int, int]] = [("input", -1, -1)]
+    carried = None
+    if embedding_bias and first.embed_norm is not None and first.embed_in is not None:
+        vectors = [_f64(first.embed_in) * first.embed_norm.scale()]  # the paper's i_t: the embeddings, gain / std
+        carried = first.embed_norm.shift()  # its bias and mean shift: layer 0's correction
+    else:
+        vectors = [_f64(first.x_in)]
+    for index in range(layers):
+        _add_layer(trace, index, value_bias, labels, vectors, carried if index == 0 else None)
+    if layers == 0 and carried is not None:  # the stream entering layer 0: the shift is a correction of its own
+        labels.append(("correction", -1, -1))
+        vectors.append(carried)
+    return labels, vectors
+
+
 def _add_layer(
-    trace: Trace, index: int, bias_to_correction: bool, labels: list[tuple[str, int, int]], vectors: list
+    trace: Trace,
+    index: int,
+    bias_to_correction: bool,
+    labels: list[tuple[str, int, int]],
+    vectors: list,
+    carried: np.ndarray | None = None,
 ) -> None:
-    """Append layer ``index``'s heads, feed-forward and correction, applying its norms to every term so far."""
+    """Append layer ``index``'s heads, feed-forward and correction, applying its norms to every term so far;
+    ``carried``: a part of the layer's input stream that joins its correction (the embedding norm's shift)."""
     t = trace.layers[index]
     heads, correction = _heads(t, bias_to_correction, trace.model_name)
     correction = correction + t.b_o[None, :]
+    carry: float | np.ndarray = 0.0 if carried is None else carried
     mlp = _f64(t.mlp_out) - t.b_f[None, :]
     if t.post_ln is not None:  # LN1(x + attention), then LN2(. + feed-forward): every term so far scaled
-        vectors.extend([*heads, correction])
+        vectors.extend([*heads, correction + carry])
         _apply(t.post_ln[0], vectors, len(vectors) - 1)
         vectors[-1:] = [mlp, vectors[-1] + t.b_f[None, :]]
         _apply(t.post_ln[1], vectors, len(vectors) - 1)
@@ -135,7 +169,7 @@ def _add_layer(
             scale = t.mlp_norm.scale()
             feed = [mlp * scale, feed[1] * scale + t.mlp_norm.shift()]
         vectors.extend(heads)
-        vectors.extend([feed[0], correction + feed[1]])
+        vectors.extend([feed[0], correction + feed[1] + carry])
     labels.extend(("head", index, h) for h in range(len(heads)))
     labels.extend([("mlp", index, -1), ("correction", index, -1)])
 
@@ -165,6 +199,14 @@ def _heads(t: LayerTrace, bias_to_correction: bool, name: str) -> tuple[list[np.
     return heads, correction
 
 
+def _trace(ex: Extraction, model: Any, what: str) -> Trace:
+    """``ex``'s trace (:func:`~.components.trace_of`); for the occurrences of a word across texts (the contexts
+    view), which have none, an error that says so rather than asking for ``extract(..., components=True)``."""
+    if isinstance(ex.attention_source, NoAttention):
+        raise ValueError(f"{what} needs the components of one text's forward pass, and {ex.attention_source.reason}")
+    return trace_of(ex, model)
+
+
 def _f64(t: Any) -> np.ndarray:
     return t.detach().to("cpu").double().numpy()
 
@@ -172,7 +214,7 @@ def _f64(t: Any) -> np.ndarray:
 def value_norms(ex: Extraction, model: Any = None) -> np.ndarray:
     """float32 (L, H, n): ``||(x_j W_V^h + b_V^h) W_O^h||`` of every key j, through W_O's Gram matrix (GQA: the
     key/value head query head h reads); computed once per trace, kept with it."""
-    trace = trace_of(ex, model)
+    trace = _trace(ex, model, "value-weighted attention (mode='norm')")
     if trace.value_norms is not None:
         return trace.value_norms
     out = np.empty((ex.n_layers, ex.n_heads, ex.n_tokens), dtype=np.float32)
@@ -235,7 +277,7 @@ def head_outputs(ex: Extraction, layer: int, head: int, model: Any = None) -> He
     """Head ``head`` of ``layer``: its context and W_O's Gram factor (class doc)."""
     layer = check_index(layer, ex.n_layers, "layer", "layers")
     head = check_index(head, ex.n_heads, "head", "heads per layer")
-    t = trace_of(ex, model).layers[layer]
+    t = _trace(ex, model, "what a head writes (mode='head-output')").layers[layer]
     w_o = t.w_o[head]
     gram = w_o @ w_o.T
     eigenvalues, vectors = np.linalg.eigh(gram)

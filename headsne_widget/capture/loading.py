@@ -278,10 +278,10 @@ def _split_across_devices(model: Any) -> bool:
 
 def user_stacklevel() -> int:
     """The ``warnings.warn`` stacklevel of the first caller outside this package, so warnings point at user code."""
-    package_dir = os.path.dirname(os.path.abspath(__file__))
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # headsne_widget/
     frame: Any = sys._getframe(1)
     level = 1
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == package_dir:
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package_dir):
         frame, level = frame.f_back, level + 1
     return level
 

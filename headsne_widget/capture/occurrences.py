@@ -31,9 +31,9 @@ from .extracted import Extraction, HiddenStates
 from .sources import NoAttention, read_only
 
 __all__ = [
-    "OCCURRENCE_COLUMNS", "TERMS", "Occurrences", "capture_occurrences", "check_term", "check_word",
-    "check_word_length", "encode", "find_word", "in_order", "occurrence_extraction", "occurrence_states",
-    "run_here", "sentence_around", "token_span",
+    "OCCURRENCE_COLUMNS", "TERMS", "UNSPACED", "Occurrences", "capture_occurrences", "check_term", "check_word",
+    "check_word_length", "encode", "find_word", "in_order", "inside_unspaced", "occurrence_extraction",
+    "occurrence_states", "run_here", "sentence_around", "token_span",
 ]  # fmt: skip
 
 #: what an occurrence's vector can be: the hidden state, or what one kind of component wrote into it
@@ -67,10 +67,29 @@ def check_word(word: Any) -> str:
     return word.strip()
 
 
+#: scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, Japanese kana, Han): a letter of one
+#: of them beside a match is no sign that the match is part of a longer word
+UNSPACED = (
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+)
+_UNSPACED = re.compile(f"[{UNSPACED}]")
+
+
 def find_word(word: str, text: str) -> list[tuple[int, int]]:
-    """Character spans of ``word`` in ``text``: whole words (no letter, digit or _ either side), any case."""
-    pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.IGNORECASE)
+    """Character spans of ``word`` in ``text``, any case: whole words (no letter, digit or _ either side), where a
+    letter of a script written without spaces (Chinese, Japanese, Thai, ...) beside it counts as a boundary (such
+    text has no other: "银行" is found in "我去银行取钱")."""
+    pattern = re.compile(rf"(?<![^\W{UNSPACED}]){re.escape(word)}(?![^\W{UNSPACED}])", re.IGNORECASE)
     return [(m.start(), m.end()) for m in pattern.finditer(text)]
+
+
+def inside_unspaced(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` touches a letter of a script written without spaces: it may be part of a
+    longer word there (nothing in the text says where words end)."""
+    return bool(
+        (start > 0 and _UNSPACED.match(text[start - 1]) and _UNSPACED.match(text[start]))
+        or (end < len(text) and _UNSPACED.match(text[end]) and _UNSPACED.match(text[end - 1]))
+    )
 
 
 def sentence_around(text: str, start: int, end: int) -> tuple[int, str]:
@@ -123,6 +142,7 @@ def encode(word: str, items: list[str], loaded: Any) -> tuple[dict[int, Job], li
                         verbose=False)  # fmt: skip
     jobs: dict[int, Job] = {}
     rows: list[dict[str, Any]] = []
+    unspaced = shared = 0
     for j, i in enumerate(order):
         ids = np.asarray(encoded["input_ids"][j], dtype=np.int64)
         if limit is not None and ids.size > limit:
@@ -135,13 +155,42 @@ def encode(word: str, items: list[str], loaded: Any) -> tuple[dict[int, Job], li
             tokens = token_span(offsets, start, end)
             if tokens is None:  # no token covers it (characters the tokenizer drops): left out
                 continue
+            unspaced += inside_unspaced(items[i], start, end)
+            shared += _beyond(items[i], start, end, offsets[tokens[0]], offsets[tokens[1] - 1])
             lo, sentence = sentence_around(items[i], start, end)
             rows.append(dict(k=len(kept), text=i, start=start, end=end, token_start=tokens[0], token_end=tokens[1],
                              sentence=sentence, sentence_start=lo, full_text=items[i]))  # fmt: skip
             kept.append(tokens)
         if kept:
             jobs[i] = (ids, kept)
+    _warn_unsure(word, len(rows), unspaced, shared, loaded.name)
     return jobs, rows
+
+
+def _beyond(text: str, start: int, end: int, first: tuple[int, int] | None, last: tuple[int, int] | None) -> bool:
+    """Whether the tokens holding ``text[start:end]`` hold other characters than spaces too."""
+    assert first is not None and last is not None
+    return bool(text[first[0] : start].strip() or text[end : last[1]].strip())
+
+
+def _warn_unsure(word: str, found: int, unspaced: int, shared: int, model: str) -> None:
+    """One warning for the occurrences that may not be the word alone (module doc of :func:`find_word`)."""
+    from .loading import user_stacklevel
+
+    notes = []
+    if unspaced:
+        notes.append(
+            f"{unspaced} sit in text written without spaces (Chinese, Japanese, Thai, ...), where nothing marks a "
+            f"word's end: each is taken as {word!r}, though it may be part of a longer word"
+        )
+    if shared:
+        notes.append(
+            f"{shared} share a token with other characters ({model}'s tokenizer keeps them together, e.g. a run "
+            "of characters it does not know as one [UNK]): their vectors are those tokens'"
+        )
+    if notes:
+        warnings.warn(f"of the {found} occurrences of {word!r}, " + "; ".join(notes), UserWarning,
+                      stacklevel=user_stacklevel())  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------- one text
@@ -196,11 +245,14 @@ def _pool(states: torch.Tensor, spans: list[tuple[int, int]]) -> list[np.ndarray
 
 
 def _decomposed(ex: Extraction, loaded: Any, kind: str, spans: list[tuple[int, int]]) -> list[np.ndarray]:
-    """Each span's pooled sum of the ``kind`` components at every layer (layer 0: the embeddings for "input",
-    zero for the others, which have written nothing yet)."""
-    from .decompose import decompose
+    """Each span's pooled sum of the ``kind`` components at every layer (layer 0: the input term of the stream
+    entering the first block for "input", the embeddings through their norm's gain and scale where the model has
+    one (:func:`~.decompose.decompose`'s convention); zero for the others, which have written nothing yet)."""
+    from .components import trace_of
+    from .decompose import components, decompose
 
-    first = ex.hidden_states[0] if kind == "input" else np.zeros_like(ex.hidden_states[0])
+    entering = components(trace_of(ex, loaded), 0)[1][0]  # the input term of the stream entering block 0
+    first = entering if kind == "input" else np.zeros_like(entering)
     layers = [first.astype(np.float64)]
     for layer in range(ex.n_layers):
         parts = decompose(ex, layer, model=loaded)

@@ -52,6 +52,8 @@ class LayerTrace:
     attn_norm: NormMap | None = None  # on the attention's output before the residual (Gemma 2)
     mlp_norm: NormMap | None = None  # on the feed-forward's output before the residual
     qk: Any = None  # the queries' and keys' maps (:class:`~.qk_trace.QKTrace`), for attribution
+    embed_in: torch.Tensor | None = None  # layer 0: the embeddings before the norm that made its input (BERT's)
+    embed_norm: NormMap | None = None  # that norm
 
     @property
     def n_heads(self) -> int:
@@ -65,6 +67,7 @@ class LayerTrace:
     def nbytes(self) -> int:
         tensors = (self.x_in, self.x_out, self.context, self.values, self.attn_out, self.mlp_out)
         kept = sum(t.numel() * t.element_size() for t in tensors) + self.w_o.nbytes
+        kept += 0 if self.embed_in is None else self.embed_in.numel() * self.embed_in.element_size()
         return kept + (0 if self.qk is None else self.qk.nbytes)
 
 

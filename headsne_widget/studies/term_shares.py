@@ -53,6 +53,25 @@ def _encode(items: list[str], loaded: Any) -> tuple[dict[int, np.ndarray], dict[
     return jobs, spans
 
 
+def check_layers(layers: Any) -> int | list[int] | None:
+    """``layers=`` at the boundary, before the model loads: None, an int or an iterable of ints (numpy's
+    included), else a TypeError naming what was given (a torch tensor among them: ``int(t)`` or ``t.tolist()``)."""
+    from .._checks import is_int
+
+    if layers is None or is_int(layers):
+        return layers
+    torch_value = type(layers).__module__.split(".")[0] == "torch"
+    values = (
+        None if torch_value or isinstance(layers, (str, bytes)) or not isinstance(layers, Iterable) else list(layers)
+    )
+    if values is None or not all(is_int(v) for v in values):
+        hint = ": pass int(t) or t.tolist()" if torch_value else ""
+        raise TypeError(
+            f"layers must be None (all layers), an int or a list of ints, got {type(layers).__name__} {layers!r}{hint}"
+        )
+    return [int(v) for v in values]
+
+
 def text_shares(index: int, token_ids: np.ndarray, model: Any, *, layers: list[int], by_head: bool) -> list[dict]:
     """The rows of one text (one task, in a worker or in-process): its states decomposed at each layer."""
     from ..capture.attention import _SWITCH_LOCK
@@ -109,7 +128,7 @@ def term_shares(
     from .._checks import flag
     from ..capture.extraction import load_model
 
-    items, by_head = check_texts(texts), flag(by_head, "by_head")
+    items, by_head, layers = check_texts(texts), flag(by_head, "by_head"), check_layers(layers)
     loaded = load_model(model)
     jobs, spans = _encode(items, loaded)
     settings = {"layers": selected_indices(loaded, jobs, layers, None)["layers"], "by_head": by_head}

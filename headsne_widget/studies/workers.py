@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -96,14 +95,14 @@ def _model_for_workers(model: Any, client: Any) -> Any:
         return os.fspath(model)
     if client is None:
         return model
-    try:
-        pickle.dumps(model)
+    try:  # a cluster of threads in this process takes the object as it is; workers in other processes pickle it
+        return client.scatter(model, broadcast=True, hash=False)
     except Exception as err:
         raise TypeError(
-            f"the model object ({type(model).__name__}) cannot be pickled to send to the Dask workers: pass the "
-            "model's directory or hub id as a string instead (each worker then loads it once)"
+            f"the model object ({type(model).__name__}) cannot be pickled to send to the Dask workers ({err}): pass "
+            "the model's directory or hub id as a string (each worker then loads it once), or client='sync' or "
+            "client='threads' to run in this process with the object as it is"
         ) from err
-    return client.scatter(model, broadcast=True, hash=False)
 
 
 def progress_bar(total: int, done: int, enabled: bool) -> Any:
