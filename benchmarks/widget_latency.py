@@ -13,7 +13,7 @@ returns a float32 P that already is symmetric, zero on the diagonal and normalis
 it), the first frame of ``tsne_frames`` with the widget's ``every``, ``kl_every`` and ``first_kl=False``
 (the check again, the engine, the iterations up to the first report, no KL), the next frame (the cost of a later
 frame without a KL), and the hover partners the widget publishes for the new head
-(``selection_partners``, both directions and the symmetric edges, the default edge_k = 5).
+(``head_partners``, both directions and the symmetric edges, the default edge_k = 5).
 
     python benchmarks/widget_latency.py [--tokens 512] [--selections 20] [--speed 250] [--restarts 1]
     python benchmarks/widget_latency.py --llama --tokens 8192 --split --selections 4 --speed 0 --n-iter 30
@@ -61,13 +61,13 @@ import numpy as np
 from comm.base_comm import BaseComm
 
 from headsne_widget.affinity.affinities import attention_affinities
+from headsne_widget.affinity.partners import head_partners
 from headsne_widget.capture.extraction import extract
 from headsne_widget.embedding.background import start_warmup
 from headsne_widget.embedding.tsne import check_affinities, tsne_frames
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.headsne import HeadSNE
 from headsne_widget.widget.pacing import report_every
-from headsne_widget.widget.partners import partner_traits
 from headsne_widget.widget.runs import KL_EVERY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -138,7 +138,7 @@ def click_split(ex: Any, layer: int, head: int) -> dict[str, float]:
     split[f"next frame (iteration {second.iteration}, no KL)"] = clock() - start
     frames.close()
     start = clock()
-    partner_traits(A, None, 5, np.arange(ex.n_tokens))
+    head_partners(A, 5, np.arange(ex.n_tokens))
     split["hover partners (edge_k = 5)"] = clock() - start
     return split
 

@@ -213,8 +213,18 @@ def test_no_import_circle_anywhere_in_the_package():
     assert not circles, "import circles, each until it is cut:\n" + "\n".join(circles)
 
 
-#: the owner's class and its result handlers (mixed into it): the only modules that assign the owner's fields
-OWNER_MODULES = {"widget/owner.py", "widget/results.py"}
+#: the owner (one class: its state and every handler): the only modules that assign its fields or write the traits
+OWNER = "widget/owner"
+OWNER_MODULES = {p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / OWNER).glob("*.py")}
+#: the synced model itself: the browser's updates enter through its ``set_state`` (only what a user may set) and
+#: what it refuses it sends back; it writes no value of its own
+MODEL_MODULE = "widget/model.py"
+#: what a widget's traits are written with besides ``widget.x = ...`` and ``setattr``: traitlets' and ipywidgets'
+#: methods (a ``hold_sync`` block is there to write), and links that write one widget's trait from another's
+TRAIT_WRITERS = {"set_trait", "set_state", "send_state", "hold_sync", "hold_trait_notifications", "add_traits"}
+LINKS = {"link", "dlink", "directional_link", "jslink", "jsdlink"}
+#: the synced model's class and ipywidgets' widget classes: ``self`` in their methods is a widget
+WIDGET_CLASSES = {"HeadSNEModel", "AnyWidget", "DOMWidget", "Widget"}
 
 
 def _owner_assignments(path: Path) -> list[str]:
@@ -237,6 +247,166 @@ def test_only_the_owner_assigns_its_fields():
     """Issue 27: results are applied by the owner's handlers, construction is an owner method."""
     wrong = [
         w for p in _modules() if p.relative_to(PACKAGE).as_posix() not in OWNER_MODULES for w in _owner_assignments(p)
+    ]
+    assert wrong == []
+
+
+def test_the_owner_declares_its_state_once():
+    """Every field the owner's modules assign (``self.x = ...``) is declared in ``OwnerState``, and only there: no
+    concern of the class adds state of its own."""
+    state = ast.parse((PACKAGE / OWNER / "state.py").read_text())
+    base = next(n for n in state.body if isinstance(n, ast.ClassDef) and n.name == "OwnerState")
+    declared = {n.target.id for n in base.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    wrong = []
+    for name in sorted(OWNER_MODULES):
+        for node in ast.walk(ast.parse((PACKAGE / name).read_text())):
+            if isinstance(node, ast.ClassDef) and node.bases:  # a layer of the class (RunState is a record)
+                wrong += [f"{name}: {node.name} declares {n.target.id}" for n in node.body
+                          if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]  # fmt: skip
+            for target in _assigned(node):
+                is_field = isinstance(target, ast.Attribute) and getattr(target.value, "id", "") == "self"
+                if is_field and target.attr not in declared:
+                    wrong.append(f"{name}:{node.lineno} sets self.{target.attr}, not declared in OwnerState")
+    assert declared and wrong == []
+
+
+def _flat(target: ast.expr) -> list[ast.expr]:
+    """The single targets of an assignment target (tuples and starred unpacked)."""
+    if isinstance(target, ast.Tuple | ast.List):
+        return [e for t in target.elts for e in _flat(t)]
+    return _flat(target.value) if isinstance(target, ast.Starred) else [target]
+
+
+def _assigned(node: ast.AST) -> list[ast.expr]:
+    """The single targets ``node`` assigns, if it is an assignment."""
+    if isinstance(node, ast.Assign):
+        return [t for ts in node.targets for t in _flat(ts)]
+    return _flat(node.target) if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+
+
+class _TraitWrites(ast.NodeVisitor):
+    """Every write of a widget's traits in one module, in any form: ``owner.widget.x = ...``, an alias
+    (``w = self.widget; w.x, w.y = ...``, a parameter annotated ``HeadSNEModel``, ``self`` in a widget class),
+    ``setattr(widget, ...)``, ``widget.set_trait(...)`` and the other TRAIT_WRITERS (``with w.hold_sync():``,
+    ``send_state``), a traitlets link, or a ``HeadSNEModel(...)`` made with values."""
+
+    def __init__(self, where: str) -> None:
+        self.where, self.found, self.aliases, self.in_widget_class = where, [], [set()], False
+
+    def is_widget(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr in ("widget", "_widget")
+        if isinstance(node, ast.Name):
+            return node.id in self.aliases[-1] or node.id == "widget" or (node.id == "self" and self.in_widget_class)
+        return False
+
+    def note(self, node: ast.AST, what: str) -> None:
+        self.found.append(f"{self.where}:{node.lineno} {what}")
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        outer = self.in_widget_class
+        self.in_widget_class = node.name in WIDGET_CLASSES or any(
+            getattr(b, "id", getattr(b, "attr", "")) in WIDGET_CLASSES for b in node.bases
+        )
+        self.generic_visit(node)
+        self.in_widget_class = outer
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        scope = self.aliases[-1] | {  # the enclosing function's aliases, and parameters typed as the model
+            a.arg
+            for a in [*node.args.args, *node.args.kwonlyargs]
+            if "HeadSNEModel" in ast.unparse(a.annotation or ast.Constant(""))
+        }
+        bound: set[str] = set()
+        for _ in range(3):  # an alias of an alias
+            self.aliases.append(scope | bound)
+            for assign in (n for n in ast.walk(node) if isinstance(n, ast.Assign)):
+                for target in assign.targets:
+                    pairs = (
+                        zip(_flat(target), _flat(assign.value))
+                        if isinstance(target, ast.Tuple) and isinstance(assign.value, ast.Tuple)
+                        else [(target, assign.value)]
+                    )
+                    bound |= {t.id for t, v in pairs if isinstance(t, ast.Name) and self.is_widget(v)}
+            self.aliases.pop()
+        self.aliases.append(scope | bound)
+        self.generic_visit(node)
+        self.aliases.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Assign(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
+        for target in _assigned(node):
+            if isinstance(target, ast.Attribute) and self.is_widget(target.value):
+                self.note(node, f"sets {ast.unparse(target)}")
+        self.generic_visit(node)
+
+    visit_AugAssign = visit_AnnAssign = visit_Assign
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in ("setattr", "delattr") and node.args and self.is_widget(node.args[0]):
+            self.note(node, f"{name}({ast.unparse(node.args[0])}, ...)")
+        elif isinstance(func, ast.Attribute) and name in TRAIT_WRITERS and self.is_widget(func.value):
+            self.note(node, f"{ast.unparse(func)}(...)")
+        elif name in LINKS and any(self.is_widget(e) for a in node.args for e in ast.walk(a)):
+            self.note(node, f"{name}(...) of a widget")
+        elif name == "HeadSNEModel" and (node.args or node.keywords):
+            self.note(node, "makes a HeadSNEModel with values")
+        self.generic_visit(node)
+
+
+def _trait_writes(path: Path) -> list[str]:
+    finder = _TraitWrites(path.relative_to(PACKAGE).as_posix())
+    finder.visit(ast.parse(path.read_text()))
+    return finder.found
+
+
+def test_the_trait_write_finder_sees_every_form():
+    source = """
+class HeadSNEModel(AnyWidget):
+    def set_state(self, data):
+        self.send_state(["layer"])
+def direct(owner):
+    owner.widget.layer = 1
+def aliased(self):
+    w, ex = self.widget, self.ex
+    w.kl, w.status = None, "done"
+    v = w
+    v.frame += 1
+def helpers(owner, model: HeadSNEModel):
+    setattr(owner.widget, "layer", 2)
+    owner.widget.set_trait("head", 3)
+    with model.hold_sync():
+        pass
+    traitlets.link((owner.widget, "layer"), (other, "value"))
+    return HeadSNEModel(layer=1)
+def reads(owner):
+    w = owner.widget
+    x = w.layer
+    setattr(HeadSNE, "layer", property())
+    other.layer = w.head
+"""
+    path = PACKAGE / "widget" / "example.py"
+    finder = _TraitWrites("example")
+    finder.visit(ast.parse(source))
+    assert [f.split(" ", 1)[1] for f in finder.found] == [
+        "self.send_state(...)", "sets owner.widget.layer", "sets w.kl", "sets w.status", "sets v.frame",
+        "setattr(owner.widget, ...)", "owner.widget.set_trait(...)", "model.hold_sync(...)", "link(...) of a widget",
+        "makes a HeadSNEModel with values",
+    ]  # fmt: skip
+    del path
+
+
+def test_only_the_owner_writes_traits():
+    """Issue 51: every write of the synced model's traits goes through the owner (the views and the user API hand it
+    values), so that one thread, in one place, sets traits."""
+    wrong = [
+        w
+        for p in _modules()
+        if p.relative_to(PACKAGE).as_posix() not in OWNER_MODULES | {MODEL_MODULE}
+        for w in _trait_writes(p)
     ]
     assert wrong == []
 

@@ -159,23 +159,6 @@ def test_a_bad_switch_is_refused_before_any_search(monkeypatch, bad):
         knn_gaussian_affinities(X, 5.0)
 
 
-def test_hidden_partners_of_a_long_text_come_from_the_p_search(monkeypatch):
-    """Hidden mode's hover partners from SPARSE_MIN_TOKENS kept tokens on are found by the P's neighbour search
-    (approximate by default; here switched to exact) among the kept tokens, an excluded token's exactly: the
-    same neighbours and weights as the blocked exact search below the threshold (an oracle on these points)."""
-    from headsne_widget.affinity import neighbours as nb
-    from headsne_widget.widget import partners
-
-    X = np.random.default_rng(3).normal(size=(300, 8))
-    kept = np.delete(np.arange(300), [0, 150])  # two excluded tokens
-    oracle = partners.hidden_neighbours(X, 5, kept)
-    monkeypatch.setattr(partners, "SPARSE_MIN_TOKENS", 100)
-    monkeypatch.setattr(nb.settings, "neighbours", "exact")
-    searched = partners.hidden_neighbours(X, 5, kept)
-    np.testing.assert_array_equal(searched[0], oracle[0])
-    np.testing.assert_allclose(searched[1], oracle[1], rtol=1e-6)
-
-
 def _search_workers() -> list[psutil.Process]:
     """This process's approximate-search worker processes (started by affinity/descent.py)."""
     return [

@@ -25,6 +25,7 @@ from recording_comm import run_threads, wait_until
 
 import headsne_widget
 from headsne_widget.affinity.affinities import attention_affinities, gaussian_affinities
+from headsne_widget.affinity.partners import head_partners
 from headsne_widget.capture.extraction import Extraction, extract
 from headsne_widget.capture.maximum_attention import max_attention
 from headsne_widget.embedding.alignment import align, align_rows
@@ -33,7 +34,6 @@ from headsne_widget.embedding.tsne import kl_divergence
 from headsne_widget.errors import DegenerateAffinitiesError
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.headsne import HeadSNE
-from headsne_widget.widget.partners import head_partners, top_edges
 from headsne_widget.widget.runs import KL_EVERY
 from headsne_widget.widget.serialization import array_from_wire
 
@@ -156,7 +156,7 @@ def test_edges_are_each_tokens_strongest_partners(make, ex):
 def test_top_edges_only_link_kept_tokens():
     A = np.random.default_rng(0).random((6, 6)).astype(np.float32)
     kept = np.array([1, 2, 4, 5])
-    indices, weights = top_edges(A, 10, kept)
+    indices, weights = head_partners(A, 10, kept).edges
     assert indices.shape == (6, 3)  # at most len(kept) - 1 partners
     assert np.isin(indices, kept).all() and np.isfinite(weights).all()
 
@@ -597,8 +597,6 @@ def test_the_bundle_is_the_widgets_front_end(make, ex):
 def test_head_partners_rank_rows_columns_and_edges_as_a_sort_does(ties):
     """The compiled pass (tiles of 256, the last one ragged at n = 600) against a plain sort of each row of A,
     A^T and max(A, A^T): kept partners only, never the token itself, equal weights by lower index first."""
-    from headsne_widget.widget.partners import head_partners
-
     rng = np.random.default_rng(3)
     n, k = 600, 5
     A = (rng.integers(0, 4, (n, n)) / 4 if ties else rng.random((n, n))).astype(np.float32)

@@ -19,11 +19,11 @@ from conftest import build_tiny_model
 from recording_comm import wait_until
 from widget_probes import count_builds, count_leases, prefetch_idle
 
+from headsne_widget.affinity.partners import neighbour_partners
 from headsne_widget.affinity.sparse import SPARSE_MIN_TOKENS
 from headsne_widget.capture.extraction import extract
 from headsne_widget.embedding.background import start_warmup
 from headsne_widget.texts import TSNE_ABSTRACT
-from headsne_widget.widget.partners import hidden_neighbours
 from headsne_widget.widget.selections import SPARSE_MASS
 
 N = SPARSE_MIN_TOKENS + 104
@@ -193,9 +193,11 @@ def test_a_hidden_run_above_the_threshold_takes_the_knn_p_and_neighbours(make, l
     assert w.embedding.shape == (N, 2)
     assert w.attends_to is None and w.attended_by is None
     assert leased == []
-    indices, weights = hidden_neighbours(ex.layer_output(0), k, np.arange(N))
+    indices, weights = neighbour_partners(ex.layer_output(0), k, np.arange(N), method=None)
     np.testing.assert_array_equal(w.edges["indices"], indices)
-    np.testing.assert_array_equal(w.edges["weights"], weights)
+    # the P's search ran on its scaled copy: the nearest pairs' distances (1e-8 of the largest, the text repeats
+    # itself) differ in their last bits, and where the median's float32 rounding tips, every weight by an ulp
+    np.testing.assert_allclose(w.edges["weights"], weights, rtol=1e-6)
 
 
 def test_a_long_hidden_runs_partners_come_from_its_own_p_search(make, long_ex, monkeypatch):

@@ -1,16 +1,21 @@
 """What the widget reports stays true to the run it names (issue 32, findings 2-4): a stopped run that never
-showed a frame shows none of the previous run's, a selection too small for t-SNE is refused before its run
-starts, and a started atlas reads as running for its own layer at once."""
+showed a frame shows none of the previous run's, a stopped run's KL is the exact KL of the frame it leaves (issue
+53), a selection too small for t-SNE is refused before its run starts, and a started atlas reads as running for its
+own layer at once."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import threading
 import time
 
+import numpy as np
 import pytest
 from recording_comm import wait_until
 
+from headsne_widget import selection_affinities
 from headsne_widget.capture.extraction import Extraction, extract
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.headsne import HeadSNE
@@ -40,6 +45,45 @@ def test_a_run_stopped_after_frames_keeps_its_own(ex, make):
     kl = w.wait()
     w.stop()  # nothing runs: nothing changes
     assert w.kl == kl and w.embedding is not None and w.status.startswith("done")
+
+
+def numpy_kl(P: np.ndarray, Y: np.ndarray) -> float:
+    """KL(P || Q(Y)) in float64, written out: q_ij = (1 + |y_i - y_j|^2)^-1 / Z over i != j, the sum over p_ij > 0."""
+    Y = np.asarray(Y, dtype=np.float64)
+    W = 1.0 / (1.0 + ((Y[:, None, :] - Y[None, :, :]) ** 2).sum(-1))
+    np.fill_diagonal(W, 0.0)
+    P = np.asarray(P, dtype=np.float64)
+    mask = P > 0
+    return float((P[mask] * np.log(P[mask] / (W[mask] / W.sum()))).sum())
+
+
+@pytest.mark.parametrize("paused", [False, True], ids=["running", "paused"])
+@pytest.mark.parametrize("selection", [("attention", 2, 5), ("hidden", 3, 0)], ids=["attention", "hidden"])
+def test_wait_after_stop_returns_the_exact_kl_of_the_embedding_it_leaves(
+    abstract_ex, make, tmp_path, selection, paused
+):
+    """Issue 53: ``wait()`` after ``stop()`` gave the last report's KL (hidden mode 0.74268 against 0.54175 for the
+    embedding shown). Stopped between two KL reports after the early exaggeration (before it, the map is so small
+    that the KL barely moves: 2.3195905818 at 100 against 2.3195905810 at 125 in hidden mode), running or paused
+    first, the widget's KL, ``wait()``, the
+    last entry of ``kl_history`` and both saved pages are the KL of ``w.embedding`` against P, computed in numpy."""
+    mode, layer, head = selection
+    w, _ = make(abstract_ex, mode=mode, layer=layer, head=head, n_iter=1000, speed=300.0)
+    wait_until(lambda: w.iteration > 300 and w.iteration % 50 != 0, 60, "a frame between two KL reports")
+    if paused:
+        w.pause()
+    w.stop()
+    kl = w.wait(60)
+    Y, kept = w.embedding, w.kept
+    sel = selection_affinities(abstract_ex, mode, layer, head, perplexity=w.perplexity)
+    assert list(sel.kept) == kept and w.state == "idle" and 300 < w.iteration < 1000
+    assert kl == pytest.approx(numpy_kl(sel.P, Y), rel=1e-6, abs=0)
+    assert w.kl == kl and w.kl_history[-1] == kl and w.kl_iterations[-1] == w.iteration
+    assert w.status.endswith(f"KL {kl:.4f}")
+    page = (w.save_html(tmp_path / "stopped.html")).read_text()
+    state = json.loads(re.search(r'id="headsne-state">(.*?)</script>', page, re.S).group(1))["state"]
+    assert (state["kl"], state["iteration"]) == (kl, w.iteration)
+    assert f"KL(P || Q) = {kl:.4f}" in w.save_html(tmp_path / "bokeh.html", view="bokeh").read_text()
 
 
 @pytest.fixture(scope="module")

@@ -25,19 +25,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse
 
 from ..budget import SPARSE_ENTRY_BYTES, memory_budget_bytes, within_budget
-from ..errors import MemoryBudgetError
-from .sources.base import Built, HeadMatrixSource, Limits, Progress, PSource, Spec
+from .partners import AtHand
+from .sources.base import Alloc, Built, HeadMatrixSource, Limits, Progress, PSource, Spec, fitted
 from .sparse import SPARSE_MIN_TOKENS
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
-__all__ = ["Alloc", "Selection", "build_p", "capped_keys", "wants_sparse"]
-
-#: ``alloc(shape, role)``: a float32 array of ``shape`` for ``role`` ("matrix" or "P"), the caller's to release
-Alloc = Callable[[tuple[int, int], str], np.ndarray]
+__all__ = ["Alloc", "Selection", "build_p", "wants_sparse"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +61,12 @@ class Selection:
     note: str = ""
     mass: float | None = None
     rows: Any = None
+
+    def at_hand(self, matrix: np.ndarray | None = None) -> AtHand:
+        """What this P leaves for its partners (``PSource.partners``): a sparse head's rows, a kNN P's own search,
+        and ``matrix``, the head's dense matrix where the caller still holds it."""
+        sparse = scipy.sparse.issparse(self.P)
+        return AtHand(sparse, matrix, self.rows, getattr(self.P, "neighbours", None))
 
 
 def wants_sparse(src: PSource, m: int, sparse: bool | None = None) -> bool:
@@ -97,28 +101,24 @@ def build_p(
     return _selection(spec, _dense(ex, spec, dtype, out, matrix, alloc=alloc, check=check))
 
 
-def capped_keys(n: int, entries: int, least: int = 1) -> int:
-    """The keys each of ``n`` rows may keep when every row's mass would exceed ``entries`` kept entries: an equal
-    share of them, at least ``least`` (the one rule of a capped sparse head, for P and for its partners)."""
-    return max(least, entries // n)
-
-
 def _sparse(
     ex: Any, spec: Spec, dtype: Any, progress: Progress | None, budget: int, instead: int | None
 ) -> Built | None:
-    """The sparse P within the budget; None where the dense P (``instead`` bytes, fitting) is the smaller."""
+    """The sparse P within the budget (a head's capped where its rows' mass does not fit, :func:`.sources.base.fitted`;
+    a source of points lowers its perplexity, or refuses); None where the dense P (``instead`` bytes, fitting) is
+    the smaller."""
     src, entries = spec.source, budget // SPARSE_ENTRY_BYTES
     switch = None if instead is None else instead // SPARSE_ENTRY_BYTES
-    limit = entries if switch is None else min(entries, switch)
-    try:
-        return src.sparse(ex, spec, dtype=dtype, progress=progress, limits=Limits(max_entries=max(limit, 1)))
-    except MemoryBudgetError:
-        if not isinstance(src, HeadMatrixSource):
-            raise
-        if switch is not None and switch <= entries:
-            return None
-    cap = capped_keys(ex.n_tokens, entries)
-    built = src.sparse(ex, spec, dtype=dtype, progress=progress, limits=Limits(max_keys=cap))
+    make = lambda limits: src.sparse(ex, spec, dtype=dtype, progress=progress, limits=limits)  # noqa: E731
+    if not isinstance(src, HeadMatrixSource):
+        limit = entries if switch is None else min(entries, switch)
+        return make(Limits(max_entries=max(limit, 1)))
+    found = fitted(make, ex.n_tokens, entries, switch=switch)
+    if found is None:
+        return None
+    built, cap = found
+    if cap is None:
+        return built
     held = f"{built.mass:.1%}" if built.mass is not None else "less"
     note = f"each token keeps at most its {cap} largest keys (memory budget): P holds {held} of the head's weights"
     return replace(built, note=note)

@@ -1,5 +1,5 @@
 """Compiled passes over an n x n matrix, in square tiles: a fast acceptance test of P, P = (A + A^T) * s,
-and each token's strongest partners in a head.
+and each token's strongest partners in a head (and in a long text's kept rows of one, :func:`kept_row_partners`).
 
 At n = 8192 (256 MiB in float32) numpy needs a pass per property (finite, min, max, symmetric, diagonal,
 sum), with transposed block copies: about 0.7 s before the first t-SNE step of a head click; its
@@ -246,6 +246,33 @@ def partners(A, partner, weights, indices, tile=TILE):  # pragma: no cover - com
                     _offer(weights[0, i], indices[0, i], a, j)
                     _offer(weights[1, i], indices[1, i], b, j)
                     _offer(weights[2, i], indices[2, i], max(a, b), j)
+
+
+@njit(cache=True, nogil=True)
+def kept_row_partners(rp, ri, rd, cp, ci, cd, partner, weights, indices):  # pragma: no cover - compiled
+    """:func:`partners` of a head given as its kept rows (CSR ``rp, ri, rd``) and their transpose (``cp, ci, cd``),
+    columns sorted within each row: row i and column i merged by column, so that j rises and equal weights keep
+    the lower index first. ``weights`` (3, n, k) come filled with 0 and ``indices`` with -1: only entries > 0
+    enter, and a token with fewer than k keeps the padding. O(nnz x k)."""
+    n = rp.shape[0] - 1
+    for i in range(n):
+        a, b = rp[i], cp[i]
+        a_end, b_end = rp[i + 1], cp[i + 1]
+        while a < a_end or b < b_end:
+            ja = ri[a] if a < a_end else n
+            jb = ci[b] if b < b_end else n
+            j = min(ja, jb)
+            wa = rd[a] if ja == j else 0.0
+            wb = cd[b] if jb == j else 0.0
+            if ja == j:
+                a += 1
+            if jb == j:
+                b += 1
+            if j == i or not partner[j]:
+                continue
+            _offer(weights[0, i], indices[0, i], wa, j)
+            _offer(weights[1, i], indices[1, i], wb, j)
+            _offer(weights[2, i], indices[2, i], max(wa, wb), j)
 
 
 @njit(cache=True, nogil=True)

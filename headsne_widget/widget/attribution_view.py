@@ -14,12 +14,12 @@ The browser asks; Python computes in the background and answers with one small t
 
 Both need the model's components (:func:`~headsne_widget.capture.components.trace_of`): the extraction's own
 (``extract(..., components=True)``), else one forward pass with them on the model the widget's text was given with
-(kept with the extraction), refused beforehand past the memory budget (``MemoryBudgetError``).
+(kept with the extraction), refused beforehand past the memory budget (``MemoryBudgetError``). The owner
+(:mod:`.owner.panels`) starts the jobs and writes the traits.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 import time
@@ -38,9 +38,12 @@ __all__ = [
     "COMPOSITION_TOP",
     "AttributionDone",
     "CompositionDone",
+    "attribution_job",
     "attribution_payload",
     "component_label",
+    "composition_job",
     "composition_links",
+    "known_composition",
 ]
 
 #: pairs listed for one edge, largest first by size
@@ -106,6 +109,11 @@ def attribution_payload(frame: pd.DataFrame, top: int = ATTRIBUTION_TOP) -> dict
     return {"score": score, "pairs": pairs, "n_pairs": len(frame)}
 
 
+def known_composition(ex: Extraction) -> pd.DataFrame | None:
+    """The composition table of ``ex`` when a ``composition`` job has computed it, else None."""
+    return _COMPOSITIONS.get(ex)
+
+
 def composition_links(frame: pd.DataFrame, layer: int, head: int, top: int = COMPOSITION_TOP) -> list[dict[str, Any]]:
     """The earlier heads composing most with (layer, head): per kind q, k, v the ``top`` largest scores."""
     rows = frame[(frame["dst_layer"] == layer) & (frame["dst_head"] == head)]
@@ -158,55 +166,3 @@ def composition_job(job: Job, *, ex: Extraction) -> None:
         job.check()
         done = CompositionDone(None, str(err) or type(err).__name__, time.perf_counter() - start)
     job.emit(done)
-
-
-# ------------------------------------------------------------------------------------ the owner's side
-# (``owner``: the widget's :class:`~.owner.Owner`, which imports this module: typed Any, no import circle)
-
-
-def on_attribution_request(owner: Any, change: Any) -> None:
-    """The browser (or Python) asked for one edge's attribution: start its job, show it running."""
-    w, value = owner.widget, change.new
-    if value is None or owner.ex is None:
-        return
-    layer, head, i, j = (int(v) for v in value)
-    request = {"layer": layer, "head": head, "i": i, "j": j}
-    w.attribution = {**request, "state": "running", "error": ""}
-    work = functools.partial(attribution_job, ex=owner.ex, request=request)
-    owner.slots["attribution"].start(work)
-
-
-def on_attribution(owner: Any, job: Job, done: AttributionDone) -> None:
-    owner.widget.attribution = done.payload
-
-
-def start_composition(owner: Any) -> None:
-    """The control message "composition": compute the table (once per extraction), then list the links."""
-    ex = owner.ready()
-    frame = _COMPOSITIONS.get(ex)
-    if frame is not None:
-        update_composition(owner, frame)
-        return
-    w = owner.widget
-    w.composition = {"state": "running", "error": "", "layer": w.layer, "head": w.head, "links": []}
-    owner.slots["composition"].start(functools.partial(composition_job, ex=ex))
-
-
-def on_composition(owner: Any, job: Job, done: CompositionDone) -> None:
-    w = owner.widget
-    if done.frame is None:
-        w.composition = {"state": "error", "error": done.error, "layer": w.layer, "head": w.head, "links": []}
-        return
-    update_composition(owner, done.frame, done.seconds)
-
-
-def update_composition(owner: Any, frame: Any = None, seconds: float | None = None) -> None:
-    """``composition`` for the selected head (after a selection change: only once the table is there)."""
-    w, ex = owner.widget, owner.ex
-    frame = frame if frame is not None else (_COMPOSITIONS.get(ex) if ex is not None else None)
-    if frame is None:
-        return
-    done = {"state": "done", "error": "", "layer": w.layer, "head": w.head}
-    if seconds is None and isinstance(w.composition, dict):
-        seconds = w.composition.get("seconds")
-    w.composition = {**done, "links": composition_links(frame, w.layer, w.head), "seconds": seconds}

@@ -155,13 +155,15 @@ export const MIRRORED = /** @type {{const}} */ ([
 
 /**
  * The sources of P (headsne_widget/affinity/sources), one per value of `mode`, in the mode control's order: its
- * option's text, what a map of it is called, whether a run depends on the head and on the perplexity, points per
- * token (2: queries then keys), what the hover lines are ("rows" of the head, or nearest "neighbours"), and the
- * tokens [prefetchFrom, prefetchBelow) for which the page reports the grid row the pointer rests on (null: never;
- * below null: no bound; js/store/prefetch.js).
- * @typedef {{{{option: string, title: string, perHead: boolean, usesPerplexity: boolean, pointsPerToken: number,
- *   partners: "rows" | "neighbours", prefetchFrom: number | null, prefetchBelow: number | null,
- *   describes: string}}}} Source
+ * option's text, what a map of it is called (and the map's caption on the page), whether a run depends on the head
+ * and on the perplexity, what each of a token's points is where a token has more than one (in the order of the
+ * map's rows: query-key's first `query_rows` rows are the queries, drawn filled, the rest the keys, drawn as rings;
+ * [] for one point a token), what the hover lines are ("rows" of the head, or nearest "neighbours"), and the tokens
+ * [prefetchFrom, prefetchBelow) for which the page reports the grid row the pointer rests on (null: never; below
+ * null: no bound; js/store/prefetch.js).
+ * @typedef {{{{option: string, title: string, caption: string, perHead: boolean, usesPerplexity: boolean,
+ *   pointRoles: string[], partners: "rows" | "neighbours", prefetchFrom: number | null,
+ *   prefetchBelow: number | null, describes: string}}}} Source
  * @type {{Readonly<Record<string, Source>>}}
  */
 export const SOURCES = Object.freeze({{
@@ -195,8 +197,8 @@ def js_module() -> str:
 def _js_source(src: PSource) -> str:
     """One entry of the page's ``SOURCES`` table."""
     fields = {
-        "option": src.option, "title": src.title, "perHead": src.per_head, "usesPerplexity": src.uses_perplexity,
-        "pointsPerToken": src.points_per_token, "partners": src.partners,
+        "option": src.option, "title": src.title, "caption": src.caption or src.title, "perHead": src.per_head,
+        "usesPerplexity": src.uses_perplexity, "pointRoles": list(src.point_roles), "partners": src.partner_kind,
         "prefetchFrom": src.prefetch[0] if src.prefetch else None,
         "prefetchBelow": src.prefetch[1] if src.prefetch else None, "describes": src.describes,
     }  # fmt: skip

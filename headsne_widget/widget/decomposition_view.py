@@ -8,12 +8,12 @@ extraction and layer (:func:`widget_decomposition`). Before anything is allocate
 estimates the peak and a text beyond ``budget.memory_budget_bytes()`` is refused with a ``MemoryBudgetError``
 whose message the widget's status line shows. The browser receives two small float32 arrays per layer:
 ``decomposition_terms`` (4, n), the shares summed per term kind, and ``decomposition_heads`` (H, n), the
-selected layer's heads' shares (``t . e / ||e||^2``, negative where a term points against the state).
+selected layer's heads' shares (``t . e / ||e||^2``, negative where a term points against the state). The owner
+(:mod:`.owner.panels`) starts the job and writes what it hands over.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import weakref
 from dataclasses import dataclass
@@ -32,14 +32,9 @@ __all__ = [
     "PEAK_VECTORS",
     "TERM_KINDS",
     "DecompositionDone",
-    "DecompositionState",
-    "colour_by_share",
     "decomposition_bytes",
     "decomposition_job",
-    "follow_layer",
     "head_shares",
-    "on_decomposition",
-    "start_decomposition",
     "term_shares",
     "widget_decomposition",
 ]
@@ -115,59 +110,3 @@ def decomposition_job(job: Any, ex: Extraction, layer: int) -> None:
         job.emit(DecompositionDone(layer, error=f"cannot decompose layer {layer}: {err}"))
         return
     job.emit(DecompositionDone(layer, term_shares(dec), head_shares(dec)))
-
-
-@dataclass
-class DecompositionState:
-    """The owner's side of the panel: ``wanted`` once asked for (then it follows the layer)."""
-
-    wanted: bool = False
-
-
-def start_decomposition(owner: Any) -> None:
-    """The selected layer's decomposition for the panel, in the background (owner thread)."""
-    ex, w = owner.ready(), owner.widget
-    owner.decomposition.wanted = True
-    if w.decomposition_layer == w.layer and w.decomposition_state == "done":
-        return
-    work = functools.partial(decomposition_job, ex=ex, layer=w.layer)
-    owner.slots["decomposition"].start(work)
-    w.decomposition_state = "running"
-
-
-def follow_layer(owner: Any, change: Any) -> None:
-    """A new layer: its decomposition, once the panel or the colour mode has asked for one; a new head: its shares
-    as the colours in "head_share" mode."""
-    if change.name == "layer" and owner.decomposition.wanted and owner.ex is not None:
-        start_decomposition(owner)
-    if change.name in ("layer", "head") and owner.widget.color_mode == "head_share" and owner.ex is not None:
-        colour_by_share(owner)
-
-
-def colour_by_share(owner: Any) -> None:
-    """``color_values`` in "head_share" mode: the selected head's share of each token's state at its layer, from the
-    decomposition (asked for now when it is not there yet: the colours come with it)."""
-    w = owner.widget
-    heads = w.decomposition_heads
-    if w.decomposition_state == "done" and w.decomposition_layer == w.layer and heads is not None:
-        with w.hold_sync():
-            w.color_values, w.color_categories = heads[w.head], []
-        return
-    w.color_values = None
-    if w.decomposition_state != "running":
-        start_decomposition(owner)
-
-
-def on_decomposition(owner: Any, job: Any, done: DecompositionDone) -> None:
-    """The job's result: the panel's arrays, or the refusal in the status line (owner thread)."""
-    w = owner.widget
-    if done.layer != w.layer:
-        return  # an earlier layer's: the current one is on its way
-    with w.hold_sync():
-        if done.error:
-            w.decomposition_state, w.status = "error", done.error
-            return
-        w.decomposition_terms, w.decomposition_heads = done.terms, done.heads
-        w.decomposition_layer, w.decomposition_state = done.layer, "done"
-        if w.color_mode == "head_share":
-            colour_by_share(owner)

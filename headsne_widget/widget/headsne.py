@@ -21,8 +21,8 @@ import traitlets
 
 from ..capture.extraction import Extraction, check_text
 from .atlas import ATLAS_N_ITER
-from .loading import NOT_GIVEN, Asked, check_tokens, contexts_job, data_traits, load_job
-from .model import HeadSNEModel, check_keywords
+from .loading import NOT_GIVEN, Asked, check_tokens, contexts_job, load_job
+from .model import check_keywords
 from .owner import Owner
 from .params import HeadSNEAttributes, HeadSNEParams, Mode
 from .protocol import TRAITS, TraitSpec, keyword_signature
@@ -73,22 +73,18 @@ class HeadSNE(HeadSNEAttributes):
         **params: Unpack[HeadSNEParams],
     ) -> None:
         check_keywords(params)
+        asked = Asked(layer, head, mode, autostart, params.get("grid_norm", NOT_GIVEN))
         if isinstance(text, Extraction):
             if model is not None or tokenizer is not None or max_tokens is not None:
                 raise TypeError("model, tokenizer and max_tokens do not apply when text is already an Extraction")
-            check_tokens(text)
-            shown = data_traits(text)  # in the widget's opening message
+            check_tokens(text)  # the data go in the widget's opening message; a selection out of range raises here
+            self._owner = Owner.from_extraction(text, asked, params)
         else:
             check_text(text, max_tokens)
-            shown = {"state": "loading", "status": "loading the model"}
-        self.widget = HeadSNEModel(**shown, **params)
-        asked = Asked(layer, head, mode, autostart, params.get("grid_norm", NOT_GIVEN))
-        if isinstance(text, Extraction):  # a selection out of range raises here, nothing left open
-            self._owner = Owner.from_extraction(self.widget, text, asked)
-        else:
             load = functools.partial(load_job, text=text, model=model, tokenizer=tokenizer, device=device,
                                      max_tokens=max_tokens)  # fmt: skip
-            self._owner = Owner.start_loading(self.widget, asked, load)
+            self._owner = Owner.start_loading(asked, load, params)
+        self.widget = self._owner.widget
 
     @classmethod
     def contexts(
@@ -123,11 +119,11 @@ class HeadSNE(HeadSNEAttributes):
         if labels is not None and (isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__")):
             raise TypeError(f"labels must be one label per occurrence (a list or array), got {type(labels).__name__}")
         self = cls.__new__(cls)
-        self.widget = HeadSNEModel(state="loading", status="loading the model", word=word, **params)
         asked = Asked(NOT_GIVEN if layer is None else layer, 0, "hidden", autostart,
                       params.get("grid_norm", NOT_GIVEN), labels)  # fmt: skip
         load = functools.partial(contexts_job, word=word, texts=items, model=model, term=term)
-        self._owner = Owner.start_loading(self.widget, asked, load)
+        self._owner = Owner.start_loading(asked, load, {"word": word, **params})
+        self.widget = self._owner.widget
         return self
 
     @property
@@ -213,8 +209,9 @@ class HeadSNE(HeadSNEAttributes):
         self._owner.restart()
 
     def wait(self, timeout: float | None = None) -> float | None:
-        """Block until the run for the current settings ends; return its final KL (None if nothing ran, or if
-        the run was stopped before its first frame).
+        """Block until the run for the current settings ends; return its final KL, the exact KL of the frame shown
+        (of a stopped run's too; None if nothing ran, if the run was stopped before its first frame, or if the
+        memory budget left a stopped frame's KL uncomputed: the status says why).
 
         From an observer too: it waits for the run of the settings in force when it is called. Raises the
         run's error (e.g. DegenerateAffinitiesError), TimeoutError after ``timeout`` seconds, and RuntimeError
@@ -232,8 +229,10 @@ class HeadSNE(HeadSNEAttributes):
         self._owner.resume()
 
     def stop(self) -> None:
-        """End the current run (its last frame stays shown; a run stopped before its first frame shows nothing,
-        and ``wait`` returns None for it); ``run`` starts a new one."""
+        """End the current run (returns at once). Its last frame stays shown, and the run's last word is that frame's
+        exact KL: ``kl``, ``wait()``, ``kl_history`` and a saved page give it, once the job has computed it (any
+        call waits for that). A run stopped before its first frame shows nothing, and ``wait`` returns None for it;
+        ``run`` starts a new one."""
         self._owner.stop()
 
     def start_atlas(self, n_iter: int = ATLAS_N_ITER) -> None:
@@ -305,10 +304,7 @@ def _trait_property(spec: TraitSpec) -> property:
         return getattr(self.widget, name)
 
     def set_(self: HeadSNE, value: Any) -> None:
-        self._owner.inbox.check_owner("this HeadSNE widget")
-        if spec.role in ("selection", "parameter"):
-            self._owner.ready(flush=False)  # changes made together start one run: the scheduled one starts later
-        setattr(self.widget, name, value)
+        self._owner.set_by_user(name, value, restarts=spec.role in ("selection", "parameter"))
 
     return property(get, set_ if spec.browser_writable else None, doc=f"{spec.doc} (synced trait)")
 

@@ -9,8 +9,9 @@ The concurrency model of the widget, in one place:
    :class:`~headsne_widget.widget.inbox.Inbox`, never to a trait.
 3. The owner applies results: at once through the event loop when one runs, else at its next public call.
 4. Cancelling sets a flag and returns at once; the job stops at its next :meth:`Job.check` (every frame of a
-   run, every head of the atlas). A slot starts its next job only after the previous one returned, so one
-   job per slot computes and holds memory, and a start replaces a job that has not begun yet.
+   run, every head of the atlas). Finishing (a run's stop) also returns at once: the work ends at its next frame as
+   it would end by itself, handing over its last word first. A slot starts its next job only after the previous
+   one returned, so one job per slot computes and holds memory, and a start replaces a job that has not begun yet.
 5. Large arrays are leased from the widget's :class:`~headsne_widget.widget.workspace.Workspace` and given
    back in the job's ``with`` blocks.
 
@@ -57,6 +58,8 @@ class Job:
         self._deliver = deliver
         self.slot = slot  # the name of the slot that runs it
         self._cancel = threading.Event()
+        self._finish = threading.Event()
+        self._wake = threading.Event()  # set by cancel and finish: ends a pacing sleep
         self._go = threading.Event()  # cleared while paused
         self._go.set()
 
@@ -65,6 +68,15 @@ class Job:
     def cancel(self) -> None:
         """Stop at the next cancel point; returns at once."""
         self._cancel.set()
+        self._wake.set()
+        self._go.set()
+
+    def finish(self) -> None:
+        """End the work at its next frame as it would end by itself, with its last word (a run: the exact KL of the
+        frame it sent last, :func:`~headsne_widget.widget.pacing.paced_frames`); returns at once, and wakes a
+        paused or sleeping job."""
+        self._finish.set()
+        self._wake.set()
         self._go.set()
 
     def pause(self) -> None:
@@ -77,6 +89,11 @@ class Job:
     @property
     def cancelled(self) -> bool:
         return self._cancel.is_set()
+
+    @property
+    def finishing(self) -> bool:
+        """Asked to :meth:`finish` (and not cancelled)."""
+        return self._finish.is_set() and not self.cancelled
 
     @property
     def paused(self) -> bool:
@@ -92,9 +109,9 @@ class Job:
             raise Cancelled
 
     def sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` (pacing), or less when cancelled, then :meth:`check`."""
+        """Wait ``seconds`` (pacing), or less when cancelled or asked to finish, then :meth:`check`."""
         if seconds > 0:
-            self._cancel.wait(seconds)
+            self._wake.wait(seconds)
         self.check()
 
     def emit(self, result: Any) -> None:

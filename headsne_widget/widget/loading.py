@@ -71,8 +71,8 @@ class Loaded:
 
 
 def start_widget_warmup() -> threading.Thread:
-    """The embedding stage's warm-up (:func:`~headsne_widget.embedding.background.start_warmup`), then the widget's
-    own compiled kernel (a long text's hover lines, :func:`.sparse_partners.warm`), in a process-wide thread
+    """The embedding stage's warm-up (:func:`~headsne_widget.embedding.background.start_warmup`), then the compiled
+    kernel of a long text's hover lines (:func:`~headsne_widget.affinity.partners.warm`), in a process-wide thread
     started once (it holds no widget state)."""
     with _WARMUP_LOCK:
         if not _WARMUP:
@@ -84,9 +84,9 @@ def start_widget_warmup() -> threading.Thread:
 def _warm_widget() -> None:
     start_warmup().join()
     try:
-        from . import sparse_partners
+        from ..affinity import partners
 
-        sparse_partners.warm()
+        partners.warm()
     except Exception as err:  # only an optimisation: the run itself reports real failures
         message = f"widget warm-up failed ({err}); the first hover lines compile instead"
         warnings.warn(message, RuntimeWarning, stacklevel=2)

@@ -2,10 +2,11 @@
 
 :func:`run_job` builds P (:mod:`.selections`; or takes the P built while the pointer rested on the head), hands
 the owner the tokens P covers, then streams frames paced by :mod:`.pacing`, the exact KL at most every
-``KL_EVERY`` iterations. Each partner ranking (the hover lines) comes with the start where it is a head's matrix
-on a short text (its rows, at hand), and after the first frame otherwise: on long texts, and for a source of
-points, whose nearest-neighbour search (5-6 ms at 512 tokens, a fifth of a head-output click) the first frame
-need not wait for. A finished run on up to ``BEST_CHECK_MAX_TOKENS`` tokens goes on with ``BEST_OF``
+``KL_EVERY`` iterations. The partners (the hover lines) are the source's (``PSource.partners``), from what the
+build of P left at hand (``Selection.at_hand``): they come with the start where they are a dense head's rows on a
+short text (its matrix, at hand), and after the first frame otherwise: on long texts, and for a source of points,
+whose nearest-neighbour search (5-6 ms at 512 tokens, a fifth of a head-output click) the first frame need not
+wait for. A finished run on up to ``BEST_CHECK_MAX_TOKENS`` tokens goes on with ``BEST_OF``
 restarts of other seeds, whose best KL tells whether the map on screen is a good one. Every step is a cancel
 point (:class:`~headsne_widget.widget.jobs.Job`); the leases are given back when the job ends.
 """
@@ -18,13 +19,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from ..affinity.sources import HeadMatrixSource, source
+from ..affinity.partners import AtHand, Ranked, TokenPartners
+from ..affinity.sources.base import Spec
 from ..embedding.background import closing_frames
 from .jobs import Job
 from .pacing import Pace, RunRecord, paced_frames
 from .prefetch import Prefetch
 from .run_messages import BestKL, Partners, RunFrame, RunRequest, RunStarted
-from .selections import Hold, RowsHold, SelectionKey, build_selection, selection_partners
+from .selections import Arrays, Hold, SelectionKey, build_selection
 from .workspace import Workspace
 
 __all__ = [
@@ -78,15 +80,12 @@ def run_job(
         held.callback(hold.release)
         if M_lease is not None:
             held.callback(M_lease.release)  # (released below once the partners are out; a cancel may come first)
-        rows = hold if isinstance(hold, RowsHold) else None  # a sparse run's head, until its partners are out
-        sparse = scipy.sparse.issparse(sel.P)
-        at_once = (
-            len(sel.kept) <= PARTNERS_AT_ONCE_MAX and not sparse and isinstance(source(key.mode), HeadMatrixSource)
-        )
+        spec, sparse = key.spec(ex), scipy.sparse.issparse(sel.P)
+        at_once = len(sel.kept) <= PARTNERS_AT_ONCE_MAX and not sparse and spec.source.partner_kind == "rows"
         job.emit(RunStarted(request.run_id, sel.kept, sel.note, partners_later=not at_once, sparse=sparse))
         if at_once:
             matrix = None if M_lease is None else M_lease.array((ex.n_tokens, ex.n_tokens))
-            job.emit(Partners(request.run_id, selection_partners(ex, key, request.edge_k, sel.kept, matrix=matrix)))
+            _partners(job, ex, spec, request, sel.at_hand(matrix))
         if M_lease is not None:
             M_lease.release()
         last = None
@@ -97,12 +96,12 @@ def run_job(
                                   len(record.kl_history), done=False))  # fmt: skip
                 if not at_once:  # a long text: the partners once the first frame is out
                     at_once = True
-                    _partners_now(job, ex, request, sel.kept, workspace, rows, sparse=sparse, P=sel.P)
+                    _partners(job, ex, spec, request, sel.at_hand(), workspace)
         if last is None:
             raise RuntimeError("the optimisation reported no frame")
         job.emit(RunFrame(request.run_id, last.iteration, last.kl, last.embedding, len(record.kl_history), done=True))
         if not at_once:
-            _partners_now(job, ex, request, sel.kept, workspace, rows, sparse=sparse, P=sel.P)
+            _partners(job, ex, spec, request, sel.at_hand(), workspace)
         if len(sel.kept) <= BEST_CHECK_MAX_TOKENS and last.kl is not None:
             _best_of(job, sel.P, request, last.kl)
 
@@ -122,31 +121,35 @@ def _best_of(job: Job, P: np.ndarray, request: RunRequest, kl: float) -> None:
         job.emit(BestKL(request.run_id, best))
 
 
-def _partners_now(
-    job: Job, ex: Any, request: RunRequest, kept: np.ndarray, workspace: Workspace, rows: RowsHold | None = None,
-    *, sparse: bool, P: Any = None,
-) -> None:  # fmt: skip
-    """The partners of a long text's run, after its first frame: a sparse run's from the head's ``rows``
-    (computed again when None), a dense head's recomputed into a lease, a source of points' neighbours (from
-    the run's kNN ``P``'s own search where it kept one)."""
-    key, src = request.key, source(request.key.mode)
-    if sparse or not isinstance(src, HeadMatrixSource):
-        held = None if rows is None else rows.rows
-        searched = getattr(P, "neighbours", None)
-        traits = selection_partners(ex, key, request.edge_k, kept, rows=held, sparse=sparse, searched=searched)
-        if rows is not None:
-            rows.release()  # P stays; the rows are not needed any more
-        job.emit(Partners(request.run_id, traits))
-        return
-    with workspace.lease() as lease:
-        n = ex.n_tokens
-        matrix = src.matrix_into(ex, key.layer, key.head, lease.array((n, n)))
-        job.check()
-        job.emit(Partners(request.run_id, selection_partners(ex, key, request.edge_k, kept, matrix=matrix)))
+def _partners(
+    job: Job, ex: Any, spec: Spec, request: RunRequest, at_hand: AtHand, workspace: Workspace | None = None
+) -> None:
+    """The partners of run ``request``, to the owner: the source's, from what its P left ``at_hand``; a dense head's
+    matrix computed again goes into a lease of ``workspace`` (None: an array of the source's, at once on a short
+    text)."""
+    arrays = None if workspace is None else Arrays(workspace, ex.n_tokens)
+    try:
+        alloc = None if arrays is None else arrays.alloc
+        found = spec.source.partners(ex, spec, request.edge_k, at_hand=at_hand, alloc=alloc, check=job.check)
+    finally:
+        if arrays is not None:
+            arrays.release()
+    job.emit(Partners(request.run_id, partner_traits(found)))
+
+
+def partner_traits(found: TokenPartners) -> dict[str, Any]:
+    """The widget's partner traits ``edges``, ``attends_to``, ``attended_by``: each ``{"indices", "weights"}``, or
+    None (a source of points has no directions)."""
+
+    def pack(ranked: Ranked | None) -> dict[str, np.ndarray] | None:
+        return None if ranked is None else {"indices": ranked.indices, "weights": ranked.weights}
+
+    return {"edges": pack(found.edges), "attends_to": pack(found.attends_to), "attended_by": pack(found.attended_by)}
 
 
 def partners_job(
-    job: Job, ex: Any, *, run_id: int, key: SelectionKey, k: int, kept: np.ndarray, workspace: Workspace, sparse: bool
+    job: Job, ex: Any, *, run_id: int, key: SelectionKey, k: int, workspace: Workspace, sparse: bool
 ) -> None:
-    """The partners again (``edge_k`` changed), for the run ``run_id``, whose P was ``sparse`` or dense."""
-    _partners_now(job, ex, RunRequest(run_id, key, {}, k), kept, workspace, sparse=sparse)
+    """The partners again (``edge_k`` changed), for the run ``run_id``, whose P was ``sparse`` or dense: what that
+    P held is given back, so they come as a run's without it (a sparse head's rows selected again)."""
+    _partners(job, ex, key.spec(ex), RunRequest(run_id, key, {}, k), AtHand(sparse=sparse), workspace)

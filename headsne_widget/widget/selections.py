@@ -4,9 +4,9 @@
 A dense P (up to ``SPARSE_MIN_TOKENS`` kept tokens) is written into a leased array of the workspace and a head
 source's matrix is computed into another lease, which the caller keeps for the hover lines (query-key mode's
 (2m)^2 P is an array of the run's own: :class:`~.workspace.OwnArray`). A long text's P is sparse, built from the
-head's kept rows (O(n k), nothing leased), one build at a time in the process; the rows travel with P in a
-:class:`RowsHold` (the lease a dense run would hold), so the hover lines come from them without computing the
-head again (:mod:`.sparse_partners`). Sources of points (hidden states) give nearest neighbours instead.
+head's kept rows (O(n k), nothing leased), one build at a time in the process; what holds it is a
+:class:`RowsHold` (the lease a dense run would hold). The hover lines come from the source
+(``PSource.partners``), given what the build left at hand (``Selection.at_hand``).
 """
 
 from __future__ import annotations
@@ -21,18 +21,15 @@ import numpy as np
 
 from .._checks import DEFAULT_MASS
 from .._parallel import one_blas_thread
-from ..affinity.builder import build_p, capped_keys, wants_sparse
+from ..affinity.builder import build_p, wants_sparse
 from ..affinity.selection import Selection
-from ..affinity.sources import HeadMatrixSource, PointSource, source
-from ..affinity.sources.base import Limits, Spec
-from ..affinity.spec import checked_spec, kept_count
-from ..budget import entries_within
-from ..errors import MemoryBudgetError
+from ..affinity.sources import source
+from ..affinity.sources.base import Spec
+from ..affinity.spec import checked_spec
 from .jobs import Job, Progress
-from .partners import Searched, partner_traits
 from .workspace import Lease, OwnArray, Workspace
 
-__all__ = ["SPARSE_MASS", "Hold", "RowsHold", "SelectionKey", "build_selection", "is_sparse", "selection_partners"]
+__all__ = ["SPARSE_MASS", "Arrays", "Hold", "RowsHold", "SelectionKey", "build_selection"]
 
 #: the share of each query row's weights a long text's P keeps (``selection_affinities``'s default)
 SPARSE_MASS = DEFAULT_MASS
@@ -89,14 +86,9 @@ class RowsHold:
 Hold = Lease | OwnArray | RowsHold
 
 
-def is_sparse(ex: Any, key: SelectionKey) -> bool:
-    """Whether ``key``'s P is sparse: the builder's rule."""
-    return wants_sparse(source(key.mode), kept_count(ex, key.exclude_special))
-
-
 class Arrays:
-    """The arrays a dense build asks for (``alloc``), leased from the workspace (query-key mode's (2m)^2 P: an
-    array of the run's own), by role: "matrix" (the head's, kept for the hover lines) and "P"."""
+    """The arrays a dense build or the partners ask for (``alloc``), leased from the workspace (query-key mode's
+    (2m)^2 P: an array of the run's own), by role: "matrix" (the head's, kept for the hover lines) and "P"."""
 
     def __init__(self, workspace: Workspace, n: int) -> None:
         self.workspace, self.n = workspace, n
@@ -120,7 +112,7 @@ def build_selection(job: Job, ex: Any, key: SelectionKey, workspace: Workspace) 
     progress goes to the status line)."""
     spec = key.spec(ex)
     arrays = Arrays(workspace, ex.n_tokens)
-    lock = _BUILDING if wants_sparse(spec.source, len(spec.kept)) else contextlib.nullcontext()
+    lock = _BUILDING if wants_sparse(spec.source, len(spec.kept)) else None
     progress = lambda share: job.emit(Progress(f"selecting each token's keys ({share:.0%})", share))  # noqa: E731
     try:
         with _held(job, lock), one_blas_thread():
@@ -137,9 +129,9 @@ def build_selection(job: Job, ex: Any, key: SelectionKey, workspace: Workspace) 
 
 
 @contextlib.contextmanager
-def _held(job: Job, lock: Any) -> Iterator[None]:
-    """``lock`` held, waiting with cancel points (a sparse build: one at a time in the process)."""
-    if isinstance(lock, contextlib.nullcontext):
+def _held(job: Job, lock: threading.Lock | None) -> Iterator[None]:
+    """``lock`` held (None: none), waiting with cancel points (a sparse build: one at a time in the process)."""
+    if lock is None:
         yield
         return
     while not lock.acquire(timeout=0.05):
@@ -148,41 +140,3 @@ def _held(job: Job, lock: Any) -> Iterator[None]:
         yield
     finally:
         lock.release()
-
-
-def selection_partners(
-    ex: Any, key: SelectionKey, k: int, kept: np.ndarray, *, matrix: np.ndarray | None = None, rows: Any = None,
-    sparse: bool | None = None, searched: Searched | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """The partner traits of a selection, per token (``kept`` lists a query-key selection's tokens twice): a head
-    source's from its dense ``matrix`` or sparse ``rows`` (computed when neither is given), a source of points'
-    nearest neighbours in its space (``searched``: its kNN P's own search, not done again). ``sparse``: whether
-    the run's P was sparse (None: the builder's rule by length, for a selection not built yet)."""
-    src = source(key.mode)
-    tokens = kept[: len(kept) // src.points_per_token]
-    if isinstance(src, PointSource):
-        with one_blas_thread():  # its products are small: no BLAS threads spinning on after them
-            return partner_traits(None, src.space(ex, key.layer, key.head), k, tokens, searched)
-    assert isinstance(src, HeadMatrixSource)
-    if sparse is None:
-        sparse = is_sparse(ex, key)
-    if matrix is None and (rows is not None or sparse):
-        from .sparse_partners import sparse_head_partners  # numba: imported on first use
-
-        if rows is None:
-            rows = _budgeted_rows(ex, src, key, k)
-        to, by, edges = sparse_head_partners(rows, k, tokens)
-        pack = lambda pair: {"indices": pair[0], "weights": pair[1]}  # noqa: E731
-        return {"edges": pack(edges), "attends_to": pack(to), "attended_by": pack(by)}
-    return partner_traits(src.matrix(ex, key.layer, key.head) if matrix is None else matrix, None, k, tokens)
-
-
-def _budgeted_rows(ex: Any, src: HeadMatrixSource, key: SelectionKey, k: int) -> Any:
-    """The head's kept rows again (new partners of a long text's run), within the memory budget: capped at the
-    keys a row the budget allows (at least ``k``) where every row's ``SPARSE_MASS`` would not fit."""
-    entries = entries_within()
-    try:
-        return src.rows(ex, key.layer, key.head, SPARSE_MASS, None, Limits(max_entries=max(entries, 1)))
-    except MemoryBudgetError:
-        cap = capped_keys(ex.n_tokens, entries, least=k)
-        return src.rows(ex, key.layer, key.head, SPARSE_MASS, None, Limits(max_keys=cap))

@@ -328,22 +328,25 @@ export const MIRRORED = /** @type {const} */ ([
 
 /**
  * The sources of P (headsne_widget/affinity/sources), one per value of `mode`, in the mode control's order: its
- * option's text, what a map of it is called, whether a run depends on the head and on the perplexity, points per
- * token (2: queries then keys), what the hover lines are ("rows" of the head, or nearest "neighbours"), and the
- * tokens [prefetchFrom, prefetchBelow) for which the page reports the grid row the pointer rests on (null: never;
- * below null: no bound; js/store/prefetch.js).
- * @typedef {{option: string, title: string, perHead: boolean, usesPerplexity: boolean, pointsPerToken: number,
- *   partners: "rows" | "neighbours", prefetchFrom: number | null, prefetchBelow: number | null,
- *   describes: string}} Source
+ * option's text, what a map of it is called (and the map's caption on the page), whether a run depends on the head
+ * and on the perplexity, what each of a token's points is where a token has more than one (in the order of the
+ * map's rows: query-key's first `query_rows` rows are the queries, drawn filled, the rest the keys, drawn as rings;
+ * [] for one point a token), what the hover lines are ("rows" of the head, or nearest "neighbours"), and the tokens
+ * [prefetchFrom, prefetchBelow) for which the page reports the grid row the pointer rests on (null: never; below
+ * null: no bound; js/store/prefetch.js).
+ * @typedef {{option: string, title: string, caption: string, perHead: boolean, usesPerplexity: boolean,
+ *   pointRoles: string[], partners: "rows" | "neighbours", prefetchFrom: number | null,
+ *   prefetchBelow: number | null, describes: string}} Source
  * @type {Readonly<Record<string, Source>>}
  */
 export const SOURCES = Object.freeze({
   attention: Object.freeze({
     option: "attention head",
     title: "attention-head t-SNE",
+    caption: "attention-head t-SNE",
     perHead: true,
     usesPerplexity: false,
-    pointsPerToken: 1,
+    pointRoles: [],
     partners: "rows",
     prefetchFrom: 2048,
     prefetchBelow: null,
@@ -352,9 +355,10 @@ export const SOURCES = Object.freeze({
   hidden: Object.freeze({
     option: "hidden states",
     title: "hidden-state t-SNE",
+    caption: "hidden-state t-SNE",
     perHead: false,
     usesPerplexity: true,
-    pointsPerToken: 1,
+    pointRoles: [],
     partners: "neighbours",
     prefetchFrom: 256,
     prefetchBelow: 4096,
@@ -363,9 +367,10 @@ export const SOURCES = Object.freeze({
   "query-key": Object.freeze({
     option: "queries and keys",
     title: "query-key t-SNE",
+    caption: "queries (filled) and keys (rings) t-SNE",
     perHead: true,
     usesPerplexity: false,
-    pointsPerToken: 2,
+    pointRoles: ["query", "key"],
     partners: "rows",
     prefetchFrom: null,
     prefetchBelow: null,
@@ -374,9 +379,10 @@ export const SOURCES = Object.freeze({
   norm: Object.freeze({
     option: "value-weighted attention",
     title: "value-weighted attention t-SNE",
+    caption: "value-weighted attention t-SNE",
     perHead: true,
     usesPerplexity: false,
-    pointsPerToken: 1,
+    pointRoles: [],
     partners: "rows",
     prefetchFrom: 2048,
     prefetchBelow: null,
@@ -385,9 +391,10 @@ export const SOURCES = Object.freeze({
   "head-output": Object.freeze({
     option: "what the head writes",
     title: "head-output t-SNE",
+    caption: "head-output t-SNE",
     perHead: true,
     usesPerplexity: true,
-    pointsPerToken: 1,
+    pointRoles: [],
     partners: "neighbours",
     prefetchFrom: 256,
     prefetchBelow: 4096,

@@ -9,7 +9,8 @@ test("the modes are the Python table's, in its order, and an unknown one reads a
   assert.deepEqual(MODE_NAMES, ["attention", "hidden", "query-key", "norm", "head-output"]);
   assert.equal(sourceOf("no-such-mode"), sourceOf("attention"));
   assert.equal(sourceOf("hidden").perHead, false);
-  assert.equal(sourceOf("query-key").pointsPerToken, 2);
+  assert.deepEqual(sourceOf("query-key").pointRoles, ["query", "key"]);
+  assert.deepEqual(sourceOf("attention").pointRoles, []);
   assert.equal(sourceOf("head-output").partners, "neighbours");
 });
 

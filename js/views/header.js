@@ -19,10 +19,9 @@ export function headerText(s) {
   const subtitle = (points ? [s.model_name, points] : [s.model_name, shape, tokens]).filter(Boolean).join(" · ");
   const source = sourceOf(s.mode);
   const where = source.perHead ? `layer ${s.layer} · head ${s.head}` : `layer ${s.layer}`;
-  const title = source.pointsPerToken === 2 ? "queries (filled) and keys (rings) t-SNE" : source.title;
   const perplexity = source.usesPerplexity ? ` (perplexity ${s.perplexity})` : "";
   const of = s.doc.word ? ` of '${s.doc.word}'` : "";
-  const caption = `${title}${of} · ${where}${perplexity}`;
+  const caption = `${source.caption}${of} · ${where}${perplexity}`;
   return { subtitle, caption };
 }
 

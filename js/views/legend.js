@@ -98,6 +98,29 @@ export function edgeStyles(direction, hidden) {
   return direction === "to" ? [to] : direction === "from" ? [from] : [to, from];
 }
 
+/** A token's points' marks, by role (js/paint/scatter-paint.js isRing): the first filled, the second a ring. */
+const ROLE_MARKS = ["hs-qk-query", "hs-qk-key-mark"];
+
+/**
+ * The key of which mark is which of a token's points (query-key: "query / key"), from its source's `pointRoles`;
+ * hidden where a token is one point.
+ * @param {HTMLElement} key
+ * @param {string[]} roles
+ */
+function showPointRoles(key, roles) {
+  key.hidden = roles.length < 2;
+  key.title = `each token as ${roles.map((r, i) => `its ${r} (${i ? "ring" : "filled"})`).join(" and ")}`;
+  key.replaceChildren(
+    span("hs-legend-title", roles.join(" / ")),
+    ...roles.map((role, i) =>
+      el("span", { className: "hs-legend-entry", dataset: { style: role } }, [
+        el("span", { className: ROLE_MARKS[i] }),
+        role,
+      ]),
+    ),
+  );
+}
+
 /**
  * The legend view: follows the state's colouring; next to it, the key of the hover edges' styles.
  * @param {{dom: {colourLegend: HTMLElement, edgeKey: HTMLElement},
@@ -108,23 +131,10 @@ export function createLegend({ dom, store }) {
   box.dataset.testid = "headsne-legend";
   box.classList.add("hs-colour-legend");
   // query-key mode: which marks are the queries and which the keys
-  const qkKey = el("span", { className: "hs-edge-key hs-qk-key", dataset: { testid: "headsne-qk-key" } }, [
-    span("hs-legend-title", "query / key"),
-    el("span", { className: "hs-legend-entry", dataset: { style: "query" } }, [
-      el("span", { className: "hs-qk-query" }),
-      "query",
-    ]),
-    el("span", { className: "hs-legend-entry", dataset: { style: "key" } }, [
-      el("span", { className: "hs-qk-key-mark" }),
-      "key",
-    ]),
-  ]);
-  qkKey.title = "query-key mode: each token twice, as the query it sends (filled) and the key it offers (ring)";
+  const qkKey = el("span", { className: "hs-edge-key hs-qk-key", dataset: { testid: "headsne-qk-key" } });
   dom.colourLegend.after(qkKey);
   const stops = [
-    store.watch(["mode"], (s) => {
-      qkKey.hidden = sourceOf(s.mode).pointsPerToken !== 2;
-    }),
+    store.watch(["mode"], (s) => showPointRoles(qkKey, sourceOf(s.mode).pointRoles)),
     store.watch(["colours", "doc"], (s) => {
       box.hidden = !s.doc.tokens.length; // nothing coloured yet (the text is being captured)
       if (s.colours) showLegend(box, s.colours.legend, s.colours.mode);

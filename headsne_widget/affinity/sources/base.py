@@ -1,34 +1,46 @@
 """What every source of P is: one small interface, so that a new kind of P is one module plus its tests.
 
 A source says what it needs from an extraction, which points it embeds, how it builds P dense or sparse for a
-checked selection (:class:`~..spec.Spec`), and what the widget shows for it (its label, whether a run depends on
-the head or on the perplexity, what the hover lines come from). Two families share most of the work:
+checked selection (:class:`~..spec.Spec`), each token's partners (the hover lines, :meth:`PSource.partners`), and
+what the widget shows for it (its label, whether a run depends on the head or on the perplexity, what a token's
+points are). Two families share most of the work:
 
 - :class:`HeadMatrixSource`: P from one head's (n, n) row-stochastic matrix M (attention, value-weighted
-  attention): dense from M, sparse from each row's largest entries; the hover lines are M's rows.
+  attention): dense from M, sparse from each row's largest entries; the partners are M's strongest entries.
 - :class:`PointSource`: P from points in a space (hidden states, what a head writes): perplexity-calibrated
-  Gaussians, dense, or on each point's nearest neighbours when sparse; the hover lines are nearest neighbours.
+  Gaussians, dense, or on each point's nearest neighbours when sparse; the partners are nearest neighbours.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast
 
 import numpy as np
 
+from ..._parallel import one_blas_thread
+from ...budget import entries_within
+from ...errors import MemoryBudgetError
+from ..partners import AtHand, TokenPartners
 from ..sparse import SPARSE_MIN_TOKENS
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
-__all__ = ["Built", "Check", "HeadMatrixSource", "Limits", "PSource", "PointSource", "Progress", "Spec"]
+__all__ = ["Alloc", "Built", "Check", "HeadMatrixSource", "Limits", "PSource", "PointSource", "Progress", "Spec",
+           "capped_keys", "fitted"]  # fmt: skip
+
+T = TypeVar("T")
 
 #: ``progress(share)``: called now and then while a sparse head's rows are selected; may raise to stop
 Progress = Callable[[float], None]
 #: ``check()``: called now and then during a long dense build; may raise to stop
 Check = Callable[[], None] | None
+#: ``alloc(shape, role)``: a float32 array of ``shape`` for ``role`` ("matrix" or "P"), the caller's to release
+Alloc = Callable[[tuple[int, int], str], np.ndarray]
+#: nothing at hand: the partners of a selection not built
+NOTHING = AtHand()
 #: tokens [from, below) for which the widget builds a head matrix's P before the click (below None: no bound).
 #: Below 2048 tokens its P takes a few milliseconds, less than the hover's message would cost a click.
 HEAD_PREFETCH: tuple[int, int | None] = (2048, None)
@@ -70,6 +82,29 @@ class Limits:
     max_entries: int | None = None
 
 
+def capped_keys(n: int, entries: int, least: int = 1) -> int:
+    """The keys each of ``n`` rows may keep when every row's mass would exceed ``entries`` kept entries: an equal
+    share of them, at least ``least`` (the one rule of a capped sparse head, for P and for its partners)."""
+    return max(least, entries // n)
+
+
+def fitted(
+    make: Callable[[Limits], T], n: int, entries: int, *, least: int = 1, switch: int | None = None
+) -> tuple[T, int | None] | None:
+    """``make(limits)`` (a head's kept rows, or a P from them) within ``entries`` kept entries: each of the n rows
+    its mass where that fits, else (``MemoryBudgetError``) its :func:`capped_keys` largest keys, at least
+    ``least``: (what it made, the keys a row was capped at or None). ``switch``: fewer entries than the budget's
+    above which a dense P is the smaller, tried first; None where they did not fit and the dense P does."""
+    limit = entries if switch is None else min(entries, switch)
+    try:
+        return make(Limits(max_entries=max(limit, 1))), None
+    except MemoryBudgetError:
+        if switch is not None and switch <= entries:
+            return None
+    cap = capped_keys(n, entries, least)
+    return make(Limits(max_keys=cap)), cap
+
+
 @dataclass(frozen=True, eq=False)
 class Built:
     """P as a source builds it: the array (dense or sparse), the points' token indices, and what was used."""
@@ -100,14 +135,19 @@ class PSource:
     #: tokens [from, below) for which the widget builds the P of the grid row the pointer rests on before the
     #: click (below None: no bound; None: never)
     prefetch: ClassVar[tuple[int, int | None] | None] = None
-    #: the hover lines: "rows" of the head's matrix, or nearest "neighbours" in the source's space
-    partners: ClassVar[Literal["rows", "neighbours"]] = "rows"
+    #: what each of a token's points is, in the order of P's rows (query-key: its query, then its key; the page draws
+    #: the first filled and the second as a ring); () where a token is one point
+    point_roles: ClassVar[tuple[str, ...]] = ()
+    #: the hover lines (:meth:`partners`): "rows" of the head's matrix, or nearest "neighbours" in the source's space
+    partner_kind: ClassVar[Literal["rows", "neighbours"]] = "rows"
     #: a short description for legends and ``help``
     describes: ClassVar[str] = ""
     #: what a page or a plot of its map is called
     title: ClassVar[str] = "t-SNE"
     #: the mode control's text for it
     option: ClassVar[str] = ""
+    #: the page's caption of its map where it says more than ``title`` (which of a token's points is which)
+    caption: ClassVar[str] = ""
 
     def label(self, layer: int, head: int) -> str:
         return f"layer {layer} head {head}"
@@ -137,6 +177,15 @@ class PSource:
     def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
         """P as a CSR matrix (long texts), within ``limits``."""
         raise NotImplementedError(f"{self.name} mode has no sparse P")
+
+    def partners(
+        self, ex: Any, spec: Spec, k: int, *, at_hand: AtHand = NOTHING, alloc: Alloc | None = None,
+        check: Check = None,
+    ) -> TokenPartners:  # fmt: skip
+        """Each token's ``k`` strongest partners among the kept tokens of ``spec`` (:mod:`..partners`), from what
+        the build of its P left ``at_hand`` where it holds them; ``alloc`` gives an n x n array it must make (where
+        given), ``check()`` is called before the ranking (a cancel point)."""
+        raise NotImplementedError
 
 
 class HeadMatrixSource(PSource):
@@ -183,13 +232,43 @@ class HeadMatrixSource(PSource):
         )
         return Built(P, kept, mass=mass, rows=rows)
 
+    def partners(
+        self, ex: Any, spec: Spec, k: int, *, at_hand: AtHand = NOTHING, alloc: Alloc | None = None,
+        check: Check = None,
+    ) -> TokenPartners:  # fmt: skip
+        """The head's rows ranked (:func:`~..partners.head_partners`): the dense matrix at hand, or a sparse P's
+        kept rows (:func:`~..partners.sparse_head_partners`; selected again within the memory budget where they
+        were given back, capped at the keys a row it allows but at least k); else the matrix, computed into
+        ``alloc((n, n), "matrix")`` where given."""
+        from ..partners import head_partners, sparse_head_partners
+
+        if at_hand.matrix is None and (at_hand.rows is not None or at_hand.sparse):
+            rows = at_hand.rows
+            if rows is None:
+                make = lambda limits: self.rows(ex, spec.layer, spec.head, spec.mass, None, limits)  # noqa: E731
+                found = fitted(make, ex.n_tokens, entries_within(), least=k)
+                assert found is not None  # (None only with a switch to a dense P)
+                rows = found[0]
+            if check is not None:
+                check()
+            return sparse_head_partners(rows, k, spec.kept)
+        matrix, n = at_hand.matrix, ex.n_tokens
+        if matrix is None:
+            if alloc is None:
+                matrix = self.matrix(ex, spec.layer, spec.head)
+            else:
+                matrix = self.matrix_into(ex, spec.layer, spec.head, alloc((n, n), "matrix"))
+        if check is not None:
+            check()
+        return head_partners(matrix, k, spec.kept)
+
 
 class PointSource(PSource):
     """P from points in a space (see the module doc); the perplexity is lowered to ``(m - 1) / 3`` when too
     large for the m kept points, as openTSNE does, and the note says so."""
 
     uses_perplexity = True
-    partners = "neighbours"
+    partner_kind = "neighbours"
     prefetch = POINT_PREFETCH
 
     def space(self, ex: Any, layer: int, head: int) -> np.ndarray:
@@ -223,6 +302,23 @@ class PointSource(PSource):
             note = f"perplexity lowered to {used:.3g}: more neighbours a token would exceed the memory budget"
         X = np.asarray(self.space(ex, spec.layer, spec.head))[spec.kept]  # in float64 by the kNN P's one copy
         return Built(knn_gaussian_affinities(X, used, dtype=dtype), spec.kept, used, note)
+
+    def partners(
+        self, ex: Any, spec: Spec, k: int, *, at_hand: AtHand = NOTHING, alloc: Alloc | None = None,
+        check: Check = None,
+    ) -> TokenPartners:  # fmt: skip
+        """Nearest neighbours in the source's space (:func:`~..partners.neighbour_partners`): a kNN P's own search
+        at hand, the search a kNN P takes for a sparse P whose search is not, else the exact search; numpy's BLAS on
+        one thread (the products are small: no BLAS threads spinning on after them)."""
+        from ..partners import neighbour_partners
+
+        method = None if at_hand.sparse else "exact"
+        with one_blas_thread():
+            X = self.space(ex, spec.layer, spec.head)
+            if check is not None:
+                check()
+            found = neighbour_partners(X, k, spec.kept, searched=at_hand.searched, method=method)
+        return TokenPartners(None, None, found)
 
 
 def effective_perplexity(perplexity: float, m: int) -> tuple[float, str]:

@@ -20,7 +20,8 @@ class QueryKey(Attention):
     """The bipartite P of one head (:func:`~..affinities.query_key_affinities`): (2m, 2m), queries then keys."""
 
     name = "query-key"
-    points_per_token = 2
+    point_roles = ("query", "key")
+    points_per_token = len(point_roles)
     has_sparse = False
     max_tokens = QUERY_KEY_MAX_TOKENS
     too_many = "its P is (2m)^2 and dense"
@@ -28,6 +29,7 @@ class QueryKey(Attention):
     describes = "the selected head's queries and keys in one t-SNE"
     title = "query-key t-SNE"
     option = "queries and keys"
+    caption = "queries (filled) and keys (rings) t-SNE"
 
     def label(self, layer: int, head: int) -> str:
         return f"queries and keys of layer {layer} head {head}"

@@ -16,6 +16,15 @@ const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
  * @typedef {import("../../paint/scatter-canvas.js").Scene} Scene
  */
 
+/**
+ * The map's rows that are its tokens' first points: where the mode's tokens have more than one (its source's
+ * `pointRoles`: query-key's queries, then its keys, drawn as rings), the page's `query_rows`; else 0.
+ * @param {string | undefined} mode @param {number | null | undefined} queryRows
+ */
+function firstPointRows(mode, queryRows) {
+  return sourceOf(mode).pointRoles.length > 1 ? Number(queryRows ?? 0) || 0 : 0;
+}
+
 /** The label density of the state, in [0, 1]. @param {State} s */
 export function densityOf(s) {
   const value = s.label_density == null ? 0.5 : Number(s.label_density);
@@ -86,8 +95,7 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot, poin
   const x = transform.rescaleX(scaleLinear(points.domains.x, [plot.x0, plot.x1]));
   const y = transform.rescaleY(scaleLinear(points.domains.y, [plot.y1, plot.y0]));
   points.toScreen(x, y, plot);
-  // query-key mode: the first query_rows rows are the queries, the rest the keys (drawn as rings)
-  const queryRows = sourceOf(s.mode).pointsPerToken === 2 ? Number(s.query_rows ?? 0) || 0 : 0;
+  const queryRows = firstPointRows(s.mode, s.query_rows);
   const hoverRow = hoverRowOf(s, queryRows, pointerRow);
   const shown = shownPartners(hoverRow >= 0 ? partnersAt(s, s.hover) : NO_PARTNERS, directionOf(s));
   const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);
@@ -104,7 +112,7 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot, poin
  *   scene: Scene | null}} view
  */
 export function snapshotOf({ doc, rows, colours, mode, query_rows }, points, { width, height, lastBoxes, scene }) {
-  const queryRows = sourceOf(mode).pointsPerToken === 2 ? Number(query_rows ?? 0) || 0 : 0;
+  const queryRows = firstPointRows(mode, query_rows);
   const list = colours ? colours.colours : [];
   const pts = [];
   for (let r = 0; r < points.m; r++) {

@@ -88,7 +88,7 @@ function attachPointer({ canvas, points, hits, store, intents, scope, lasso, req
     const r = hits.nearest(points, [event.clientX - rect.left, event.clientY - rect.top], 10);
     const moved = r !== pointerRow;
     pointerRow = r;
-    if (moved && sourceOf(store.state.mode).pointsPerToken === 2) request(); // the same token's other point: no hover change
+    if (moved && sourceOf(store.state.mode).pointRoles.length > 1) request(); // the token's other point: no hover change
     return r >= 0 ? store.state.rows.kept[r] : -1;
   }
   scope.listen(canvas, "mousemove", (/** @type {MouseEvent} */ event) => {
