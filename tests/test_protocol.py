@@ -135,3 +135,33 @@ def test_the_page_mirrors_the_declared_traits():
     assert mirrored == [spec.name for spec in TRAITS if spec.mirrored]
     assert {"layer", "kl", "status", "atlas"} <= set(mirrored) and not {"frame", "edges", "text"} & set(mirrored)
     assert "speed: { min: 0, max: 1000000, gap: 0.1 }" in source
+
+
+def test_codegen_check_writes_nothing_and_fails_on_drift(tmp_path):
+    """``codegen --check`` on a tree whose generated JS is stale: exit 1 naming it, the file left as it was; on the
+    repository itself: exit 0."""
+    import shutil
+
+    for name in (codegen.JS_MODULE, codegen.PY_MODULE, codegen.PROTOCOL_MD):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    stale = tmp_path / codegen.JS_MODULE
+    stale.write_text(stale.read_text().replace('"atlas_stop"', '"atlas_halt"'))
+    before = stale.read_text()
+    assert codegen.write_generated(tmp_path, check=True) == [stale]
+    assert stale.read_text() == before
+    assert codegen.main(["--check"]) == 0
+
+
+def test_every_control_action_has_one_handler_and_the_page_sends_only_those():
+    """The browser's control actions come from protocol.CONTROL_ACTIONS alone: the owner's table handles exactly
+    those, and the generated JS lists the same; the page's `control()` takes that type, so tsc (npm run lint)
+    refuses any other action the page would send."""
+    from headsne_widget.widget.owner.events import CONTROLS
+    from headsne_widget.widget.protocol import CONTROL_ACTIONS
+
+    assert set(CONTROLS) == set(CONTROL_ACTIONS)
+    source = GENERATED_JS.read_text()
+    listed = source[source.index("export const CONTROL_ACTIONS") :].split(";")[0]
+    assert re.findall(r'"(\w+)"', listed) == list(CONTROL_ACTIONS)
+    assert 'import("./protocol.generated.js").ControlAction} action' in (JS / "model" / "model.js").read_text()

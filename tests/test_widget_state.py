@@ -167,3 +167,30 @@ def test_a_browser_update_on_another_thread_is_applied_on_the_owner_thread(ex, c
 
     layer, threads, owner = asyncio.run(write())
     assert layer == 1 and threads == [owner]
+
+
+def test_a_runs_frames_never_wait_for_its_partners(ex, make, monkeypatch):
+    """Issue 56: partners ranked after the first frame (hidden mode here; a long text's head) go to the partners
+    slot, beside the frames: with the ranking held until the run has ended, the run still reaches its end, and
+    the partners come once released. On the run's own thread (before) the run stalled at its first frame."""
+    from headsne_widget.affinity.sources.base import PointSource
+
+    release, entered = threading.Event(), threading.Event()
+    ranked = PointSource.partners
+
+    def held(self, *args, **kwargs):
+        entered.set()
+        assert release.wait(60), "the test never released the partners"
+        return ranked(self, *args, **kwargs)
+
+    monkeypatch.setattr(PointSource, "partners", held)
+    w, _ = make(ex, mode="hidden", n_iter=300)
+    try:
+        kl = w.wait(timeout=50)
+        assert entered.is_set(), "the partners were never asked for"
+        assert kl is not None and w.state == "done" and w.iteration == 300
+        assert w.edges is None  # still held
+    finally:
+        release.set()
+    wait_until(lambda: w.edges is not None, 30, "the partners after their release")  # (each read syncs)
+    assert np.asarray(w.edges["indices"]).shape[0] == ex.n_tokens

@@ -19,7 +19,18 @@ from typing import Any
 import traitlets as t
 
 from ..affinity.sources import SOURCES, PSource
-from .protocol import MIN_SPEED, MODES, TRAITS, Array, StrictFloat, TokenIndices, TraitSpec, describe, markdown_tables
+from .protocol import (
+    CONTROL_ACTIONS,
+    MIN_SPEED,
+    MODES,
+    TRAITS,
+    Array,
+    StrictFloat,
+    TokenIndices,
+    TraitSpec,
+    describe,
+    markdown_tables,
+)
 
 __all__ = ["GENERATED", "JS_MODULE", "PROTOCOL_MD", "PY_MODULE", "browser_bounds", "js_module", "protocol_md",
            "py_module", "write_generated"]  # fmt: skip
@@ -148,6 +159,16 @@ export const BOUNDS = Object.freeze({{
 {bounds}
 }});
 
+/**
+ * The control messages the page may send (`control(model, action)`, js/model/model.js).
+ * @typedef {{{control_type}}} ControlAction
+ */
+export const CONTROL_ACTIONS = Object.freeze(
+  /** @type {{ControlAction[]}} */ ([
+{controls}
+  ]),
+);
+
 /** Traits the page keeps in its state under their own names, as received (js/store/state.js). */
 export const MIRRORED = /** @type {{const}} */ ([
 {mirrored}
@@ -190,6 +211,8 @@ def js_module() -> str:
         writable="\n".join(f'      "{spec.name}",' for spec in TRAITS if spec.browser_writable),
         bounds="\n".join(bounds),
         mirrored="\n".join(f'  "{spec.name}",' for spec in TRAITS if spec.mirrored),
+        control_type=" | ".join(json.dumps(a) for a in CONTROL_ACTIONS),
+        controls="\n".join(f"    {json.dumps(a)}," for a in CONTROL_ACTIONS),
         sources="\n".join(_js_source(src) for src in SOURCES.values()),
     )
 
@@ -315,9 +338,10 @@ def _cells(markdown: str) -> list[list[str]]:
     return rows
 
 
-def write_generated(root: Path) -> list[Path]:
+def write_generated(root: Path, *, check: bool = False) -> list[Path]:
     """Write the generated files under the repository ``root`` that differ from what TRAITS generates now (the
-    tables of ``js/PROTOCOL.md`` compared without prettier's padding); return them."""
+    tables of ``js/PROTOCOL.md`` compared without prettier's padding); return them. ``check``: write nothing, only
+    return them."""
     md = root / PROTOCOL_MD
     contents = {root / JS_MODULE: js_module(), root / PY_MODULE: py_module(), md: protocol_md(md.read_text())}
     same = {md: lambda old, new: _cells(old) == _cells(new)}
@@ -326,14 +350,26 @@ def write_generated(root: Path) -> list[Path]:
         for path, text in contents.items()
         if not path.is_file() or not same.get(path, str.__eq__)(path.read_text(), text)
     ]
-    for path in changed:
+    for path in [] if check else changed:
         path.write_text(contents[path])
     return changed
 
 
-if __name__ == "__main__":  # python -m headsne_widget.widget.codegen: regenerate the three files from TRAITS
-    written = write_generated(Path(__file__).resolve().parents[2])
-    for path in written:
-        print("wrote", path)
-    if any(path.name == "PROTOCOL.md" for path in written):
+def main(argv: list[str] | None = None) -> int:
+    """``python -m headsne_widget.widget.codegen [--check]``: regenerate the three files from TRAITS, or (``--check``)
+    write nothing and exit 1 naming each file that differs."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a generated file is stale")
+    args = parser.parse_args(argv)
+    changed = write_generated(Path(__file__).resolve().parents[2], check=args.check)
+    for path in changed:
+        print("stale" if args.check else "wrote", path)
+    if not args.check and any(path.name == "PROTOCOL.md" for path in changed):
         print(f"then: npx prettier --write {PROTOCOL_MD} (its tables' padding)")
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

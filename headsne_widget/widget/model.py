@@ -19,7 +19,7 @@ import traitlets as t
 
 from .._checks import check_index
 from .params import SyncedTraits
-from .protocol import BROWSER_WRITABLE, DISPLAY_ONLY, KEYWORDS, MIN_SPEED, TRAITS
+from .protocol import BROWSER_WRITABLE, CONTROL_ACTIONS, DISPLAY_ONLY, KEYWORDS, MIN_SPEED, TRAITS
 
 __all__ = ["CONTROL_ACTIONS", "HeadSNEModel", "check_keywords"]
 
@@ -37,9 +37,6 @@ export default {
   },
 };
 """
-
-#: control messages ``{"type": "control", "action": name}`` the browser may send
-CONTROL_ACTIONS = ("pause", "resume", "restart", "stop", "atlas", "atlas_stop", "composition", "decomposition")
 
 
 def _front_end(path: Path, missing: str) -> str | Path:

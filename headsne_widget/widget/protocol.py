@@ -56,6 +56,9 @@ MODES = SOURCE_MODES
 MAX_N_ITER = 100_000
 #: the slowest playback but 0 (as fast as computed): a speed in (0, MIN_SPEED) is refused
 MIN_SPEED = 0.1
+#: control messages ``{"type": "control", "action": name}`` the browser may send (generated into the page's
+#: ``CONTROL_ACTIONS``; the owner's ``CONTROLS`` table handles each)
+CONTROL_ACTIONS = ("pause", "resume", "restart", "stop", "atlas", "atlas_stop", "composition", "decomposition")
 
 
 class StrictInt(t.Int):

@@ -10,7 +10,7 @@ import numpy as np
 
 from .selections import SelectionKey
 
-__all__ = ["BestKL", "Partners", "RunFrame", "RunRequest", "RunStarted", "status_line"]
+__all__ = ["BestKL", "Partners", "PartnersDue", "RunFrame", "RunRequest", "RunStarted", "status_line"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,15 @@ class Partners:
 
     run_id: int
     traits: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PartnersDue:
+    """A run's first frame is out: its partners may be ranked now, on their own slot, from what its P left at hand
+    (an :class:`~headsne_widget.affinity.partners.AtHand`)."""
+
+    run_id: int
+    at_hand: Any
 
 
 @dataclass(frozen=True)

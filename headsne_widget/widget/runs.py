@@ -4,11 +4,13 @@
 the owner the tokens P covers, then streams frames paced by :mod:`.pacing`, the exact KL at most every
 ``KL_EVERY`` iterations. The partners (the hover lines) are the source's (``PSource.partners``), from what the
 build of P left at hand (``Selection.at_hand``): they come with the start where they are a dense head's rows on a
-short text (its matrix, at hand), and after the first frame otherwise: on long texts, and for a source of points,
-whose nearest-neighbour search (5-6 ms at 512 tokens, a fifth of a head-output click) the first frame need not
-wait for. A finished run on up to ``BEST_CHECK_MAX_TOKENS`` tokens goes on with ``BEST_OF``
-restarts of other seeds, whose best KL tells whether the map on screen is a good one. Every step is a cancel
-point (:class:`~headsne_widget.widget.jobs.Job`); the leases are given back when the job ends.
+short text (its matrix, at hand), and after the first frame otherwise, on the owner's partners slot beside the
+frames (:func:`partners_job`): on long texts, where a sparse head's partners took 3.1 s at 65536 tokens, a gap
+in the frames when the run's own thread ranked them, and for a source of points, whose nearest-neighbour search
+(5-6 ms at 512 tokens, a fifth of a head-output click) the first frame need not wait for. A finished run on up
+to ``BEST_CHECK_MAX_TOKENS`` tokens goes on with ``BEST_OF`` restarts of other seeds, whose best KL tells whether
+the map on screen is a good one. Every step is a cancel point (:class:`~headsne_widget.widget.jobs.Job`); the
+leases are given back when the job ends.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..embedding.background import closing_frames
 from .jobs import Job
 from .pacing import Pace, RunRecord, paced_frames
 from .prefetch import Prefetch
-from .run_messages import BestKL, Partners, RunFrame, RunRequest, RunStarted
+from .run_messages import BestKL, Partners, PartnersDue, RunFrame, RunRequest, RunStarted
 from .selections import Arrays, Hold, SelectionKey, build_selection
 from .workspace import Workspace
 
@@ -94,14 +96,14 @@ def run_job(
             if due and frame.iteration != request.options["n_iter"]:
                 job.emit(RunFrame(request.run_id, frame.iteration, frame.kl, frame.embedding,
                                   len(record.kl_history), done=False))  # fmt: skip
-                if not at_once:  # a long text: the partners once the first frame is out
+                if not at_once:  # a long text: the partners once the first frame is out, on their own slot
                     at_once = True
-                    _partners(job, ex, spec, request, sel.at_hand(), workspace)
+                    job.emit(PartnersDue(request.run_id, sel.at_hand()))
         if last is None:
             raise RuntimeError("the optimisation reported no frame")
         job.emit(RunFrame(request.run_id, last.iteration, last.kl, last.embedding, len(record.kl_history), done=True))
         if not at_once:
-            _partners(job, ex, spec, request, sel.at_hand(), workspace)
+            job.emit(PartnersDue(request.run_id, sel.at_hand()))
         if len(sel.kept) <= BEST_CHECK_MAX_TOKENS and last.kl is not None:
             _best_of(job, sel.P, request, last.kl)
 
@@ -148,8 +150,9 @@ def partner_traits(found: TokenPartners) -> dict[str, Any]:
 
 
 def partners_job(
-    job: Job, ex: Any, *, run_id: int, key: SelectionKey, k: int, workspace: Workspace, sparse: bool
+    job: Job, ex: Any, *, run_id: int, key: SelectionKey, k: int, workspace: Workspace, at_hand: AtHand
 ) -> None:
-    """The partners again (``edge_k`` changed), for the run ``run_id``, whose P was ``sparse`` or dense: what that
-    P held is given back, so they come as a run's without it (a sparse head's rows selected again)."""
-    _partners(job, ex, key.spec(ex), RunRequest(run_id, key, {}, k), AtHand(sparse=sparse), workspace)
+    """The partners of the run ``run_id`` on the partners slot, beside its frames: a long text's once its first
+    frame is out (``at_hand``: what its P left, :class:`~.run_messages.PartnersDue`), or again for a new ``edge_k``
+    (``AtHand(sparse=...)``: what that P held is given back, so a sparse head's rows are selected again)."""
+    _partners(job, ex, key.spec(ex), RunRequest(run_id, key, {}, k), at_hand, workspace)

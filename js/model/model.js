@@ -81,7 +81,7 @@ export function write(model, values) {
 /**
  * A control message to Python (`{"type": "control", "action": ...}`).
  * @param {Model} model
- * @param {"pause" | "resume" | "restart" | "stop" | "atlas" | "atlas_stop" | "composition" | "decomposition"} action
+ * @param {import("./protocol.generated.js").ControlAction} action
  */
 export function control(model, action) {
   model.send({ type: "control", action });

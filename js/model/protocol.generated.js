@@ -273,6 +273,23 @@ export const BOUNDS = Object.freeze({
   label_density: { min: 0, max: 1 },
 });
 
+/**
+ * The control messages the page may send (`control(model, action)`, js/model/model.js).
+ * @typedef {"pause" | "resume" | "restart" | "stop" | "atlas" | "atlas_stop" | "composition" | "decomposition"} ControlAction
+ */
+export const CONTROL_ACTIONS = Object.freeze(
+  /** @type {ControlAction[]} */ ([
+    "pause",
+    "resume",
+    "restart",
+    "stop",
+    "atlas",
+    "atlas_stop",
+    "composition",
+    "decomposition",
+  ]),
+);
+
 /** Traits the page keeps in its state under their own names, as received (js/store/state.js). */
 export const MIRRORED = /** @type {const} */ ([
   "model_name",

@@ -13,6 +13,7 @@ import functools
 from dataclasses import replace
 from typing import Any
 
+from ...affinity.partners import AtHand
 from ...affinity.sources import source
 from ...capture.extraction import Extraction
 from ..pacing import report_every
@@ -80,6 +81,7 @@ class RunControl(OwnerState):
             return
         self.pending = True
         self.slots["run"].cancel()
+        self.slots["partners"].cancel()  # the old run's: they would take a core from the new run's P
         if self.run is not None:
             self.run.ended = True
         w = self.widget
@@ -159,12 +161,15 @@ class RunControl(OwnerState):
         if not unchanged:
             self.schedule()
 
-    def new_partners(self, k: int) -> None:
-        """The partners of the current run for another ``edge_k``, in the background."""
+    def new_partners(self, k: int, at_hand: AtHand | None = None) -> None:
+        """The partners of the current run for ``k`` partners a token, on the partners slot beside the run's frames:
+        from what its P left ``at_hand`` (a long text's run once its first frame is out), or again from the source
+        (``edge_k`` changed)."""
         if self.run is None or self.run.kept is None or self.ex is None:
             return
         ex, workspace = self.loaded()
         request = self.run.request
+        at_hand = AtHand(sparse=self.run.sparse) if at_hand is None else at_hand
         work = functools.partial(partners_job, ex=ex, run_id=request.run_id, key=request.key, k=k,
-                                 workspace=workspace, sparse=self.run.sparse)  # fmt: skip
+                                 workspace=workspace, at_hand=at_hand)  # fmt: skip
         self.slots["partners"].start(work)

@@ -18,11 +18,11 @@ from ..loading import Asked, Loaded, data_traits, prefetch_job
 from ..model import HeadSNEModel, display_only
 from ..pacing import Stopped
 from ..protocol import RESTARTS_RUN
-from ..run_messages import BestKL, Partners, RunFrame, RunStarted
+from ..run_messages import BestKL, Partners, PartnersDue, RunFrame, RunStarted
 from .state import KEY_TRAITS
 from .text import Text
 
-__all__ = ["HANDLERS", "Owner"]
+__all__ = ["CONTROLS", "HANDLERS", "Owner"]
 
 
 class Owner(Text):
@@ -126,18 +126,21 @@ class Owner(Text):
     def on_control(self, action: str) -> None:
         if self.handed_over(self.on_control, action):
             return
-        actions: dict[str, Callable[[], None]] = {
-            "atlas": lambda: self.start_atlas(ATLAS_N_ITER),
-            "composition": self.start_composition,
-            "decomposition": self.start_decomposition,
-            "pause": self.pause,
-            "resume": self.resume,
-            "restart": self.restart,
-            "stop": self.stop,
-            "atlas_stop": self.stop_atlas,
-        }
-        actions[action]()
+        CONTROLS[action](self)
 
+
+#: the browser's control messages (protocol.CONTROL_ACTIONS, tests/test_protocol.py holds them equal) and the
+#: owner's method that acts on each
+CONTROLS: dict[str, Callable[[Owner], None]] = {
+    "pause": Owner.pause,
+    "resume": Owner.resume,
+    "restart": Owner.restart,
+    "stop": Owner.stop,
+    "atlas": lambda owner: owner.start_atlas(ATLAS_N_ITER),
+    "atlas_stop": Owner.stop_atlas,
+    "composition": Owner.start_composition,
+    "decomposition": Owner.start_decomposition,
+}
 
 #: the one table of results: each kind a job hands over, and the owner's method that applies it
 HANDLERS: dict[type, Callable[[Owner, Job, Any], None]] = {
@@ -148,6 +151,7 @@ HANDLERS: dict[type, Callable[[Owner, Job, Any], None]] = {
     RunFrame: Owner.on_frame,
     Stopped: Owner.on_stopped,
     Partners: Owner.on_partners,
+    PartnersDue: Owner.on_partners_due,
     BestKL: Owner.on_best_kl,
     AtlasStarted: Owner.on_atlas_started,
     AtlasHead: Owner.on_atlas_head,

@@ -10,7 +10,7 @@ from ...embedding.alignment import align_rows
 from ...errors import HeadSNEError
 from ..jobs import Job, Progress
 from ..pacing import Stopped
-from ..run_messages import BestKL, Partners, RunFrame, RunStarted
+from ..run_messages import BestKL, Partners, PartnersDue, RunFrame, RunStarted
 from .heads import Heads
 from .state import RunState
 
@@ -81,6 +81,12 @@ class RunResults(Heads):
         """The hover lines, from the run's job or a partners job (``edge_k`` changed) of the current run."""
         if self.current_run(job, partners.run_id, any_job=True) is not None:
             self.write(partners.traits)
+
+    def on_partners_due(self, job: Job, due: PartnersDue) -> None:
+        """A long text's run showed its first frame: its partners, ranked on the partners slot (not its own thread,
+        whose frames would stop meanwhile), for the ``edge_k`` in force."""
+        if self.current_run(job, due.run_id) is not None:
+            self.new_partners(self.widget.edge_k, due.at_hand)
 
     def on_best_kl(self, job: Job, best: BestKL) -> None:
         if self.current_run(job, best.run_id) is not None:
