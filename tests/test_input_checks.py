@@ -241,3 +241,16 @@ def test_tsne_frames_takes_only_a_bool_for_its_switches(name, value):
             next(tsne_frames(P, seed=0, n_iter=10, **{name: value}))
     frames = list(tsne_frames(_P(), seed=0, n_iter=10, every=5, kl_every=10, first_kl=np.False_))
     assert frames[0].kl is None and frames[-1].kl is not None
+
+
+def test_perplexity_has_one_bound_for_the_function_api_and_the_widget():
+    """The bound is affinity.spec.MAX_PERPLEXITY, read by the widget's trait too (issue 51: it was 1e4 in the widget
+    and none in the function API)."""
+    from headsne_widget.affinity.spec import MAX_PERPLEXITY, check_perplexity
+    from headsne_widget.widget.protocol import TRAITS
+
+    assert check_perplexity(MAX_PERPLEXITY) == MAX_PERPLEXITY
+    with pytest.raises(ValueError, match="perplexity must be a finite number in"):
+        check_perplexity(MAX_PERPLEXITY * 1.5)
+    trait = next(spec.trait for spec in TRAITS if spec.name == "perplexity")
+    assert trait.max == MAX_PERPLEXITY

@@ -17,17 +17,28 @@ from .._checks import DEFAULT_MASS, check_index, check_mass, number
 from .sources import source
 from .sources.base import Spec
 
-__all__ = ["DEFAULT_MASS", "MIN_TOKENS", "check_mass", "check_perplexity", "checked_spec", "kept_count"]
+__all__ = [
+    "DEFAULT_MASS",
+    "MAX_PERPLEXITY",
+    "MIN_TOKENS",
+    "check_mass",
+    "check_perplexity",
+    "checked_spec",
+    "kept_count",
+]
 
 #: the least number of tokens t-SNE can place
 MIN_TOKENS = 4
+#: the largest perplexity taken anywhere (the function API and the widget): the effective neighbours of a point,
+#: beyond any text a t-SNE maps (openTSNE lowers one above (m - 1) / 3 as this package does)
+MAX_PERPLEXITY = 1e4
 
 
 def check_perplexity(perplexity: Any) -> float:
-    """``perplexity`` as a finite float > 0."""
+    """``perplexity`` as a float in (0, MAX_PERPLEXITY]: the one bound, the widget's trait's too."""
     value = number(perplexity, "perplexity", "the effective number of neighbours")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"perplexity must be a finite number > 0, got {perplexity!r}")
+    if not (math.isfinite(value) and 0 < value <= MAX_PERPLEXITY):
+        raise ValueError(f"perplexity must be a finite number in (0, {MAX_PERPLEXITY:g}], got {perplexity!r}")
     return value
 
 

@@ -19,7 +19,7 @@ class HeadSNEParams(TypedDict, total=False):
     (``w.perplexity``). Types, bounds, defaults and meanings: js/PROTOCOL.md."""
 
     perplexity: float
-    """float in [..., 10000], default 20.0: hidden mode only"""
+    """float in [..., 10000], default 20.0: modes 'hidden', 'head-output' only"""
 
     learning_rate: float | Literal["auto"] | None
     """float in [..., 1e+09] or 'auto', default None: null = auto: max(m / early_exaggeration, min(5, m / 2))"""

@@ -26,6 +26,8 @@ import traitlets as t
 
 from .._checks import is_int
 from ..affinity.sources import MODES as SOURCE_MODES
+from ..affinity.sources import SOURCES
+from ..affinity.spec import MAX_PERPLEXITY
 from ..capture.maximum_attention import GRID_NORMS
 from ..capture.scores import KINDS, SCORES
 from ..embedding.rescaling import MAX_QUANTILE_K
@@ -56,6 +58,13 @@ MODES = SOURCE_MODES
 MAX_N_ITER = 100_000
 #: the slowest playback but 0 (as fast as computed): a speed in (0, MIN_SPEED) is refused
 MIN_SPEED = 0.1
+
+
+def _modes_where(flag: str) -> str:
+    """The modes whose source has ``flag`` set, for a trait's description (generated, never hand-kept)."""
+    return ", ".join(f'"{name}"' for name, src in SOURCES.items() if getattr(src, flag))
+
+
 #: control messages ``{"type": "control", "action": name}`` the browser may send (generated into the page's
 #: ``CONTROL_ACTIONS``; the owner's ``CONTROLS`` table handles each)
 CONTROL_ACTIONS = ("pause", "resume", "restart", "stop", "atlas", "atlas_stop", "composition", "decomposition")
@@ -222,12 +231,13 @@ TRAITS: tuple[TraitSpec, ...] = (
           "null until computed (a background job, about a second); a click sets `layer` and `head`"),
     # the selection
     _spec("layer", StrictInt(0, min=0), "selection", "selected layer"),
-    _spec("head", StrictInt(0, min=0), "selection", "selected head (attention mode)"),
+    _spec("head", StrictInt(0, min=0), "selection", f"selected head (modes {_modes_where('per_head')})"),
     _spec("mode", t.Enum(MODES, default_value="attention"), "selection",
-          "P from one attention head, from the layer's hidden states, or (\"query-key\") from the head's queries "
-          "and keys: 2m points, the first `query_rows` rows of `frame` the queries, the rest the keys"),
+          "where P comes from: " + "; ".join(f"{name}, {src.describes}" for name, src in SOURCES.items())
+          + " (a mode of several points a token: the first `query_rows` rows of `frame` are the first kind)"),
     # run parameters
-    _spec("perplexity", StrictFloat(20.0, positive=True, max=1e4), "parameter", "hidden mode only"),
+    _spec("perplexity", StrictFloat(20.0, positive=True, max=MAX_PERPLEXITY), "parameter",
+          f"modes {_modes_where('uses_perplexity')} only"),
     _spec("learning_rate", t.Union([StrictFloat(max=1e9), t.Enum(("auto",))], default_value=None,
                                    allow_none=True), "parameter",
           "null = auto: max(m / early_exaggeration, min(5, m / 2))"),

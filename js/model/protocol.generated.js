@@ -42,11 +42,13 @@
  *   alike the heads are (a t-SNE of their scores, grid rows and received attention); null until computed (a background
  *   job, about a second); a click sets `layer` and `head`
  * @property {number} layer selected layer
- * @property {number} head selected head (attention mode)
- * @property {"attention" | "hidden" | "query-key" | "norm" | "head-output"} mode P from one attention head, from the
- *   layer's hidden states, or ("query-key") from the head's queries and keys: 2m points, the first `query_rows` rows of
- *   `frame` the queries, the rest the keys
- * @property {number} perplexity hidden mode only
+ * @property {number} head selected head (modes "attention", "query-key", "norm", "head-output")
+ * @property {"attention" | "hidden" | "query-key" | "norm" | "head-output"} mode where P comes from: attention,
+ *   attention-head t-SNE: P = A + A^T of the selected head; hidden, standard t-SNE of the layer's output hidden states;
+ *   query-key, the selected head's queries and keys in one t-SNE; norm, value-weighted attention: each weight times the
+ *   norm of what its key sends; head-output, what the selected head writes into each token (its output vectors) (a mode
+ *   of several points a token: the first `query_rows` rows of `frame` are the first kind)
+ * @property {number} perplexity modes "hidden", "head-output" only
  * @property {number | null} learning_rate null = auto: max(m / early_exaggeration, min(5, m / 2))
  * @property {number} n_iter iterations of a run
  * @property {number} early_exaggeration P's factor at first
