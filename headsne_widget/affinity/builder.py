@@ -35,6 +35,8 @@ from .sparse import SPARSE_MIN_TOKENS
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
+    from ..capture.extraction import Extraction
+
 __all__ = ["Alloc", "Selection", "build_p", "wants_sparse"]
 
 
@@ -78,7 +80,7 @@ def wants_sparse(src: PSource, m: int, sparse: bool | None = None) -> bool:
 
 
 def build_p(
-    ex: Any, spec: Spec, *, sparse: bool | None, dtype: Any = np.float32, out: np.ndarray | None = None,
+    ex: Extraction, spec: Spec, *, sparse: bool | None, dtype: Any = np.float32, out: np.ndarray | None = None,
     matrix: np.ndarray | None = None, progress: Progress | None = None, alloc: Alloc | None = None,
     check: Callable[[], None] | None = None,
 ) -> Selection:  # fmt: skip
@@ -102,7 +104,7 @@ def build_p(
 
 
 def _sparse(
-    ex: Any, spec: Spec, dtype: Any, progress: Progress | None, budget: int, instead: int | None
+    ex: Extraction, spec: Spec, dtype: Any, progress: Progress | None, budget: int, instead: int | None
 ) -> Built | None:
     """The sparse P within the budget (a head's capped where its rows' mass does not fit, :func:`.sources.base.fitted`;
     a source of points lowers its perplexity, or refuses); None where the dense P (``instead`` bytes, fitting) is
@@ -125,7 +127,7 @@ def _sparse(
 
 
 def _dense(
-    ex: Any, spec: Spec, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, *, alloc: Alloc | None,
+    ex: Extraction, spec: Spec, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, *, alloc: Alloc | None,
     check: Callable[[], None] | None,
 ) -> Built:  # fmt: skip
     """The dense P, its arrays from ``alloc`` where given (the head's matrix first, then P)."""

@@ -16,18 +16,21 @@ vectors (``|f_a - f_b|^2 = 6 (1 - similarity)`` when no block is zero), so relat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..capture.scores import SCORES, statistics
+
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
 
 __all__ = ["FEATURE_BLOCKS", "default_grid_norm", "grid", "head_features", "head_similarity", "related_heads"]
 
 FEATURE_BLOCKS = ("scores", "max_attention", "received")
 
 
-def default_grid_norm(ex: Any) -> str:
+def default_grid_norm(ex: Extraction) -> str:
     """``"above_uniform"`` for a model in which no head attends to a later token (causal), else ``"raw"`` (and for
     points without attention between them: a word's occurrences across texts)."""
     if not getattr(ex, "has_attention", True):
@@ -35,7 +38,7 @@ def default_grid_norm(ex: Any) -> str:
     return "above_uniform" if statistics(ex).causal else "raw"
 
 
-def grid(ex: Any, norm: str | None = None) -> np.ndarray:
+def grid(ex: Extraction, norm: str | None = None) -> np.ndarray:
     """The maximum-attention grid float32 (L, H, n) in normalisation ``norm`` (None: :func:`default_grid_norm`)."""
     from ..capture.maximum_attention import GRID_NORMS
 
@@ -50,7 +53,7 @@ def _unit_rows(block: np.ndarray) -> np.ndarray:
     return np.divide(block, norms, out=np.zeros_like(block), where=norms > 0)
 
 
-def head_features(ex: Any, norm: str | None = None) -> np.ndarray:
+def head_features(ex: Extraction, norm: str | None = None) -> np.ndarray:
     """float64 (L * H, F): every head's feature vector (see the module doc), rows in model order (layer * H + head)."""
     stats = statistics(ex)
     table = stats.table(np.asarray(ex.special, dtype=bool))

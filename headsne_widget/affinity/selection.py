@@ -14,7 +14,7 @@ record the value (analyses rows) and warn. A perplexity that is not a finite num
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from .._checks import DEFAULT_MASS, float_dtype
 from .builder import Selection, build_p
 from .sources import HeadMatrixSource, source
 from .spec import MIN_TOKENS, checked_spec
+
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
 
 __all__ = ["MIN_TOKENS", "Selection", "selection_affinities", "selection_label"]
 
@@ -39,7 +42,7 @@ def _check_sparse(sparse: Any, out: np.ndarray | None) -> bool | None:
     return False if out is not None else (None if sparse is None else bool(sparse))
 
 
-def _check_matrix(ex: Any, mode: str, attention: Any) -> np.ndarray | None:
+def _check_matrix(ex: Extraction, mode: str, attention: Any) -> np.ndarray | None:
     """``attention=``: the head's (n, n) matrix in place of the extraction's, for the modes built from one."""
     if attention is None:
         return None
@@ -53,7 +56,7 @@ def _check_matrix(ex: Any, mode: str, attention: Any) -> np.ndarray | None:
 
 
 def selection_affinities(
-    ex: Any,
+    ex: Extraction,
     mode: str = "attention",
     layer: int = 0,
     head: int = 0,

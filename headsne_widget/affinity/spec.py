@@ -9,13 +9,16 @@ trust ``_validate_params``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._checks import DEFAULT_MASS, check_index, check_mass, number
 from .sources import source
 from .sources.base import Spec
+
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
 
 __all__ = [
     "DEFAULT_MASS",
@@ -42,13 +45,13 @@ def check_perplexity(perplexity: Any) -> float:
     return value
 
 
-def kept_count(ex: Any, exclude_special: bool) -> int:
+def kept_count(ex: Extraction, exclude_special: bool) -> int:
     """How many tokens a selection keeps: all, or all but the special ones."""
     return int(ex.n_tokens - (np.count_nonzero(ex.special) if exclude_special else 0))
 
 
 def checked_spec(
-    ex: Any, mode: Any, layer: Any, head: Any = 0, *, exclude_special: Any = False, perplexity: Any = 20.0,
+    ex: Extraction, mode: Any, layer: Any, head: Any = 0, *, exclude_special: Any = False, perplexity: Any = 20.0,
     mass: Any = DEFAULT_MASS,
 ) -> Spec:  # fmt: skip
     """The checked :class:`Spec` of a selection of ``ex``, else a TypeError or ValueError naming what to pass."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from bokeh.layouts import column
@@ -26,6 +26,9 @@ from bokeh.transform import factor_cmap, linear_cmap
 from .._checks import is_int
 from .plot_style import LABEL_CHAR_PX, OUTPUT_WIDTH, TOOLS
 
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
+
 __all__ = ["embedding", "max_attention"]
 
 _MAX_TICK_LABELS = 80  # token labels per axis before thinning to every k-th (thesis Fig. 13: every third)
@@ -39,7 +42,7 @@ def _token_ticks(tokens: Sequence[str], max_labels: int = _MAX_TICK_LABELS) -> t
     return ticks, {j: str(tokens[j]) for j in ticks}
 
 
-def max_attention(ex: Any, *, layers: Sequence[int] | None = None) -> LayoutDOM:
+def max_attention(ex: Extraction, *, layers: Sequence[int] | None = None) -> LayoutDOM:
     """One heads x tokens heat map per layer of the layer-wise maximum attention (thesis Def. 4.2, Fig. 13).
 
     Cell (head k, token j) of layer l is ``ex.max_attention[l, k, j]``, the most attention any query pays

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..affinity.selection import selection_affinities
+
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
 
 __all__ = [
     "extract_ids",
@@ -80,7 +83,9 @@ def extract_ids(token_ids: np.ndarray, loaded: Any) -> Any:
     return extract_token_ids(token_ids, loaded)
 
 
-def selection_P(ex: Any, method: str, layer: int, head: int, perplexity: float) -> tuple[np.ndarray, float | None]:
+def selection_P(
+    ex: Extraction, method: str, layer: int, head: int, perplexity: float
+) -> tuple[np.ndarray, float | None]:
     """P of a head ("attention") or of the layer's output hidden states ("hidden"), and the perplexity used."""
     sel = selection_affinities(ex, method, layer, head, perplexity=perplexity)
     if sel.note:

@@ -58,6 +58,8 @@ from .workers import LOCAL_CLIENTS, check_client, progress_bar, run_tasks, sessi
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..capture.extraction import Extraction
+
 __all__ = ["COLUMNS", "SCORE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "corpus_study", "head_summary", "score_summary"]
 
 #: the columns of :func:`corpus_study`'s rows
@@ -212,7 +214,7 @@ def text_rows(
     return rows
 
 
-def _score_table(ex: Any) -> list[dict[str, Any]]:
+def _score_table(ex: Extraction) -> list[dict[str, Any]]:
     """Each head's scores and kind, in model order (layer * H + head)."""
     from ..capture.scores import SCORES, head_scores
 

@@ -9,7 +9,7 @@ handed to the owner as it comes. An atlas belongs to its layer; heads not finish
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from ..embedding.tsne import tsne
 from .jobs import Job
 from .selections import RowsHold, SelectionKey, build_selection
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
 
 __all__ = ["ATLAS_EVERY", "ATLAS_N_ITER", "Atlas", "AtlasDone", "AtlasHead", "AtlasStarted", "atlas_job", "head_atlas"]
 
@@ -40,7 +43,7 @@ class Atlas:
 
 
 def head_atlas(
-    ex: Any, layer: int, *, n_iter: int = ATLAS_N_ITER, seed: int = 0, exclude_special: bool = False
+    ex: Extraction, layer: int, *, n_iter: int = ATLAS_N_ITER, seed: int = 0, exclude_special: bool = False
 ) -> Atlas:
     """A small attention-head t-SNE of every head of ``layer`` (same seed and settings for each)."""
     embeddings, kls, kept = [], [], np.arange(0)
@@ -83,7 +86,7 @@ class AtlasDone:
 
 
 def atlas_job(
-    job: Job, ex: Any, layer: int, *, n_iter: int, seed: int, exclude_special: bool, workspace: Workspace
+    job: Job, ex: Extraction, layer: int, *, n_iter: int, seed: int, exclude_special: bool, workspace: Workspace
 ) -> None:
     """The atlas of ``layer`` for the widget, a head at a time (see the module doc)."""
     m = kept_count(ex, exclude_special)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from ..affinity.affinities import gaussian_affinities
 from ..affinity.heads import default_grid_norm, head_features, related_heads
 from ..capture.scores import head_scores
 from ..widget.runs import closing_frames
+
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
 
 __all__ = ["HEAD_MAP_ITER", "TSNE_MIN_HEADS", "HeadMap", "HeadMapDone", "head_map", "head_map_job"]
 
@@ -48,7 +51,7 @@ class HeadMap:
 
 
 def head_map(
-    ex: Any, *, seed: int = 0, grid_norm: str | None = None, check: Callable[[], None] | None = None
+    ex: Extraction, *, seed: int = 0, grid_norm: str | None = None, check: Callable[[], None] | None = None
 ) -> HeadMap:
     """The head map of an extraction (see the module doc); ``check()`` is called between t-SNE steps (a cancel
     point for the widget's job)."""
@@ -85,7 +88,7 @@ class HeadMapDone:
     method: str
 
 
-def head_map_job(job: Any, ex: Any) -> None:
+def head_map_job(job: Any, ex: Extraction) -> None:
     """The head map for the widget, as a background job (a cancel point at every reported t-SNE step)."""
     layout = head_map(ex, check=job.check)
     job.emit(HeadMapDone(layout.positions, layout.method))

@@ -60,13 +60,11 @@ MAX_N_ITER = 100_000
 MIN_SPEED = 0.1
 
 
-def _modes_where(flag: str) -> str:
-    """The modes whose source has ``flag`` set, for a trait's description (generated, never hand-kept)."""
+def _modes_where(flag: str) -> str:  # the modes whose source has ``flag`` set: a description, never hand-kept
     return ", ".join(f'"{name}"' for name, src in SOURCES.items() if getattr(src, flag))
 
 
-#: control messages ``{"type": "control", "action": name}`` the browser may send (generated into the page's
-#: ``CONTROL_ACTIONS``; the owner's ``CONTROLS`` table handles each)
+#: the browser's control messages ``{"type": "control", "action": name}`` (generated JS; the owner's ``CONTROLS``)
 CONTROL_ACTIONS = ("pause", "resume", "restart", "stop", "atlas", "atlas_stop", "composition", "decomposition")
 
 

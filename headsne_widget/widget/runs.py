@@ -16,7 +16,7 @@ leases are given back when the job ends.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse
@@ -30,6 +30,9 @@ from .prefetch import Prefetch
 from .run_messages import BestKL, Partners, PartnersDue, RunFrame, RunRequest, RunStarted
 from .selections import Arrays, Hold, SelectionKey, build_selection
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
 
 __all__ = [
     "BEST_CHECK_MAX_TOKENS",
@@ -66,8 +69,8 @@ def run_options(params: Any, every: int) -> dict[str, Any]:
 
 
 def run_job(
-    job: Job, ex: Any, request: RunRequest, record: RunRecord, workspace: Workspace, *, prefetch: Prefetch | None,
-    pace: Pace,
+    job: Job, ex: Extraction, request: RunRequest, record: RunRecord, workspace: Workspace, *,
+    prefetch: Prefetch | None, pace: Pace,
 ) -> None:  # fmt: skip
     """One run (see the module doc): P, then frames, then the best-of check; every result to the owner."""
     key = request.key
@@ -124,7 +127,7 @@ def _best_of(job: Job, P: np.ndarray, request: RunRequest, kl: float) -> None:
 
 
 def _partners(
-    job: Job, ex: Any, spec: Spec, request: RunRequest, at_hand: AtHand, workspace: Workspace | None = None
+    job: Job, ex: Extraction, spec: Spec, request: RunRequest, at_hand: AtHand, workspace: Workspace | None = None
 ) -> None:
     """The partners of run ``request``, to the owner: the source's, from what its P left ``at_hand``; a dense head's
     matrix computed again goes into a lease of ``workspace`` (None: an array of the source's, at once on a short
@@ -150,7 +153,7 @@ def partner_traits(found: TokenPartners) -> dict[str, Any]:
 
 
 def partners_job(
-    job: Job, ex: Any, *, run_id: int, key: SelectionKey, k: int, workspace: Workspace, at_hand: AtHand
+    job: Job, ex: Extraction, *, run_id: int, key: SelectionKey, k: int, workspace: Workspace, at_hand: AtHand
 ) -> None:
     """The partners of the run ``run_id`` on the partners slot, beside its frames: a long text's once its first
     frame is out (``at_hand``: what its P left, :class:`~.run_messages.PartnersDue`), or again for a new ``edge_k``

@@ -15,7 +15,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from ..affinity.sources.base import Spec
 from ..affinity.spec import checked_spec
 from .jobs import Job, Progress
 from .workspace import Lease, OwnArray, Workspace
+
+if TYPE_CHECKING:
+    from ..capture.extraction import Extraction
 
 __all__ = ["SPARSE_MASS", "Arrays", "Hold", "RowsHold", "SelectionKey", "build_selection"]
 
@@ -56,7 +59,7 @@ class SelectionKey:
         if not src.uses_perplexity:
             object.__setattr__(self, "perplexity", 0.0)
 
-    def spec(self, ex: Any) -> Spec:
+    def spec(self, ex: Extraction) -> Spec:
         """The checked selection (the widget's traits are checked by the protocol; this checks the text)."""
         perplexity = self.perplexity if source(self.mode).uses_perplexity else 20.0
         return checked_spec(ex, self.mode, self.layer, self.head, exclude_special=self.exclude_special,
@@ -105,7 +108,9 @@ class Arrays:
             hold.release()
 
 
-def build_selection(job: Job, ex: Any, key: SelectionKey, workspace: Workspace) -> tuple[Selection, Hold, Lease | None]:
+def build_selection(
+    job: Job, ex: Extraction, key: SelectionKey, workspace: Workspace
+) -> tuple[Selection, Hold, Lease | None]:
     """P of ``key`` (the one builder, deciding dense or sparse) and what holds it, and for a dense head source the
     head's matrix in another lease (for the hover lines; the caller releases both). Sparse builds one at a time
     in the process; a cancel point before each n x n pass and while a long head's rows are selected (their

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .base import HeadMatrixSource, Limits, Progress
+
+if TYPE_CHECKING:
+    from ...capture.extraction import Extraction
 
 __all__ = ["Attention"]
 
@@ -19,13 +22,15 @@ class Attention(HeadMatrixSource):
     title = "attention-head t-SNE"
     option = "attention head"
 
-    def matrix(self, ex: Any, layer: int, head: int) -> np.ndarray:
+    def matrix(self, ex: Extraction, layer: int, head: int) -> np.ndarray:
         return np.asarray(ex.attention(layer, head))
 
-    def matrix_into(self, ex: Any, layer: int, head: int, out: np.ndarray) -> np.ndarray:
+    def matrix_into(self, ex: Extraction, layer: int, head: int, out: np.ndarray) -> np.ndarray:
         return np.asarray(ex.attention_into(layer, head, out))
 
-    def rows(self, ex: Any, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits) -> Any:
+    def rows(
+        self, ex: Extraction, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits
+    ) -> Any:
         """The capture's own rows (never the n x n head) where the extraction has them."""
         if hasattr(ex, "sparse_attention"):
             bounds = {"max_keys": limits.max_keys, "max_entries": limits.max_entries}

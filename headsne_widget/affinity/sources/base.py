@@ -28,6 +28,8 @@ from ..sparse import SPARSE_MIN_TOKENS
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
+    from ...capture.extraction import Extraction
+
 __all__ = ["Alloc", "Built", "Check", "HeadMatrixSource", "Limits", "PSource", "PointSource", "Progress", "Spec",
            "capped_keys", "fitted"]  # fmt: skip
 
@@ -164,7 +166,14 @@ class PSource:
         return kept
 
     def dense(
-        self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, check: Check = None
+        self,
+        ex: Extraction,
+        spec: Spec,
+        *,
+        dtype: Any,
+        out: np.ndarray | None,
+        matrix: np.ndarray | None,
+        check: Check = None,
     ) -> Built:
         """P as an (m, m) array, written into ``out`` when given; ``matrix`` the head's matrix if already made;
         ``check()`` called now and then during a long build (a cancel point)."""
@@ -174,12 +183,12 @@ class PSource:
         """Peak bytes of a dense build for ``n`` tokens and ``points`` points: P and its temporaries."""
         return points * points * itemsize
 
-    def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
+    def sparse(self, ex: Extraction, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
         """P as a CSR matrix (long texts), within ``limits``."""
         raise NotImplementedError(f"{self.name} mode has no sparse P")
 
     def partners(
-        self, ex: Any, spec: Spec, k: int, *, at_hand: AtHand = NOTHING, alloc: Alloc | None = None,
+        self, ex: Extraction, spec: Spec, k: int, *, at_hand: AtHand = NOTHING, alloc: Alloc | None = None,
         check: Check = None,
     ) -> TokenPartners:  # fmt: skip
         """Each token's ``k`` strongest partners among the kept tokens of ``spec`` (:mod:`..partners`), from what
@@ -193,16 +202,18 @@ class HeadMatrixSource(PSource):
 
     prefetch: ClassVar[tuple[int, int | None] | None] = HEAD_PREFETCH
 
-    def matrix(self, ex: Any, layer: int, head: int) -> np.ndarray:
+    def matrix(self, ex: Extraction, layer: int, head: int) -> np.ndarray:
         """The head's float32 (n, n) matrix, rows = queries."""
         raise NotImplementedError
 
-    def matrix_into(self, ex: Any, layer: int, head: int, out: np.ndarray) -> np.ndarray:
+    def matrix_into(self, ex: Extraction, layer: int, head: int, out: np.ndarray) -> np.ndarray:
         """:meth:`matrix` written into ``out`` (a leased float32 (n, n) array)."""
         np.copyto(out, self.matrix(ex, layer, head))
         return out
 
-    def rows(self, ex: Any, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits) -> Any:
+    def rows(
+        self, ex: Extraction, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits
+    ) -> Any:
         """Each row's smallest set of largest entries reaching ``mass`` of it, as a CSR matrix, within ``limits``
         (``MemoryBudgetError`` as soon as it would exceed ``limits.max_entries``)."""
         from ..sparse import largest_entries
@@ -211,7 +222,14 @@ class HeadMatrixSource(PSource):
         return largest_entries(M, mass, max_keys=limits.max_keys, max_entries=limits.max_entries)
 
     def dense(
-        self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, check: Check = None
+        self,
+        ex: Extraction,
+        spec: Spec,
+        *,
+        dtype: Any,
+        out: np.ndarray | None,
+        matrix: np.ndarray | None,
+        check: Check = None,
     ) -> Built:
         from ..affinities import attention_P
 
@@ -223,7 +241,7 @@ class HeadMatrixSource(PSource):
         """P, and the head's float32 (n, n) matrix beside it."""
         return points * points * itemsize + 4 * n * n
 
-    def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
+    def sparse(self, ex: Extraction, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
         from ..sparse import sparse_attention_affinities
 
         rows = self.rows(ex, spec.layer, spec.head, spec.mass, progress, limits)
@@ -233,7 +251,7 @@ class HeadMatrixSource(PSource):
         return Built(P, kept, mass=mass, rows=rows)
 
     def partners(
-        self, ex: Any, spec: Spec, k: int, *, at_hand: AtHand = NOTHING, alloc: Alloc | None = None,
+        self, ex: Extraction, spec: Spec, k: int, *, at_hand: AtHand = NOTHING, alloc: Alloc | None = None,
         check: Check = None,
     ) -> TokenPartners:  # fmt: skip
         """The head's rows ranked (:func:`~..partners.head_partners`): the dense matrix at hand, or a sparse P's
@@ -271,12 +289,19 @@ class PointSource(PSource):
     partner_kind = "neighbours"
     prefetch = POINT_PREFETCH
 
-    def space(self, ex: Any, layer: int, head: int) -> np.ndarray:
+    def space(self, ex: Extraction, layer: int, head: int) -> np.ndarray:
         """float (n, d) points, one per token, whose euclidean distances P is built from."""
         raise NotImplementedError
 
     def dense(
-        self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, check: Check = None
+        self,
+        ex: Extraction,
+        spec: Spec,
+        *,
+        dtype: Any,
+        out: np.ndarray | None,
+        matrix: np.ndarray | None,
+        check: Check = None,
     ) -> Built:
         from ..affinities import gaussian_affinities
 
@@ -290,7 +315,7 @@ class PointSource(PSource):
         conditional P)."""
         return points * points * (itemsize + 2 * 8)
 
-    def sparse(self, ex: Any, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
+    def sparse(self, ex: Extraction, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
         """The k-nearest-neighbour P (k = 3 x perplexity); the perplexity is lowered where the m x k neighbours
         would exceed ``limits.max_entries``, and the note says so."""
         from ..sparse import knn_gaussian_affinities
@@ -304,7 +329,7 @@ class PointSource(PSource):
         return Built(knn_gaussian_affinities(X, used, dtype=dtype), spec.kept, used, note)
 
     def partners(
-        self, ex: Any, spec: Spec, k: int, *, at_hand: AtHand = NOTHING, alloc: Alloc | None = None,
+        self, ex: Extraction, spec: Spec, k: int, *, at_hand: AtHand = NOTHING, alloc: Alloc | None = None,
         check: Check = None,
     ) -> TokenPartners:  # fmt: skip
         """Nearest neighbours in the source's space (:func:`~..partners.neighbour_partners`): a kNN P's own search

@@ -4,11 +4,14 @@ Gaussians as hidden mode. The distances are exact without forming the (n, d) out
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .base import PointSource
+
+if TYPE_CHECKING:
+    from ...capture.extraction import Extraction
 
 __all__ = ["HeadOutput"]
 
@@ -24,7 +27,7 @@ class HeadOutput(PointSource):
     def label(self, layer: int, head: int) -> str:
         return f"output of layer {layer} head {head}"
 
-    def space(self, ex: Any, layer: int, head: int) -> np.ndarray:
+    def space(self, ex: Extraction, layer: int, head: int) -> np.ndarray:
         from ...capture.decompose import head_outputs
 
         return head_outputs(ex, layer, head).points()

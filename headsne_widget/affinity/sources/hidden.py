@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .base import PointSource
+
+if TYPE_CHECKING:
+    from ...capture.extraction import Extraction
 
 __all__ = ["Hidden"]
 
@@ -23,5 +26,5 @@ class Hidden(PointSource):
     def label(self, layer: int, head: int) -> str:
         return f"hidden states of layer {layer}"
 
-    def space(self, ex: Any, layer: int, head: int) -> np.ndarray:
+    def space(self, ex: Extraction, layer: int, head: int) -> np.ndarray:
         return np.asarray(ex.layer_output(layer))

@@ -9,13 +9,16 @@ row holding the share of its weight that the attention row kept: with ``mass=1``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from .attention import Attention
 from .base import Limits, Progress
+
+if TYPE_CHECKING:
+    from ...capture.extraction import Extraction
 
 __all__ = ["Norm"]
 
@@ -31,18 +34,20 @@ class Norm(Attention):
     def label(self, layer: int, head: int) -> str:
         return f"value-weighted layer {layer} head {head}"
 
-    def matrix(self, ex: Any, layer: int, head: int) -> np.ndarray:
+    def matrix(self, ex: Extraction, layer: int, head: int) -> np.ndarray:
         from ...capture.decompose import norm_attention
 
         return np.asarray(norm_attention(ex, layer, head))
 
-    def matrix_into(self, ex: Any, layer: int, head: int, out: np.ndarray) -> np.ndarray:
+    def matrix_into(self, ex: Extraction, layer: int, head: int, out: np.ndarray) -> np.ndarray:
         """Written in ``out`` in place (no (n, n) beside it: attention mode's memory)."""
         from ...capture.decompose import norm_attention_into
 
         return norm_attention_into(ex, layer, head, out)
 
-    def rows(self, ex: Any, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits) -> Any:
+    def rows(
+        self, ex: Extraction, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits
+    ) -> Any:
         """The attention's kept rows (a column rescaling by the value norms), each scaled back to the share of its
         row the attention kept: with equal norms the attention's rows, with every key kept the dense N."""
         from ...capture.decompose import value_norms

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .attention import Attention
 from .base import Built, Check, Spec
+
+if TYPE_CHECKING:
+    from ...capture.extraction import Extraction
 
 __all__ = ["QUERY_KEY_MAX_TOKENS", "QueryKey"]
 
@@ -38,7 +41,14 @@ class QueryKey(Attention):
         return np.concatenate([kept, kept])
 
     def dense(
-        self, ex: Any, spec: Spec, *, dtype: Any, out: np.ndarray | None, matrix: np.ndarray | None, check: Check = None
+        self,
+        ex: Extraction,
+        spec: Spec,
+        *,
+        dtype: Any,
+        out: np.ndarray | None,
+        matrix: np.ndarray | None,
+        check: Check = None,
     ) -> Built:
         from ..affinities import query_key_affinities
 
