@@ -6,9 +6,10 @@ RoBERTa, DistilBERT, ModernBERT, GPT-2, Llama, Mistral, Qwen2, Gemma 2/3, Phi-3,
 module, for each layer, exactly the inputs its eager attention would get: post-RoPE queries, keys and values,
 the scaling, the logit softcap, the attention sinks and the mask. :func:`capture_attention_forward` computes
 that layer's attention in query chunks (bounded memory; on the CPU on the worker threads, see
-:meth:`LayerAttention.each_chunk`), returns the layer's output to the model, folds the chunks into the
-maximum-attention grid ``(H, n)`` and keeps the layer's queries and keys (model dtype, on the layer's device,
-GQA keys not repeated): what any head's n x n is recomputed from later, exactly.
+:meth:`LayerAttention.each_chunk`), returns the layer's output to the model, feeds the chunks to the capture's
+folds (:mod:`.folds`: the maximum-attention grid ``(H, n)``, the head scores, ...) and keeps the layer's queries and
+keys (model dtype, on the layer's device, GQA keys not repeated): what any head's n x n is recomputed from later,
+exactly.
 
 The mask is never materialised as n x n: :func:`capture_mask` keeps transformers' own mask function
 (causal, sliding window, bidirectional window, padding) and rows of it are built per chunk with transformers'
@@ -24,18 +25,16 @@ import contextlib
 import contextvars
 import inspect
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 
 from ..errors import UnsupportedAttentionError
+from .folds import FOLDS, Fold, Folds, LayerShape
 from .layers import LayerAttention, Scratch
 from .masks import MaskRows, additive_rows, capture_mask
-from .maximum_attention import max_attention_update
-from .scores import LayerScores
 
 __all__ = ["CAPTURE_IMPLEMENTATION", "SUPPORTED", "can_capture", "capture_attention_forward", "capturing", "register"]
 
@@ -48,13 +47,13 @@ _REGISTERED = False
 
 @dataclass
 class _Session:
-    """The layers captured by one forward pass, in call order (= layer order); ``on_layer(k)`` is called after
-    the k-th (1-based), ``on_chunks(k, fraction)`` while the k-th is computed, e.g. for progress; either may
-    raise to stop the forward pass."""
+    """The layers captured by one forward pass, in call order (= layer order), and the folds fed their chunks
+    (``folds.finish()``: each fold's result by name); ``on_layer(k)`` is called after the k-th (1-based),
+    ``on_chunks(k, fraction)`` while the k-th is computed, e.g. for progress; either may raise to stop the forward
+    pass."""
 
+    folds: Folds
     layers: list[LayerAttention] = field(default_factory=list)
-    grids: list[np.ndarray] = field(default_factory=list)
-    scores: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)  # LayerScores.finish()
     on_layer: Callable[[int], None] | None = None
     on_chunks: Callable[[int, float], None] | None = None
 
@@ -74,8 +73,8 @@ def capture_attention_forward(  # positional: transformers' AttentionInterface c
 ) -> tuple[torch.Tensor, None]:
     """The ``AttentionInterface`` entry: the layer's output as eager attention computes it, in query chunks.
 
-    Inside :func:`capturing` it also keeps the layer (:class:`LayerAttention`) and its grid; outside it only
-    computes the output, so a model left switched still runs exactly.
+    Inside :func:`capturing` it also keeps the layer (:class:`LayerAttention`) and feeds its chunks to the session's
+    folds; outside it only computes the output, so a model left switched still runs exactly.
     """
     if module.training and dropout:
         raise UnsupportedAttentionError(
@@ -100,30 +99,27 @@ def capture_attention_forward(  # positional: transformers' AttentionInterface c
     )
     values = value[0].transpose(1, 2).contiguous()  # (H_kv, d, n): v^T w^T ran 2-3x faster than w v on the CPU
     out = torch.empty((1, layer.n_tokens, n_heads, values.shape[1]), dtype=value.dtype, device=value.device)
-    grid = torch.zeros((n_heads, layer.n_tokens), dtype=torch.float32, device=query.device)
     session = _SESSION.get()
-    scores = None if session is None else LayerScores(n_heads, layer.n_tokens, query.device)
+    folds = Folds(()) if session is None else session.folds
     number = 0 if session is None else len(session.layers) + 1
     on_chunks = None if session is None or session.on_chunks is None else session.on_chunks
+    folds.start(LayerShape(number - 1, n_heads, layer.n_tokens, query.device))
 
     def chunk(rows: slice, scratch: Scratch | None) -> None:
         keys, weights = layer.weights(rows, scratch=scratch)
-        dense = weights.float()
-        grid[:, keys] = max_attention_update(grid[:, keys], dense)
-        if scores is not None:  # every head's scores, folded chunk by chunk (capture/scores.py)
-            scores.update(rows, keys, dense)
+        if folds:
+            folds.chunk(rows, keys, weights.float())
         mixed = torch.matmul(values[:, :, keys], weights.to(value.dtype).reshape(n_kv, -1, weights.shape[-1]).mT)
         out[0, rows] = mixed.mT.reshape(n_heads, weights.shape[1], -1).transpose(0, 1)
 
-    # in order, on this thread: the scores' float64 sums then never depend on which thread took a chunk
+    # in order, on this thread: a fold's float64 sums then never depend on which thread took a chunk
     progress = None if on_chunks is None else lambda done: on_chunks(number, done)
     layer.each_chunk(chunk, progress=progress, in_order=True)
-    if session is not None and scores is not None:
+    if session is not None:
         options = dict(kwargs, scaling=scaling, dropout=0.0, softcap=softcap, s_aux=s_aux, position_bias=position_bias)
         _verify(module, layer, value, out, options)
         session.layers.append(layer)
-        session.grids.append(grid.cpu().numpy())
-        session.scores.append(scores.finish())
+        folds.end_layer()
         if session.on_layer is not None:
             session.on_layer(len(session.layers))
     return out, None
@@ -208,8 +204,10 @@ def capturing(
     model: Any,
     on_layer: Callable[[int], None] | None = None,
     on_chunks: Callable[[int, float], None] | None = None,
+    folds: Iterable[type[Fold]] = FOLDS,
 ) -> Iterator[_Session]:
-    """Run ``model`` with the capture attention inside the block; its layers land in the yielded session.
+    """Run ``model`` with the capture attention inside the block; its layers land in the yielded session, and
+    its chunks feed one instance of each of ``folds`` (default: the registered :data:`.folds.FOLDS`).
 
     The model's attention implementation is switched for the block only and restored after it, however the
     block ends (an error, KeyboardInterrupt). ``on_layer(k)`` is called after the k-th layer is captured,
@@ -218,7 +216,7 @@ def capturing(
     register()
     with _SWITCH_LOCK:
         previous = model.config._attn_implementation
-        session = _Session(on_layer=on_layer, on_chunks=on_chunks)
+        session = _Session(Folds(folds), on_layer=on_layer, on_chunks=on_chunks)
         token = _SESSION.set(session)
         try:
             model.set_attn_implementation(CAPTURE_IMPLEMENTATION)  # (inside: an interrupt here is undone too)

@@ -7,9 +7,10 @@ reads an extraction (the widget, the studies) does not need the pipeline that ma
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -63,7 +64,8 @@ class Extraction:
     and ``hidden_states`` ``(L + 1, n, d)`` are the dense float32 arrays, handed out only within that budget.
     ``dataclasses.replace(ex, attentions=A)`` substitutes dense attentions (and ``hidden_states=X`` states).
     Every array an extraction hands out is read-only (its own copy), so that no caller can change what later
-    calls, P or the widget see.
+    calls, P or the widget see. ``folded`` holds, by name, what the capture's other folds made (``capture/folds/``;
+    the grid and the head scores have fields of their own); substituted attentions clear it, as ``head_stats``.
     """
 
     text: str
@@ -78,6 +80,7 @@ class Extraction:
     attention_source: CapturedAttention | DenseAttention | NoAttention
     states: HiddenStates
     head_stats: HeadStatistics | None  # every head's scores from the capture (capture/scores.py); None: not yet
+    folded: Mapping[str, Any]  # the results of the capture's other folds (capture/folds/), read-only
 
     def __init__(
         self,
@@ -94,12 +97,13 @@ class Extraction:
         attention_source: CapturedAttention | DenseAttention | NoAttention | None = None,
         states: HiddenStates | None = None,
         head_stats: HeadStatistics | None = None,
+        folded: Mapping[str, Any] | None = None,
         attentions: np.ndarray | None = None,
         hidden_states: np.ndarray | torch.Tensor | None = None,
     ) -> None:
         if attentions is not None:
             attention_source = DenseAttention(attentions, 1 if kv_groups is None else kv_groups)
-            head_stats = None  # the capture's scores were of the attention replaced
+            head_stats = folded = None  # the capture's folds were of the attention replaced
         if hidden_states is not None:
             states = HiddenStates(hidden_states)
         if attention_source is None or states is None:
@@ -111,6 +115,7 @@ class Extraction:
         self.model_name, self.truncated = model_name, truncated
         self.kv_groups = attention_source.kv_groups if kv_groups is None else kv_groups
         self.attention_source, self.states, self.head_stats = attention_source, states, head_stats
+        self.folded = MappingProxyType(dict(folded or {}))
 
     @property
     def has_attention(self) -> bool:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import traitlets
 
-from ..capture.extraction import Extraction, check_text
+from ..capture.extraction import CaptureOptions, Extraction, check_text
 from .atlas import ATLAS_N_ITER
 from .loading import NOT_GIVEN, Asked, check_tokens, contexts_job, load_job
 from .model import check_keywords
@@ -80,9 +80,8 @@ class HeadSNE(HeadSNEAttributes):
             check_tokens(text)  # the data go in the widget's opening message; a selection out of range raises here
             self._owner = Owner.from_extraction(text, asked, params)
         else:
-            check_text(text, max_tokens)
-            load = functools.partial(load_job, text=text, model=model, tokenizer=tokenizer, device=device,
-                                     max_tokens=max_tokens)  # fmt: skip
+            check_text(text)
+            load = functools.partial(load_job, text=text, options=CaptureOptions(model, tokenizer, device, max_tokens))
             self._owner = Owner.start_loading(asked, load, params)
         self.widget = self._owner.widget
 

@@ -10,6 +10,7 @@ applies it with the extraction (``Owner.receive``).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import threading
 import warnings
@@ -21,7 +22,7 @@ import numpy as np
 from ..affinity.selection import MIN_TOKENS
 from ..affinity.sources import SOURCES
 from ..capture.components import allow_components
-from ..capture.extraction import Extraction, extract, load_model
+from ..capture.extraction import CaptureOptions, Extraction, extract_with
 from ..capture.occurrences import Occurrences, capture_occurrences
 from ..capture.scores import SCORES, head_scores, statistics
 from ..embedding.background import start_warmup
@@ -92,18 +93,16 @@ def _warm_widget() -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
 
 
-def load_job(
-    job: Job, *, text: str, model: Any, tokenizer: Any, device: Any, max_tokens: int | None
-) -> None:  # fmt: skip
-    """Capture ``text`` (see the module doc); every step reports progress and is a cancel point."""
+def load_job(job: Job, *, text: str, options: CaptureOptions) -> None:
+    """Capture ``text`` as ``options`` say (see the module doc); every step reports progress and is a cancel point."""
     start_widget_warmup()  # compiles (or loads) the kernels while the model loads and runs
 
     def progress(what: str, fraction: float) -> None:
         job.emit(Progress(what, fraction))
 
-    ex = extract(text, model, tokenizer=tokenizer, device=device, max_tokens=max_tokens, progress=progress)
+    ex = extract_with(text, dataclasses.replace(options, progress=progress))
     # the modes and panels that need the components trace them with this (cached) model when first asked
-    allow_components(ex, load_model(model, tokenizer=tokenizer, device=device))
+    allow_components(ex, options.load())
     job.emit(Loaded(ex))
     ex.attention_source.prefetch(job.check)
 
