@@ -42,6 +42,7 @@ _EXPORTS = {
     "word_contexts": "studies.contexts",
     "term_shares": "studies.term_shares",
     "compare_models": "studies.term_shares",
+    "parse": "syntax.parses",
 }
 # modules reachable as attributes (``headsne_widget.plots``): the name -> where it lives
 _SUBMODULES = {
@@ -78,6 +79,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs (tests/
     from .studies.contexts import word_contexts as word_contexts
     from .studies.term_shares import compare_models as compare_models
     from .studies.term_shares import term_shares as term_shares
+    from .syntax.parses import parse as parse
     from .widget.headsne import HeadSNE as HeadSNE
 
 

@@ -47,3 +47,8 @@ class IndexOutOfRangeError(HeadSNEError, IndexError, ValueError):
 class TSNEDivergedError(HeadSNEError, ArithmeticError):
     """The t-SNE optimisation diverged (non-finite or blown-up embedding): the learning rate, or the
     early exaggeration, is too large for this P; the message suggests a smaller value."""
+
+
+class ParserUnavailableError(HeadSNEError, ImportError):
+    """A dependency parser was asked for that is not installed (spaCy, its model, conllu): the message names the
+    extra that installs it (``pip install 'headsne-widget[syntax]'``)."""
