@@ -225,17 +225,17 @@ def _is_linear(module: Any) -> bool:
 
 
 def _is_norm(module: Any) -> bool:
+    """A LayerNorm or RMSNorm: ``nn.LayerNorm``, or a leaf module named a norm with a 1-D gain and an epsilon, or
+    without a gain a normalised shape (OLMo's LayerNorm); what it computes is checked where it is placed."""
     if isinstance(module, torch.nn.LayerNorm):
         return True
+    if "norm" not in type(module).__name__.lower() or list(module.children()):
+        return False
     weight = getattr(module, "weight", None)
+    if weight is None:
+        return hasattr(module, "normalized_shape")
     has_eps = any(hasattr(module, e) for e in ("eps", "variance_epsilon", "epsilon"))
-    return (
-        "norm" in type(module).__name__.lower()
-        and has_eps
-        and isinstance(weight, torch.Tensor)
-        and weight.ndim == 1
-        and not list(module.children())
-    )
+    return has_eps and isinstance(weight, torch.Tensor) and weight.ndim == 1
 
 
 def _register() -> None:
@@ -296,6 +296,9 @@ def _hooked(model: Any, recorder: _Recorder) -> Iterator[None]:
                 elif _is_norm(module):
                     handles.append(module.register_forward_hook(_event_hook("norm", recorder, id(module) in in_layer)))
             for index, block in enumerate(recorder.layers):
+                for child in block.children():
+                    if not _is_norm(child):
+                        handles.append(child.register_forward_hook(_event_hook("child", recorder)))
                 handles.append(block.register_forward_pre_hook(_layer_start(recorder, index), with_kwargs=True))
                 handles.append(block.register_forward_hook(_layer_end(recorder, index)))
             model.set_attn_implementation(COMPONENTS_IMPLEMENTATION)
@@ -317,12 +320,18 @@ def _first_tensor(values: Any) -> torch.Tensor | None:
     return None
 
 
+def _one_sequence(t: torch.Tensor) -> torch.Tensor:
+    """The one sequence's rows of a hooked tensor: (1, n, ...) -> (n, ...); a 2-D tensor is already (n, d), the
+    states flattened over the batch (OPT's feed-forward, the mixtures of experts)."""
+    return t.detach() if t.ndim <= 2 else t[0].detach()
+
+
 def _event_hook(kind: str, recorder: _Recorder, inside: bool = True) -> Any:
     def hook(module: Any, args: tuple, output: Any) -> None:
         inp, out = _first_tensor(args), _first_tensor(output)
         if inp is None or out is None:
             return
-        event = (kind, module, inp[0].detach(), out[0].detach())
+        event = (kind, module, _one_sequence(inp), _one_sequence(out))
         if recorder.current is not None and inside:
             recorder.events.append(event)
         elif recorder.current is None and not inside and len(recorder.traces) == len(recorder.layers):

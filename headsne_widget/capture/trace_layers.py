@@ -11,7 +11,7 @@ import torch
 
 from ..errors import UnsupportedAttentionError
 
-__all__ = ["LayerTrace", "NormMap", "layer_trace", "norm_map"]
+__all__ = ["LayerTrace", "NormMap", "layer_trace", "norm_map", "tolerance"]
 
 
 @dataclass
@@ -73,6 +73,14 @@ class LayerTrace:
 
 #: a norm's map must reproduce its output to this share of the output's largest entry (else: not a norm we know)
 NORM_CHECK = 1e-4
+#: in half precision: to this many of the dtype's epsilons (its output is rounded after the gain, and often before)
+NORM_ULPS = 4
+
+
+def tolerance(base: float, dtype: torch.dtype, ulps: float) -> float:
+    """A check's tolerance, a share of the largest entry: ``base`` in float32 and float64, ``ulps`` epsilons of
+    ``dtype`` where that is larger (bfloat16, float16: the model's own values are rounded to it at every step)."""
+    return max(base, ulps * float(torch.finfo(dtype).eps)) if dtype.is_floating_point else base
 
 
 def layer_trace(events: list[tuple], x_in: torch.Tensor, x_out: torch.Tensor, name: str) -> LayerTrace:
@@ -98,9 +106,7 @@ def layer_trace(events: list[tuple], x_in: torch.Tensor, x_out: torch.Tensor, na
             f"{name}: no Linear/Conv1D reads the attention's output (the heads' contexts) as it is; the heads' "
             "outputs cannot be separated"
         )
-    mlp = linears[-1]
-    if mlp[0] <= o_proj[0]:
-        raise UnsupportedAttentionError(f"{name}: no feed-forward projection after the attention's output")
+    mlp_out, b_f = _feed_forward(events, linears, o_proj, name)
     n_heads = context.shape[1] // values.shape[-1]
     w_o = _weight(o_proj[1]).reshape(n_heads, values.shape[-1], -1)
     norms = [(i, e[1], e[2], e[3]) for i, e in enumerate(events) if e[0] == "norm" and i > o_proj[0]]
@@ -113,11 +119,26 @@ def layer_trace(events: list[tuple], x_in: torch.Tensor, x_out: torch.Tensor, na
         b_o=_bias(o_proj[1], w_o.shape[-1]),
         b_v=_value_bias(values, [x for x in linears if x[0] < at]),
         attn_out=o_proj[3].clone(),
-        mlp_out=mlp[3].clone(),
-        b_f=_bias(mlp[1], w_o.shape[-1]),
+        mlp_out=mlp_out.clone(),
+        b_f=np.zeros(w_o.shape[-1]) if b_f is None else _bias(b_f, w_o.shape[-1]),
     )
     _place_norms(trace, norms, name)
     return trace
+
+
+def _feed_forward(events: list[tuple], linears: list[tuple], o_proj: tuple, name: str) -> tuple[torch.Tensor, Any]:
+    """The feed-forward's output and the projection whose bias it ends with: the last Linear/Conv1D the layer calls
+    after the attention's output (a dense MLP); else, where that one does not write the residual's width (a
+    mixture of experts' router or gate), the output of the last of the block's own children called after it,
+    not a norm, of that width (the whole mixture of experts: the experts and a shared expert, one term; None)."""
+    width = o_proj[3].shape
+    mlp = linears[-1]
+    if mlp[0] > o_proj[0] and mlp[3].shape == width:
+        return mlp[3], mlp[1]
+    after = [e[3] for i, e in enumerate(events) if e[0] == "child" and i > o_proj[0] and e[3].shape == width]
+    if not after:
+        raise UnsupportedAttentionError(f"{name}: no feed-forward projection after the attention's output")
+    return after[-1], None
 
 
 def _place_norms(trace: LayerTrace, norms: list[tuple], name: str) -> None:
@@ -210,27 +231,30 @@ def output_columns(
 
 
 def norm_map(module: Any, inp: torch.Tensor, out: torch.Tensor, name: str) -> NormMap:
-    """A norm call as a :class:`NormMap` from its input's statistics: ``nn.LayerNorm`` (mean, biased variance,
-    eps, gain, bias), else an RMSNorm whose gain is ``w`` or ``1 + w``, whichever reproduces the output."""
+    """A norm call as a :class:`NormMap` from its input's statistics over the last axis: a LayerNorm (mean,
+    biased variance: ``nn.LayerNorm``, Cohere's, OLMo's without a gain) or an RMSNorm, of gain ``w`` or ``1 + w``
+    (Gemma's, Nemotron's LayerNorm1P), whichever reproduces the output to :func:`tolerance` of its dtype (a half
+    precision output is rounded: the map is the model's own, computed in float64 from its own input)."""
     x = inp.detach().to("cpu", torch.float64).reshape(-1, inp.shape[-1])
     y = out.detach().to("cpu", torch.float64).reshape(x.shape).numpy()
     weight = getattr(module, "weight", None)
     d = x.shape[-1]
-    gain = np.ones(d) if weight is None else weight.detach().to("cpu", torch.float64).numpy()
-    eps = next(float(getattr(module, e)) for e in ("eps", "variance_epsilon", "epsilon") if hasattr(module, e))
-    if isinstance(module, torch.nn.LayerNorm):
-        center = x.mean(-1)
-        factor = 1.0 / torch.sqrt(x.var(-1, unbiased=False) + eps)
-        maps = [NormMap(gain, factor.numpy(), center.numpy(), _bias(module, d))]
-    else:
-        factor = 1.0 / torch.sqrt(x.pow(2).mean(-1) + eps)
-        maps = [NormMap(g, factor.numpy(), np.zeros(x.shape[0]), np.zeros(d)) for g in (gain, 1.0 + gain)]
+    gains = [np.ones(d)] if weight is None else [weight.detach().to("cpu", torch.float64).numpy()]
+    gains += [] if weight is None else [1.0 + gains[0]]
+    eps = next((float(getattr(module, e)) for e in ("eps", "variance_epsilon", "epsilon") if hasattr(module, e)), 1e-5)
+    bias = _bias(module, d)
+    mean = x.mean(-1)
+    layer = (mean.numpy(), (1.0 / torch.sqrt(x.var(-1, unbiased=False) + eps)).numpy())
+    rms = (np.zeros(x.shape[0]), (1.0 / torch.sqrt(x.pow(2).mean(-1) + eps)).numpy())
+    kinds = [layer] if isinstance(module, torch.nn.LayerNorm) else [rms, layer]
+    maps = [NormMap(g, factor, center, bias) for center, factor in kinds for g in gains]
     xs = x.numpy()
     errors = [_map_error(xs, m, y) for m in maps]
     best = int(np.argmin(errors))
-    if not errors[best] <= NORM_CHECK * max(1.0, float(np.abs(y).max())):
+    if not errors[best] <= tolerance(NORM_CHECK, out.dtype, NORM_ULPS) * max(1.0, float(np.abs(y).max())):
         raise UnsupportedAttentionError(
-            f"{name}: its norm {type(module).__name__} is neither a LayerNorm nor an RMSNorm as known here"
+            f"{name}: its norm {type(module).__name__} is neither a LayerNorm nor an RMSNorm as known here (its "
+            f"output differs from either by {errors[best]:.3g})"
         )
     return maps[best]
 
