@@ -5,9 +5,14 @@ dropped here (a cancelled job's never reaches this far).
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from ...affinity.sources import source
 from ...embedding.alignment import align_rows
 from ...errors import HeadSNEError
+from ..clusters import MAX_POINTS, cluster_labels
 from ..jobs import Job, Progress
 from ..pacing import Stopped
 from ..run_messages import BestKL, Partners, PartnersDue, RunFrame, RunStarted
@@ -39,6 +44,7 @@ class RunResults(Heads):
             per_token = source(run.request.key.mode).points_per_token
             w.query_rows = len(started.kept) // per_token if per_token > 1 else 0  # query-key: the queries first
             w.iteration, w.kl, w.progress = 0, None, None
+            w.cluster_names, w.cluster_of = [], None  # the last run's clusters: named again when this one ends
             w.status = self.status("starting")
             if started.partners_later:  # the new partners come after the first frame: the old ones go now
                 w.edges = w.attends_to = w.attended_by = None
@@ -66,7 +72,22 @@ class RunResults(Heads):
             if not (frame.done and frame.iteration == w.iteration and w.frame is not None):
                 w.frame = display  # the final report may repeat the last sent frame: not resent
             w.iteration, w.kl, w.status, w.state = frame.iteration, frame.kl, status, state
+            if frame.done:
+                self.write(self.clusters(frame.embedding, run.kept))
         self.reference = (display, run.kept)
+
+    def clusters(self, embedding: np.ndarray | None, kept: np.ndarray | None) -> dict[str, Any]:
+        """``cluster_names`` and ``cluster_of`` for a finished run's map (:mod:`..clusters`): none when
+        ``cluster_labels`` is off or the map has more than ``MAX_POINTS`` rows."""
+        w = self.widget
+        if not w.cluster_labels or embedding is None or kept is None or len(kept) > MAX_POINTS:
+            return {"cluster_names": [], "cluster_of": None}
+        rows = [int(i) for i in kept]
+        labels = [w.point_labels[i] for i in rows] if w.point_labels else []
+        names, of = cluster_labels(
+            embedding, [w.tokens[i] for i in rows], labels=labels, skip=[w.special[i] for i in rows]
+        )
+        return {"cluster_names": names, "cluster_of": of}
 
     def on_stopped(self, job: Job, stopped: Stopped) -> None:
         """A stopped run's last word: the exact KL of the frame shown (its last sent), or why it has none."""
@@ -75,7 +96,9 @@ class RunResults(Heads):
             return
         run.ended, run.kl_count = True, stopped.kl_count
         kl = f"KL {stopped.kl:.4f}" if stopped.kl is not None else f"no KL: {stopped.why}"
-        self.write({"kl": stopped.kl, "state": "idle", "status": f"{self.status('stopped', stopped.iteration)} - {kl}"})
+        status = f"{self.status('stopped', stopped.iteration)} - {kl}"
+        named = self.clusters(self.embedding if run.frames else None, run.kept)  # no frame: an earlier run's
+        self.write({"kl": stopped.kl, "state": "idle", "status": status, **named})
 
     def on_partners(self, job: Job, partners: Partners) -> None:
         """The hover lines, from the run's job or a partners job (``edge_k`` changed) of the current run."""
