@@ -43,6 +43,9 @@ _EXPORTS = {
     "term_shares": "studies.term_shares",
     "compare_models": "studies.term_shares",
     "parse": "syntax.parses",
+    "relation_heads": "studies.syntax",
+    "relation_probe": "studies.syntax",
+    "tree_probe": "studies.syntax",
 }
 # modules reachable as attributes (``headsne_widget.plots``): the name -> where it lives
 _SUBMODULES = {
@@ -77,6 +80,9 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs (tests/
     from .embedding.tsne import tsne as tsne
     from .embedding.tsne import tsne_frames as tsne_frames
     from .studies.contexts import word_contexts as word_contexts
+    from .studies.syntax import relation_heads as relation_heads
+    from .studies.syntax import relation_probe as relation_probe
+    from .studies.syntax import tree_probe as tree_probe
     from .studies.term_shares import compare_models as compare_models
     from .studies.term_shares import term_shares as term_shares
     from .syntax.parses import parse as parse
