@@ -26,7 +26,7 @@ def test_two_planted_blobs_are_two_clusters_each_named_by_its_own_tokens():
     Y, tokens = _blobs()
     names, of = cluster_labels(Y, tokens)
     assert len(names) == 2 and of.dtype == np.int32 and of.shape == (200,)
-    assert (of[:120] == 0).mean() > 0.9 and (of[120:] == 1).mean() > 0.9, "each blob its cluster, largest first"
+    assert (of[:120] == 0).mean() > 0.75 and (of[120:] == 1).mean() > 0.75, "each blob its cluster, largest first"
     assert set(of[:120]) <= {0, -1} and set(of[120:]) <= {1, -1}, "no point in the other blob's cluster"
     assert set(names[0].split(", ")) == {"river", "water", "shore"}
     assert names[1].split(", ")[0] == "money", "the word filling the cluster (as a word piece too) first"

@@ -11,6 +11,13 @@ chains two groups through one stray point between them, and over Ward, whose cut
 whose linkage is n^2 in memory: here the cost is a grid of ``GRID`` ^ 2 cells, one k-d tree query of at most 2,048
 points and the names' counts (measured below ``MAX_POINTS``).
 
+The defaults (k = 4, ``level`` 0.4) were chosen on MiniLM's maps of the t-SNE abstract (271 tokens, 750 iterations):
+a t-SNE map of one text is mostly a diffuse cloud with tight knots of related tokens, and a bandwidth of the 8th
+neighbour at ``level`` 0.2 merged the whole of hidden layer 3's map into one cluster, where these give four named
+knots ("t, s, mon", "ne", "techniques, technique", ...) and ten on hidden layer 5 ("of, is, on", "the, a, that",
+"data, graphs, objects", ...); a diffuse map (attention 2.5) stays one unnamed cluster. Two planted Gaussian blobs
+stay two clusters (about 85% of each blob's points in its cluster, the rest in none), one blob one cluster.
+
 Each cluster is named by the words most over-represented in it: a word's score is its count in the cluster times
 the log of its count ratio (its share of the cluster's points over its share of all points), so a word that fills a
 cluster beats one seen once there and nowhere else; the best ``n_words`` of those at least 1.5 times as frequent
@@ -31,9 +38,10 @@ __all__ = ["GRID", "MAX_POINTS", "cluster_labels", "point_words"]
 
 #: cells a side of the density grid
 GRID = 128
-#: above this many rows the widget names no clusters: the owner thread computes them when a run ends, and under
-#: ~25 ms it need not be a background job. Measured (20 Gaussian blobs, Zipf tokens, median of 7 calls, 2 shared
-#: cores at load 5.5): 3.9 ms at 512 points, 12.4 at 4096, 26.7 at 8192, 42.9 at 16384
+#: above this many rows the widget names no clusters: the owner thread computes them when a run ends, and at about
+#: 50 ms or less it need not be a background job. Measured (20 Gaussian blobs, Zipf tokens, median of 7 calls, 2
+#: shared cores at load 7): 7.1 ms at 512 points, 23.5 at 4096, 40.1 at 8192, 84.9
+#: at 16384
 MAX_POINTS = 8192
 _PROBES = 2048  # points whose k-th neighbour sets the bandwidth
 _MIN_RATIO = 1.5  # a word's share in a cluster over its share overall, at least, to name the cluster
@@ -121,8 +129,8 @@ def cluster_labels(
     *,
     labels: Sequence[str] = (),
     skip: Sequence[bool] = (),
-    level: float = 0.2,
-    k: int = 8,
+    level: float = 0.4,
+    k: int = 4,
     min_size: int = 0,
     n_words: int = 3,
 ) -> tuple[list[str], np.ndarray]:
