@@ -24,9 +24,9 @@ import torch
 from .._checks import check_index, is_int
 from ..errors import UnsupportedAttentionError
 from .components import Trace, trace_of
-from .decompose import SELF_CHECK, _f64, components
+from .decompose import _f64, components, self_check
 from .masks import additive_rows
-from .trace_layers import LayerTrace, NormMap
+from .trace_layers import LayerTrace, NormMap, half_hint, tolerance
 
 if TYPE_CHECKING:
     from .extracted import Extraction
@@ -36,6 +36,9 @@ __all__ = ["key_attribution", "query_attribution", "score_attribution"]
 
 #: the pairs must sum to the model's own score to this share of its scale (float32: ~1e-6), else refused
 SCORE_CHECK = 1e-4
+#: in half precision, to this many of the dtype's epsilons of that scale (the model's own queries and keys are
+#: rounded to it)
+SCORE_ULPS = 16
 SIDE_COLUMNS = ("term", "layer", "head")
 
 
@@ -74,9 +77,10 @@ def stream(trace: Trace, layer: int, rows: np.ndarray) -> tuple[list[tuple[str, 
     stacked = np.stack(vectors)
     target = _f64(_rows_of(trace.layers[layer].x_in, rows))
     error = float(np.abs(stacked.sum(axis=0) - target).max())
-    if not error <= SELF_CHECK * max(1.0, float(np.abs(target).max())):
+    if not self_check(error, target, trace.dtype, max(layer - 1, 0)):
         raise UnsupportedAttentionError(
             f"{trace.model_name}: its components sum to layer {layer}'s input only within {error:.3g}"
+            + half_hint(trace.dtype)
         )
     return labels, stacked
 
@@ -185,17 +189,17 @@ def score_attribution(ex: Extraction, layer: int, head: int, i: int, j: int, *, 
         more = pd.DataFrame([(n, layer, head, n, layer, head, v) for n, v in extra], columns=[*columns, "score"])
         frame = pd.concat([frame, more], ignore_index=True)
     model_score = _model_score(qk, head, i, j) + sum(v for _, v in extra)
-    _check_total(trace.model_name, float(frame["score"].sum()), model_score, scores)
+    _check_total(trace, float(frame["score"].sum()), model_score, scores)
     frame.attrs.update(score=model_score, softcap=qk.softcap, layer=layer, head=head, i=i, j=j)
     return frame
 
 
-def _check_total(name: str, total: float, target: float, parts: np.ndarray) -> None:
+def _check_total(trace: Trace, total: float, target: float, parts: np.ndarray) -> None:
     scale = max(abs(target), float(np.abs(parts).max(initial=0.0)), 1e-30)
-    if not abs(total - target) <= SCORE_CHECK * scale:
+    if not abs(total - target) <= tolerance(SCORE_CHECK, trace.dtype, SCORE_ULPS) * scale:
         raise UnsupportedAttentionError(
-            f"{name}: the attributed parts sum to {total:.6g}, the model's score is {target:.6g}; its attention "
-            "scores cannot be attributed exactly"
+            f"{trace.model_name}: the attributed parts sum to {total:.6g}, the model's score is {target:.6g}; its "
+            "attention scores cannot be attributed exactly" + half_hint(trace.dtype)
         )
 
 
@@ -232,7 +236,7 @@ def _one_side(ex: Extraction, layer: int, head: int, token: int, top: int, model
     parts = vectors[:, 0] @ opposite.T * qk.scaling  # (K, t)
     totals = opposite @ (qk.key[kv, token] if kind == "key" else qk.query[head, token]).double().numpy()
     totals = totals * qk.scaling
-    _check_total(trace.model_name, float(parts.sum()), float(totals.sum()), parts)
+    _check_total(trace, float(parts.sum()), float(totals.sum()), parts)
     frame = pd.DataFrame(labels, columns=list(SIDE_COLUMNS))
     frame["score"] = parts.mean(axis=1)
     frame["share"] = parts.sum(axis=1) / totals.sum() if totals.sum() != 0 else np.nan

@@ -25,12 +25,14 @@ import numpy as np
 import torch
 
 from ..errors import UnsupportedAttentionError
-from .trace_layers import NormMap, first_rows, norm_map, output_columns
+from .trace_layers import NormMap, first_rows, norm_map, output_columns, tolerance
 
 __all__ = ["QKTrace", "Rotation", "find_qk"]
 
-#: the rebuilt queries and keys must match the model's to this share of their largest entry
+#: the rebuilt queries and keys must match the model's to this share of their largest entry (in half precision:
+#: :data:`QK_ULPS` of its epsilons, as the model rounds its projections and its rotation)
 QK_CHECK = 1e-4
+QK_ULPS = 8
 
 
 @dataclass
@@ -173,8 +175,10 @@ def _locate(
         if qk.norm is not None:  # the norm as the per-token affine map attribution composes through
             x = x * qk.norm.scale() + qk.norm.shift()
         pre_q, pre_k = _project(x, qk.w_q, qk.b_q), _project(x, qk.w_k, qk.b_k)
-        qk.rotation = _fit_rotation(np.concatenate([pre_q, pre_k]), torch.cat([qk.query, qk.key]).double().numpy())
-        if qk.w_v is not None and qk.b_v is not None and not _reproduces(x, (qk.w_v, qk.b_v), layer.values):
+        check = tolerance(QK_CHECK, qk.query.dtype, QK_ULPS)
+        post = torch.cat([qk.query, qk.key]).double().numpy()
+        qk.rotation = _fit_rotation(np.concatenate([pre_q, pre_k]), post, check)
+        if qk.w_v is not None and qk.b_v is not None and not _reproduces(x, (qk.w_v, qk.b_v), layer.values, check):
             qk.w_v = qk.b_v = None
 
     return rebuild
@@ -221,11 +225,11 @@ def _weights(linears: list[tuple], cols: list[tuple[int, int]], shape: torch.Siz
     return w_out.reshape(-1, h, d_h), b_out.reshape(h, d_h)
 
 
-def _fit_rotation(pre: np.ndarray, post: np.ndarray) -> Rotation:
+def _fit_rotation(pre: np.ndarray, post: np.ndarray, check: float = QK_CHECK) -> Rotation:
     """The per-position rotation taking ``pre`` (G, n, d_h) to ``post`` (every head alike), checked."""
     n, d_h = pre.shape[1], pre.shape[2]
     scale = max(1.0, float(np.abs(post).max()))
-    if np.abs(pre - post).max() <= QK_CHECK * scale:
+    if np.abs(pre - post).max() <= check * scale:
         return Rotation("none", np.ones((n, d_h // 2)), np.zeros((n, d_h // 2)))
     for kind in ("half", "interleaved"):
         rotation = Rotation(kind, np.ones((n, d_h // 2)), np.zeros((n, d_h // 2)))
@@ -234,7 +238,7 @@ def _fit_rotation(pre: np.ndarray, post: np.ndarray) -> Rotation:
         norm = np.maximum((a1**2 + a2**2).sum(axis=0), 1e-300)
         rotation.cos = (a1 * b1 + a2 * b2).sum(axis=0) / norm
         rotation.sin = (a1 * b2 - a2 * b1).sum(axis=0) / norm
-        if np.abs(rotation.apply(pre, np.arange(n)) - post).max() <= QK_CHECK * scale:
+        if np.abs(rotation.apply(pre, np.arange(n)) - post).max() <= check * scale:
             return rotation
     raise _Refused(
         "its queries and keys are not a fixed rotation per position of the projections' outputs in pairs (e, e + "
@@ -242,8 +246,8 @@ def _fit_rotation(pre: np.ndarray, post: np.ndarray) -> Rotation:
     )
 
 
-def _reproduces(x: np.ndarray, v_map: tuple[np.ndarray, np.ndarray], values: torch.Tensor) -> bool:
+def _reproduces(x: np.ndarray, v_map: tuple[np.ndarray, np.ndarray], values: torch.Tensor, check: float) -> bool:
     """Whether W_V and b_V (for V-composition) rebuild the model's values from the projections' input."""
     rebuilt = _project(x, *v_map)
     target = values.to(torch.float64).numpy()
-    return bool(np.abs(rebuilt - target).max() <= QK_CHECK * max(1.0, float(np.abs(target).max())))
+    return bool(np.abs(rebuilt - target).max() <= check * max(1.0, float(np.abs(target).max())))

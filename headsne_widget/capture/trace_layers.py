@@ -11,7 +11,7 @@ import torch
 
 from ..errors import UnsupportedAttentionError
 
-__all__ = ["LayerTrace", "NormMap", "layer_trace", "norm_map", "tolerance"]
+__all__ = ["LayerTrace", "NormMap", "half_hint", "layer_trace", "norm_map", "tolerance"]
 
 
 @dataclass
@@ -81,6 +81,16 @@ def tolerance(base: float, dtype: torch.dtype, ulps: float) -> float:
     """A check's tolerance, a share of the largest entry: ``base`` in float32 and float64, ``ulps`` epsilons of
     ``dtype`` where that is larger (bfloat16, float16: the model's own values are rounded to it at every step)."""
     return max(base, ulps * float(torch.finfo(dtype).eps)) if dtype.is_floating_point else base
+
+
+def half_hint(dtype: torch.dtype) -> str:
+    """What a refusal of a half-precision model adds: that it is one, and how to load it in float32."""
+    if dtype not in (torch.bfloat16, torch.float16):
+        return ""
+    return (
+        f" (the model runs in {str(dtype).removeprefix('torch.')}, whose rounding this exceeds: load it with "
+        "from_pretrained(..., torch_dtype=torch.float32), dtype= in transformers 5, for an exact split)"
+    )
 
 
 def layer_trace(events: list[tuple], x_in: torch.Tensor, x_out: torch.Tensor, name: str) -> LayerTrace:
@@ -213,7 +223,7 @@ def output_columns(
     candidates = [index.get(key.tobytes(), []) for key in T[0]]
     if not all(candidates):
         return None
-    found = [c[0] for c in candidates]
+    found = _contiguous(candidates)
     if not every_row:
         return found
     pick = np.array(found, dtype=np.int64)
@@ -227,6 +237,23 @@ def output_columns(
         if match is None:
             return None
         found[c] = match
+    return found
+
+
+def _contiguous(candidates: list[list[tuple[int, int]]]) -> list[tuple[int, int]]:
+    """One (output, column) per column where several share its first row's bits (a half-precision value has only
+    65536): the one that continues the previous column's run, else the one the next column continues, else the
+    first. A head's columns are a run of one projection's output."""
+    found: list[tuple[int, int]] = []
+    for c, options in enumerate(candidates):
+        pick = options[0]
+        if len(options) > 1:
+            following = set(candidates[c + 1]) if c + 1 < len(candidates) else set()
+            after = found[-1] if found else None
+            pick = next((x for x in options if after is not None and x == (after[0], after[1] + 1)), None) or next(
+                (x for x in options if (x[0], x[1] + 1) in following), options[0]
+            )
+        found.append(pick)
     return found
 
 
@@ -254,7 +281,7 @@ def norm_map(module: Any, inp: torch.Tensor, out: torch.Tensor, name: str) -> No
     if not errors[best] <= tolerance(NORM_CHECK, out.dtype, NORM_ULPS) * max(1.0, float(np.abs(y).max())):
         raise UnsupportedAttentionError(
             f"{name}: its norm {type(module).__name__} is neither a LayerNorm nor an RMSNorm as known here (its "
-            f"output differs from either by {errors[best]:.3g})"
+            f"output differs from either by {errors[best]:.3g}){half_hint(out.dtype)}"
         )
     return maps[best]
 
