@@ -92,7 +92,10 @@ def layer_qk(trace: Trace, layer: int) -> QKTrace:
         raise UnsupportedAttentionError(f"{trace.model_name}: layer {layer}'s queries and keys were not traced")
     qk = qk.rebuilt()
     if qk.error:
-        raise UnsupportedAttentionError(f"{qk.error}; its attention scores cannot be attributed exactly")
+        raise UnsupportedAttentionError(
+            f"{qk.error}; its attention scores cannot be attributed exactly (decompose, mode='norm' and "
+            "mode='head-output' work for it; see docs/what-a-head-writes.md's architecture table)"
+        )
     return qk
 
 
