@@ -120,7 +120,8 @@ def test_capture_decompose_and_attribute(architecture, tiny):
         assert np.abs(d.total - target).max() <= 1e-5 * np.abs(target).max(), (architecture, layer)
         assert set(d.terms["term"]) == {"input", "head", "mlp", "correction"}
     if architecture in REFUSED:
-        with pytest.raises(UnsupportedAttentionError, match=rf"{type(model).__name__}.*{REFUSED[architecture]}.*decompose, mode='norm'"):
+        refusal = rf"{type(model).__name__}.*{REFUSED[architecture]}.*decompose, mode='norm'"
+        with pytest.raises(UnsupportedAttentionError, match=refusal):
             score_attribution(ex, 1, 1, 20, 5)
         return
     layers = model_scores(model, ex)
