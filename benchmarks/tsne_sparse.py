@@ -124,7 +124,7 @@ def knn_P(n: int) -> sp.csr_matrix:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from knn_recall import tiny_states
 
-    from headsne_widget.affinity.sparse import knn_gaussian_affinities
+    from headsne_widget.affinity.knn import knn_gaussian_affinities
 
     return sp.csr_matrix(knn_gaussian_affinities(tiny_states(n, 1), perplexity=30.0, neighbours="exact"))
 

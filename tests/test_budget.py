@@ -17,7 +17,8 @@ import torch
 
 from headsne_widget import budget
 from headsne_widget.affinity import neighbours as knn
-from headsne_widget.affinity.sparse import knn_gaussian_affinities, largest_entries
+from headsne_widget.affinity.knn import knn_gaussian_affinities
+from headsne_widget.affinity.sparse import largest_entries
 from headsne_widget.capture.sparse import SparseRows, sparse_from_dense
 from headsne_widget.errors import MemoryBudgetError
 

@@ -237,7 +237,7 @@ def test_the_sparse_engine_does_not_depend_on_the_machines_thread_count(machine)
     """A sparse P's t-SNE (attraction over P's non-zeros in shares of rows, the grid's far field beside the near
     field's pieces, P's points reordered) gives the same bits on 1, 2 and 6 threads, through early exaggeration's
     trimmed grid and the split grid with its near field after it (4800 points, 400 iterations)."""
-    from headsne_widget.affinity.sparse import knn_gaussian_affinities
+    from headsne_widget.affinity.knn import knn_gaussian_affinities
 
     rng = np.random.default_rng(3)
     centres = rng.normal(0, 6, size=(12, 8))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "headsne_widget"
 #: the stages in pipeline order; each may import the shared modules at the package's root and earlier stages
-STAGES = ("capture", "affinity", "embedding", "widget", "studies", "figures", "export", "cli")
+STAGES = ("capture", "syntax", "affinity", "embedding", "widget", "studies", "figures", "export", "cli")
 SHARED = {"budget", "errors", "_checks", "_device", "_memory", "_parallel", "texts"}
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80

@@ -15,7 +15,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from headsne_widget.affinity import neighbours as knn
 from headsne_widget.affinity.descent import SearchWorkerError
-from headsne_widget.affinity.sparse import knn_gaussian_affinities
+from headsne_widget.affinity.knn import knn_gaussian_affinities
 
 
 def _clusters(n: int, d: int, seed: int = 0) -> np.ndarray:

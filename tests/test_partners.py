@@ -12,10 +12,10 @@ from recording_comm import wait_until
 from sklearn.neighbors import NearestNeighbors
 
 from headsne_widget.affinity import neighbours as knn
+from headsne_widget.affinity.knn import knn_gaussian_affinities
 from headsne_widget.affinity.partners import AtHand, head_partners, neighbour_partners, sparse_head_partners
 from headsne_widget.affinity.sources import SOURCES, source
 from headsne_widget.affinity.sources.base import Limits
-from headsne_widget.affinity.sparse import knn_gaussian_affinities
 from headsne_widget.affinity.spec import checked_spec
 from headsne_widget.capture.extraction import extract
 from headsne_widget.embedding.background import start_warmup

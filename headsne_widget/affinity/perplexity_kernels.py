@@ -1,7 +1,7 @@
 """The perplexity search, compiled: each row's Gaussian precision searched until its entropy is log(perplexity).
 
 One kernel for the exact Gaussians (every other point of a row, :func:`~.affinities.binary_search_perplexity`) and
-the k-nearest-neighbour ones (:func:`~.sparse.knn_gaussian_affinities`): the same stopping rule and step budget as
+the k-nearest-neighbour ones (:func:`~.knn.knn_gaussian_affinities`): the same stopping rule and step budget as
 scikit-learn's ``_binary_search_perplexity`` (:mod:`.perplexity`), its bisection safeguarding Halley's step on
 the entropy (which converges in a few steps where the bisection takes tens), a row at a time, so that a row stops
 as soon as it is done and no n x n temporary is made per step (the numpy form it replaced made six). Each step

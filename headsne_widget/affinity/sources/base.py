@@ -318,7 +318,7 @@ class PointSource(PSource):
     def sparse(self, ex: Extraction, spec: Spec, *, dtype: Any, progress: Progress | None, limits: Limits) -> Built:
         """The k-nearest-neighbour P (k = 3 x perplexity); the perplexity is lowered where the m x k neighbours
         would exceed ``limits.max_entries``, and the note says so."""
-        from ..sparse import knn_gaussian_affinities
+        from ..knn import knn_gaussian_affinities
 
         m = len(spec.kept)
         used, note = effective_perplexity(spec.perplexity, m)
