@@ -9,10 +9,10 @@ import scipy.sparse as sp
 
 from headsne_widget import attention_affinities, kl_divergence, selection_affinities, tsne, tsne_frames
 from headsne_widget.affinity.affinities import binary_search_perplexity, squared_distances
+from headsne_widget.affinity.knn import knn_gaussian_affinities
 from headsne_widget.affinity.sparse import (
     SPARSE_MIN_TOKENS,
     check_sparse_affinities,
-    knn_gaussian_affinities,
     largest_entries,
     sparse_attention_affinities,
 )
