@@ -186,11 +186,11 @@ def test_a_runs_frames_never_wait_for_its_partners(ex, make, monkeypatch):
     monkeypatch.setattr(PointSource, "partners", held)
     w, _ = make(ex, mode="hidden", n_iter=300)
     try:
-        kl = w.wait(timeout=50)
+        wait_until(lambda: w.state == "done", 50, "the run's end while its partners are held")  # (each read syncs)
         assert entered.is_set(), "the partners were never asked for"
-        assert kl is not None and w.state == "done" and w.iteration == 300
+        assert w.kl is not None and w.iteration == 300
         assert w.edges is None  # still held
     finally:
         release.set()
-    wait_until(lambda: w.edges is not None, 30, "the partners after their release")  # (each read syncs)
+    assert w.wait(timeout=30) is not None  # wait() returns once the hover lines are in too
     assert np.asarray(w.edges["indices"]).shape[0] == ex.n_tokens

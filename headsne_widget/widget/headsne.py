@@ -208,9 +208,9 @@ class HeadSNE(HeadSNEAttributes):
         self._owner.restart()
 
     def wait(self, timeout: float | None = None) -> float | None:
-        """Block until the run for the current settings ends; return its final KL, the exact KL of the frame shown
-        (of a stopped run's too; None if nothing ran, if the run was stopped before its first frame, or if the
-        memory budget left a stopped frame's KL uncomputed: the status says why).
+        """Block until the run for the current settings ends and its hover lines (``edges``) are in; return its final
+        KL, the exact KL of the frame shown (of a stopped run's too; None if nothing ran, if the run was stopped
+        before its first frame, or if the memory budget left a stopped frame's KL uncomputed: the status says why).
 
         From an observer too: it waits for the run of the settings in force when it is called. Raises the
         run's error (e.g. DegenerateAffinitiesError), TimeoutError after ``timeout`` seconds, and RuntimeError

@@ -62,7 +62,7 @@ class RunControl(OwnerState):
             run = self.run
             if run is not None and not run.ended and self.widget.state == "paused":
                 raise RuntimeError("the run is paused and would never end: resume() it first")
-            return run is None or run.ended
+            return run is None or (run.ended and run.partners_job is None)  # its hover lines in too
 
         if not self.inbox.wait(ended, timeout):
             raise TimeoutError(f"the run is still going after {timeout} s")
@@ -172,4 +172,4 @@ class RunControl(OwnerState):
         at_hand = AtHand(sparse=self.run.sparse) if at_hand is None else at_hand
         work = functools.partial(partners_job, ex=ex, run_id=request.run_id, key=request.key, k=k,
                                  workspace=workspace, at_hand=at_hand)  # fmt: skip
-        self.slots["partners"].start(work)
+        self.run.partners_job = self.slots["partners"].start(work)

@@ -72,6 +72,8 @@ class Owner(Text):
                    "run": self.on_run_failed}.get(job.slot)  # fmt: skip
         if handler is not None:
             handler(job, failed.error)
+        elif self.run is not None and self.run.partners_job is job:
+            self.run.partners_job = None  # nothing more to wait for
 
     # ------------------------------------------------------------------------------ the user's writes
 

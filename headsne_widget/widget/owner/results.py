@@ -102,8 +102,11 @@ class RunResults(Heads):
 
     def on_partners(self, job: Job, partners: Partners) -> None:
         """The hover lines, from the run's job or a partners job (``edge_k`` changed) of the current run."""
-        if self.current_run(job, partners.run_id, any_job=True) is not None:
+        run = self.current_run(job, partners.run_id, any_job=True)
+        if run is not None:
             self.write(partners.traits)
+            if run.partners_job is job:
+                run.partners_job = None
 
     def on_partners_due(self, job: Job, due: PartnersDue) -> None:
         """A long text's run showed its first frame: its partners, ranked on the partners slot (not its own thread,

@@ -45,6 +45,7 @@ class RunState:
     frames: int = 0  # frames of this run shown so far (none: what is shown is an earlier run's)
     note: str = ""  # why the perplexity was lowered, shown with every status line
     sparse: bool = False  # the builder made P sparse (not decided by length: a broad head's P may be dense)
+    partners_job: Job | None = None  # ranking its partners on the partners slot: wait() waits for them too
     stopping: bool = False  # stop() asked its job to end at its next frame with that frame's exact KL
     ended: bool = False
     error: BaseException | None = None
