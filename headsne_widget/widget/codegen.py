@@ -3,16 +3,19 @@
 
 - ``js/model/protocol.generated.js``: the browser's ``Traits`` typedef, ``T``, ``WRITABLE``, ``BOUNDS``, ``MIRRORED``;
 - ``headsne_widget/widget/params.py``: ``HeadSNE(...)``'s keywords as a TypedDict, ``Mode``, every trait's type;
-- the trait tables of ``js/PROTOCOL.md`` (between its ``traits`` markers; prettier pads them afterwards).
+- the trait tables of ``js/PROTOCOL.md`` (between its ``traits`` markers, padded as prettier pads them).
 
 tests/test_protocol.py generates them in memory and fails when a checked-in file differs.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import re
 import textwrap
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -326,30 +329,37 @@ def protocol_md(current: str) -> str:
     begin = current.index("<!-- traits: begin")
     begin = current.index("\n", begin) + 1
     end = current.index("<!-- traits: end -->")
-    return current[:begin] + "\n" + markdown_tables() + "\n\n" + current[end:]
+    return current[:begin] + "\n" + _padded(markdown_tables()) + "\n\n" + current[end:]
 
 
-def _cells(markdown: str) -> list[list[str]]:
-    """Every line of ``markdown``, a table row as its stripped cells (prettier pads them; rules become "---")."""
-    rows = []
-    for line in markdown.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else [line]
-        rows.append(["---" if set(c) <= set("-: ") and c else c for c in cells])
-    return rows
+def _width(text: str) -> int:
+    """A cell's width as prettier measures it: wide East Asian characters 2, combining marks 0, others 1."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _padded(markdown: str) -> str:
+    """``markdown`` with each table's columns padded to their widest cell and its rule drawn to match, as prettier
+    writes it, so that the generated file passes ``prettier --check`` as written (no formatter afterwards)."""
+    out: list[str] = []
+    for is_table, group in itertools.groupby(markdown.split("\n"), key=lambda line: line.startswith("|")):
+        lines = list(group)
+        if not is_table:
+            out += lines
+            continue
+        rows = [[c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]] for line in lines]
+        widths = [max(3, *(_width(row[i]) for j, row in enumerate(rows) if j != 1)) for i in range(len(rows[0]))]
+        rows[1] = ["-" * w for w in widths]
+        out += ["| " + " | ".join(c + " " * (w - _width(c)) for c, w in zip(row, widths)) + " |" for row in rows]
+    return "\n".join(out)
 
 
 def write_generated(root: Path, *, check: bool = False) -> list[Path]:
     """Write the generated files under the repository ``root`` that differ from what TRAITS generates now (the
-    tables of ``js/PROTOCOL.md`` compared without prettier's padding); return them. ``check``: write nothing, only
-    return them."""
+    tables of ``js/PROTOCOL.md`` padded as prettier pads them); return them. ``check``: write nothing, only return
+    them."""
     md = root / PROTOCOL_MD
     contents = {root / JS_MODULE: js_module(), root / PY_MODULE: py_module(), md: protocol_md(md.read_text())}
-    same = {md: lambda old, new: _cells(old) == _cells(new)}
-    changed = [
-        path
-        for path, text in contents.items()
-        if not path.is_file() or not same.get(path, str.__eq__)(path.read_text(), text)
-    ]
+    changed = [path for path, text in contents.items() if not path.is_file() or path.read_text() != text]
     for path in [] if check else changed:
         path.write_text(contents[path])
     return changed
@@ -366,8 +376,6 @@ def main(argv: list[str] | None = None) -> int:
     changed = write_generated(Path(__file__).resolve().parents[2], check=args.check)
     for path in changed:
         print("stale" if args.check else "wrote", path)
-    if not args.check and any(path.name == "PROTOCOL.md" for path in changed):
-        print(f"then: npx prettier --write {PROTOCOL_MD} (its tables' padding)")
     return 1 if args.check and changed else 0
 
 

@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 ROLES = ("data", "selection", "parameter", "display", "state")
-COLOR_MODES = ("position", "kind", "sentence", "max_attention", "user", "head_share")
+COLOR_MODES = ("position", "kind", "sentence", "max_attention", "user", "head_share", "pos", "dep")
 #: the sources of P (affinity/sources: one head, a layer's hidden states, a head's queries and keys, ...)
 MODES = SOURCE_MODES
 #: most iterations of one run: 100 000 at 512 tokens take about 30 s, at 8192 tokens 20 minutes
@@ -182,7 +182,9 @@ TRAITS: tuple[TraitSpec, ...] = (
           "after a change of mode, perplexity or exclude_special", keyword=False, mirrored=False),
     _spec("color_mode", t.Enum(COLOR_MODES, default_value="position"), "display", "the token colouring; sentences "
           "and token kinds are computed in the browser from `text` and `offsets`; \"head_share\": the selected head's "
-          "share of each token's state (`color_values`, from the decomposition, which it asks for)"),
+          "share of each token's state (`color_values`, from the decomposition, which it asks for); \"pos\" / \"dep\": "
+          "each token's word's part of speech / dependency relation, the text parsed on demand with spaCy (the "
+          "[syntax] extra; `color_values` codes into `color_categories`, \"(none)\" for a token of no word)"),
     _spec("label_density", StrictFloat(0.5, min=0.0, max=1.0), "display", "0 = no labels, 1 = all that fit"),
     _spec("edge_direction", t.Enum(("both", "to", "from", "off"), default_value="both"), "display",
           "which hover edges to draw"),
@@ -190,8 +192,10 @@ TRAITS: tuple[TraitSpec, ...] = (
           "to name: \"raw\" = `max_attention` (the thesis's), \"above_uniform\" = `max_attention_above_uniform`; "
           "set when a text is loaded to above_uniform for causal models (no head attends to a later token), raw "
           "for the others, unless given to HeadSNE(...)"),
-    _spec("sort_heads", t.Enum(("", *SCORES), default_value=""), "display", "the score the grid sorts each "
-          "layer's heads by, largest first (`head_order`); \"\" = model order"),
+    _spec("sort_heads", _U(""), "display", "what the grid sorts each layer's heads by, largest first (`head_order`): "
+          f"a score ({', '.join(SCORES)}), or a dependency relation found in the text (\"det\", \"dobj\": each "
+          "head's accuracy on it here, the text parsed with spaCy; docs/syntax.md); \"\" = model order; another "
+          "name is refused with the relations found"),
     _spec("contours", t.Bool(False), "display", "the map's density contours, drawn by the browser (d3-contour, a "
           "kernel density of the points as drawn) while no run streams"),
     _spec("cluster_labels", t.Bool(True), "display", "draw the names of the map's clusters (`cluster_names`) on it, "
@@ -322,7 +326,8 @@ def markdown_table(role: str) -> str:
             default = None if isinstance(spec.trait, t.Dict) else [] if default is t.Undefined else default
             shown = "null" if default is None else repr(default).replace("'", '"')
             shown = {"True": "true", "False": "false"}.get(shown, shown)
-            rows.append(f"| `{spec.name}` | {describe(spec.trait)} | {shown} | {spec.doc} |")
+            meaning = spec.doc.replace("|", "\\|")  # KL(P||Q), ||e||: a bare bar would split the cell
+            rows.append(f"| `{spec.name}` | {describe(spec.trait)} | {shown} | {meaning} |")
     return "\n".join(rows)
 
 
