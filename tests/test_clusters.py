@@ -99,3 +99,16 @@ def test_no_clusters_when_cluster_labels_is_off(ex, make):
     w, _ = make(ex, n_iter=300, cluster_labels=False)
     assert w.wait() is not None and w.state == "done"
     assert w.cluster_names == [] and w.cluster_of is None
+
+
+def test_turning_cluster_labels_on_after_a_run_names_the_map_shown_at_once(ex, make):
+    w, _ = make(ex, n_iter=300, cluster_labels=False)
+    assert w.wait() is not None and w.state == "done" and w.cluster_names == []
+    w.cluster_labels = True  # as the settings tab's box writes it: no new run
+    assert w.state == "done" and w.cluster_names, "named at once, not at the next run's end"
+    expected, expected_of = cluster_labels(
+        w.embedding, [w.tokens[i] for i in w.kept], skip=[w.special[i] for i in w.kept]
+    )
+    assert w.cluster_names == expected and np.array_equal(w.cluster_of, expected_of)
+    w.cluster_labels = False  # off: the names go with it
+    assert w.cluster_names == [] and w.cluster_of is None

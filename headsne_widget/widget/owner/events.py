@@ -38,6 +38,7 @@ class Owner(Text):
         widget.observe(self.on_selection, names=["layer", "head", "mode"])
         widget.observe(self.on_sort, names="sort_heads")
         widget.observe(self.on_attribution_request, names="attribution_request")
+        widget.observe(self.on_cluster_labels, names="cluster_labels")
 
     @classmethod
     def from_extraction(cls, ex: Extraction, asked: Asked, traits: Mapping[str, Any]) -> Owner:

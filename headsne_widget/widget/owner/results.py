@@ -89,6 +89,16 @@ class RunResults(Heads):
         )
         return {"cluster_names": names, "cluster_of": of}
 
+    def on_cluster_labels(self, change: Any) -> None:
+        """``cluster_labels`` turned on or off: a map that has ended (done or stopped) is named, or its names go, at
+        once; a run still going names its map when it ends (its points still move)."""
+        run = self.run
+        if run is None or not run.ended or self.pending:
+            if not change.new:
+                self.write({"cluster_names": [], "cluster_of": None})
+            return
+        self.write(self.clusters(self.embedding if run.frames else None, run.kept))
+
     def on_stopped(self, job: Job, stopped: Stopped) -> None:
         """A stopped run's last word: the exact KL of the frame shown (its last sent), or why it has none."""
         run = self.run
