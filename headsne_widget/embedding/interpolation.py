@@ -23,8 +23,6 @@ stated next to :data:`POINTS` and :data:`BOX`.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +32,7 @@ from numpy.typing import ArrayLike
 from .._parallel import in_shares, shares
 from . import interpolation_kernels as ik
 from . import near_kernels as nk
+from .grid_plan import MIN_BOXES, GridPlanner, Plan, ladder
 from .near_field import NEAR_PIECES, NearField
 
 __all__ = ["BOX", "MIN_BOXES", "NEAR_PIECES", "POINTS", "Repulsion", "exact_repulsion", "interpolated_repulsion"]
@@ -48,22 +47,11 @@ BOX = 0.5
 #: converged disk of 4096 points 1.1e-3 against 8.9e-4), at 2.25 it is more accurate than that everywhere
 #: (4.0e-3, 6.8e-3, 6.3e-4) for 27 % more near pairs
 RATIO = 2.25
-#: the shares of points left outside the trimmed grid, tried each call (the cheapest is taken)
-_TRIMS = (0.0, 0.0005, 0.002, 0.01)
-#: boxes across the split grid's wider side, tried each call
-_SPLIT_BOXES = (32, 64, 128, 256)
-#: fewest boxes per dimension (a compact embedding, early in a run, still gets this grid)
-MIN_BOXES = 10
-#: points up to which the trimmed grid's quantiles are exact (:func:`_quantiles`)
-_EXACT_QUANTILES = 8192
 #: points from which the gathering runs in shares on the worker threads
 _SHARE_MIN_POINTS = 16384
 #: the near field's cells per cutoff r_c: cells of side r_c / REACH, each point against the (2 REACH + 1)^2 cells
 #: around its own (1: 9 cells of side r_c, 9 r_c^2 of pairs visited for the pi r_c^2 inside; 2: 6.25 r_c^2)
 REACH = 2
-#: cost of a near pair and of an outside point against a node, relative to one FFT point x log2(size)
-_NEAR_COST = 1.5
-_OUTSIDE_COST = 1.0
 
 
 def _taylor_coefficients(power: int, cut: float) -> np.ndarray:
@@ -73,63 +61,6 @@ def _taylor_coefficients(power: int, cut: float) -> np.ndarray:
     if power == 1:
         return (-1.0) ** k / (1.0 + cut) ** (k + 1)
     return (-1.0) ** k * (k + 1) / (1.0 + cut) ** (k + 2)
-
-
-def _ladder(value: float) -> float:
-    """``value`` rounded up to a power of 2^(1/8), so that a grid's spacing (and its kernel's FFT) stays the same
-    while the embedding's extent changes little."""
-    return float(2.0 ** (math.ceil(8.0 * math.log2(max(value, 1e-30))) / 8.0))
-
-
-#: a rectangle's x0, x1, y0, y1
-_Bounds = tuple[float, float, float, float]
-
-
-@dataclass
-class _Plan:
-    """One call's grid: ``split`` (near field within ``cutoff``, all points on a grid of boxes ``box`` wide) or not
-    (the points ``inside`` the trimmed box on a grid of boxes ``box`` wide, the ``outside`` ones coupled to its
-    nodes directly)."""
-
-    split: bool
-    box: float
-    x0: float
-    y0: float
-    nbx: int
-    nby: int
-    inside: np.ndarray
-    outside: np.ndarray
-    cutoff: float = 0.0
-    cells: tuple[int, int] = (0, 0)
-    start: np.ndarray | None = None
-
-
-def _quantiles(
-    x: np.ndarray, y: np.ndarray, trims: tuple[float, ...]
-) -> dict[float, tuple[float, float, float, float]]:
-    """(x_t, x_1-t, y_t, y_1-t), the coordinates' quantiles, for t = 0 (the smallest and largest, exact) and each of
-    ``trims``: exact up to :data:`_EXACT_QUANTILES` points, above from every (n // _EXACT_QUANTILES)-th point (where
-    they only decide which few points the trimmed grid leaves outside; a partition of all 65536 took 1.8 ms of
-    every plan's 4.4, one thread)."""
-    n = x.shape[0]
-    stride = max(1, n // _EXACT_QUANTILES)
-    xs, ys = (x, y) if stride == 1 else (x[::stride], y[::stride])
-    m = xs.shape[0]
-    kth = sorted({0, m - 1} | {int(t * m) for t in trims} | {m - 1 - int(t * m) for t in trims})
-    xs, ys = np.partition(xs, kth), np.partition(ys, kth)
-    out = {}
-    for t in trims:
-        k = int(t * m)
-        out[t] = (float(xs[k]), float(xs[m - 1 - k]), float(ys[k]), float(ys[m - 1 - k]))
-    out[0.0] = (float(x.min()), float(x.max()), float(y.min()), float(y.max()))
-    return out
-
-
-def _fft_cost(nbx: int, nby: int, points: int, transforms: int) -> float:
-    """Relative cost of a grid's FFTs: ``transforms`` of them (the trimmed grid's three forward and four inverse,
-    the split grid's one and three)."""
-    size = (2 * nbx * points) * (2 * nby * points)
-    return transforms * size * math.log2(max(size, 2))
 
 
 class Repulsion:
@@ -185,6 +116,8 @@ class Repulsion:
         self.ratio, self.far_box, self.split_boxes = float(ratio), float(far_box), split_boxes
         self.workers = int(workers)
         self.reach = int(reach)
+        self.planner = GridPlanner(self.points, self.box, self.min_boxes, trim, mode, self.ratio, self.far_box,
+                                   split_boxes, self.reach)  # fmt: skip
         self.all = np.arange(n, dtype=np.int64)
         self.near = NearField(n, self.reach)
         self._kernel_key: tuple | None = None
@@ -193,71 +126,9 @@ class Repulsion:
         #: what the last call did (for benchmarks and tests): "split" or "trimmed", grid boxes, near pairs, outside
         self.last: dict[str, Any] = {}
 
-    # -------------------------------------------------------------- planning
-
-    def _trimmed(self, x: np.ndarray, y: np.ndarray, trim: float, quantiles: dict[float, _Bounds]) -> _Plan:
-        """The trimmed plan, ``quantiles[t]`` the coordinates' (x_t, x_1-t, y_t, y_1-t) for every trim t and 0 (see
-        :func:`_quantiles`)."""
-        inside, outside = self.all, self.all[:0]
-        x0, x1, y0, y1 = quantiles[0.0]
-        if trim > 0:
-            a0, a1, b0, b1 = quantiles[trim]
-            pad = 0.05 * max(a1 - a0, b1 - b0)
-            a0, a1, b0, b1 = a0 - pad, a1 + pad, b0 - pad, b1 + pad
-            if a0 > x0 or a1 < x1 or b0 > y0 or b1 < y1:
-                inside_mask = (x >= a0) & (x <= a1) & (y >= b0) & (y <= b1)
-                inside, outside = np.flatnonzero(inside_mask), np.flatnonzero(~inside_mask)
-                x0, x1, y0, y1 = a0, a1, b0, b1
-        extent = max(x1 - x0, y1 - y0)
-        box = self.box if extent >= self.min_boxes * self.box else min(self.box, _ladder(extent / self.min_boxes))
-        nbx = max(1, math.ceil((x1 - x0) / box * (1 + 1e-12)))
-        nby = max(1, math.ceil((y1 - y0) / box * (1 + 1e-12)))
-        return _Plan(False, box, x0, y0, nbx, nby, inside, outside)
-
-    def _trimmed_cost(self, plan: _Plan) -> float:
-        m = plan.outside.shape[0]
-        return _fft_cost(plan.nbx, plan.nby, self.points, 7) + _OUTSIDE_COST * m * (
-            plan.nbx * plan.nby * self.points**2 + m
-        )
-
-    def _split(self, x: np.ndarray, y: np.ndarray, bounds: _Bounds, boxes: int) -> _Plan:
-        """The split plan with about ``boxes`` boxes across the wider side (its cells counted, not yet sorted)."""
-        x0, x1, y0, y1 = bounds
-        extent = max(x1 - x0, y1 - y0)
-        box = max(self.far_box, _ladder(extent / boxes))
-        nbx = max(1, math.ceil((x1 - x0) / box * (1 + 1e-12)))
-        nby = max(1, math.ceil((y1 - y0) / box * (1 + 1e-12)))
-        cutoff = self.ratio * box
-        side = cutoff / self.reach
-        ncx = max(1, math.ceil((x1 - x0) / side * (1 + 1e-12)))
-        ncy = max(1, math.ceil((y1 - y0) / side * (1 + 1e-12)))
-        start = np.empty(ncx * ncy + 1, np.int64)
-        nk.cell_counts(x, y, x0, y0, side, ncx, ncy, start)
-        return _Plan(True, box, x0, y0, nbx, nby, self.all, self.all[:0], cutoff, (ncx, ncy), start)
-
-    def _split_cost(self, plan: _Plan) -> float:
-        assert plan.start is not None
-        return _fft_cost(plan.nbx, plan.nby, self.points, 4) + _NEAR_COST * nk.near_pairs(
-            plan.start, *plan.cells, self.reach
-        )
-
-    def _plan(self, x: np.ndarray, y: np.ndarray) -> _Plan:
-        """The cheapest plan by estimated cost: trimmed at each of :data:`_TRIMS`, split at each of
-        :data:`_SPLIT_BOXES` (``mode`` may rule out one kind)."""
-        trims = (self.trim,) if self.trim is not None else _TRIMS
-        quantiles = _quantiles(x, y, trims)
-        bounds = quantiles[0.0]
-        plans: list[tuple[float, _Plan]] = []
-        if self.mode != "split":
-            for trim in trims:
-                plan = self._trimmed(x, y, trim, quantiles)
-                plans.append((self._trimmed_cost(plan), plan))
-        cheapest = min(cost for cost, _ in plans) if plans else math.inf
-        if self.mode != "trimmed" and cheapest > _NEAR_COST * 8 * x.shape[0]:  # else no split can be cheaper
-            for boxes in (self.split_boxes,) if self.split_boxes is not None else _SPLIT_BOXES:
-                plan = self._split(x, y, bounds, boxes)
-                plans.append((self._split_cost(plan), plan))
-        return min(plans, key=lambda item: item[0])[1]
+    def _plan(self, x: np.ndarray, y: np.ndarray) -> Plan:
+        """The cheapest grid for the embedding as it is (:meth:`.grid_plan.GridPlanner.plan`)."""
+        return self.planner.plan(x, y, self.all)
 
     # -------------------------------------------------------------- the sums
 
@@ -347,8 +218,8 @@ class Repulsion:
         charges = np.empty((1 if plan.split else ik.CHARGES, gy, gx))
         ik.spread(xg, yg, src, x0, y0, box, nbx, nby, cx, cy, charges)
         # a fast FFT length, from a ladder of sizes that changes rarely (the kernel's FFT is reused meanwhile)
-        lx = scipy.fft.next_fast_len(int(_ladder(2 * gx - 1)), real=True)
-        ly = scipy.fft.next_fast_len(int(_ladder(2 * gy - 1)), real=True)
+        lx = scipy.fft.next_fast_len(int(ladder(2 * gx - 1)), real=True)
+        ly = scipy.fft.next_fast_len(int(ladder(2 * gy - 1)), real=True)
         kernel_hat = self._kernel(box / p, lx, ly, plan.cutoff**2)
         potentials = _convolve(charges, kernel_hat, ly, lx, self.workers)
         spacing = box / p
