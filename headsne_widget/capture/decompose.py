@@ -299,8 +299,15 @@ def head_outputs(ex: Extraction, layer: int, head: int, model: Any = None) -> He
 
 
 def head_output_distances(ex: Extraction, layer: int, head: int, model: Any = None) -> np.ndarray:
-    """float64 (n, n): squared Euclidean distances between the head's outputs ``o_t``, from the (n, r) points."""
+    """float64 (n, n): squared Euclidean distances between the head's outputs ``o_t``, from the (n, r) points;
+    refused (``MemoryBudgetError``) before the points are made where (n, n) float64 exceeds the memory budget."""
     from scipy.spatial.distance import cdist
 
+    n = ex.n_tokens
+    within_budget(
+        8 * n * n,
+        f"head_output_distances(ex, {layer}, {head}) over {n} tokens",
+        f"head_outputs(ex, {layer}, {head}).points() (n x r) and a neighbour search, or a shorter text",
+    )
     points = head_outputs(ex, layer, head, model).points()
     return cdist(points, points, "sqeuclidean")  # differences first: no cancellation between near outputs

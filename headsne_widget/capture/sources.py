@@ -2,8 +2,9 @@
 
 Every array handed out is read-only: a caller who writes into ``ex.attention(l, h)`` would otherwise change
 what later calls (and P, and the partners) see. Recomputed heads are kept in a least-recently-used cache
-within :data:`DENSE_BUDGET_BYTES`; a cached array is never written again, only dropped. Code that wants a
-head in an array of its own (the widget, in arrays it leases) calls ``head_into``.
+within :func:`dense_budget_bytes` (:data:`DENSE_BUDGET_BYTES`, or the memory budget where that is smaller); a
+cached array is never written again, only dropped. Code that wants a head in an array of its own (the widget, in
+arrays it leases) calls ``head_into``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..budget import within_budget
+from ..budget import memory_budget_bytes, within_budget
 from ..errors import MemoryBudgetError
 from .layers import LayerAttention
 from .maximum_attention import max_attention
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
     from scipy.sparse import csr_array
 
 __all__ = [
-    "DENSE_BUDGET_BYTES", "CapturedAttention", "DenseAttention", "NoAttention", "check_budget", "fits_budget",
-    "read_only",
+    "DENSE_BUDGET_BYTES", "CapturedAttention", "DenseAttention", "NoAttention", "check_budget", "dense_budget_bytes",
+    "fits_budget", "read_only",
 ]  # fmt: skip
 
 # Largest dense float32 array handed out at once: every head's n x n (``Extraction.attentions``), every layer's
@@ -56,7 +57,8 @@ class _HeadCache:
         if not fits_budget(value.shape):
             return
         self.items[key] = read_only(value)
-        while sum(v.nbytes for v in self.items.values()) > DENSE_BUDGET_BYTES:
+        ceiling = dense_budget_bytes()
+        while sum(v.nbytes for v in self.items.values()) > ceiling:
             self.items.popitem(last=False)
 
 
@@ -242,16 +244,26 @@ class NoAttention:
         raise ValueError(self.reason)
 
 
+def dense_budget_bytes() -> int:
+    """The most bytes of dense float32 arrays held at once: DENSE_BUDGET_BYTES (read at call time, so it can be
+    changed), or the memory budget (``budget.memory_budget_bytes``, ``set_memory_budget``) where that is smaller."""
+    return min(DENSE_BUDGET_BYTES, memory_budget_bytes())
+
+
 def fits_budget(shape: tuple[int, ...]) -> bool:
-    """Whether a float32 array of ``shape`` fits DENSE_BUDGET_BYTES (read at call time, so it can be changed)."""
-    return 4 * int(np.prod(shape)) <= DENSE_BUDGET_BYTES
+    """Whether a float32 array of ``shape`` fits :func:`dense_budget_bytes`."""
+    return 4 * int(np.prod(shape)) <= dense_budget_bytes()
 
 
 def check_budget(shape: tuple[int, ...], what: str, instead: str) -> None:
-    """MemoryBudgetError when a float32 array of ``shape`` exceeds the budget, naming the bounded accessor."""
-    if not fits_budget(shape):
+    """MemoryBudgetError when a float32 array of ``shape`` exceeds :func:`dense_budget_bytes`, naming the bounded
+    accessor."""
+    needed = 4 * int(np.prod(shape))
+    within_budget(needed, f"{what} as one float32 array {tuple(shape)} would", instead)
+    if needed > DENSE_BUDGET_BYTES:
         raise MemoryBudgetError(
-            f"{what} as one float32 array {tuple(shape)} takes {4 * int(np.prod(shape)) / 2**20:.0f} MiB, above "
+            f"{what} as one float32 array {tuple(shape)} takes {needed / 2**20:.0f} MiB, above "
             f"the {DENSE_BUDGET_BYTES / 2**20:.0f} MiB budget (headsne_widget.capture.sources.DENSE_BUDGET_BYTES); "
-            f"use {instead} instead"
+            f"use {instead} instead",
+            needed_bytes=needed,
         )
