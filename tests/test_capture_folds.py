@@ -128,9 +128,9 @@ def test_a_registered_fold_is_fed_on_the_eager_path_too(recorded, bert_tokenizer
 def test_options_are_one_object_checked_before_the_model_loads(minilm_path):
     keywords = set(inspect.signature(extract).parameters)
     assert keywords == {"text", "model", "tokenizer", "device", "max_tokens", "trust_remote_code", "progress",
-                        "components"}  # fmt: skip
+                        "components", "rows"}  # fmt: skip
     for bad, error in [({"max_tokens": 0}, ValueError), ({"max_tokens": 2.5}, TypeError),
-                       ({"components": 1}, TypeError), ({"progress": "yes"}, TypeError),
+                       ({"components": 1}, TypeError), ({"progress": "yes"}, TypeError), ({"rows": "yes"}, TypeError),
                        ({"folds": (MaxAttentionGrid, int)}, TypeError), ({"folds": ()}, ValueError)]:  # fmt: skip
         with pytest.raises(error):
             CaptureOptions("/no/such/model", **bad)  # type: ignore[arg-type]

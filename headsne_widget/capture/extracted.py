@@ -169,11 +169,28 @@ class Extraction:
         says the share each row really holds, possibly below ``mass``); ``max_entries`` raises
         ``errors.MemoryBudgetError`` as soon as the entries kept so far, extrapolated over the rows still to do,
         exceed it, before the rest is allocated (``headsne_widget.budget.entries_within()`` is the budget's).
+
+        Where the capture kept the rows (``extract(..., rows=...)``, ``ex.kept_row_keys``) and each row's answer is
+        a prefix of what it kept, the matrix is read from them (the same matrix); else computed as above.
         """
         share = check_mass(mass)
         layer, head = self._layer_index(layer), self._head_index(head)
         max_keys, max_entries = check_limits(max_keys, max_entries)
+        kept = self.folded.get("rows")  # the capture's kept rows (capture/folds/rows.py), where they hold enough
+        if kept is not None:
+            label = f"layer {layer} head {head}"
+            rows = kept.sparse(layer, head, share, max_keys=max_keys, max_entries=max_entries, label=label)
+            if rows is not None:
+                if progress is not None:
+                    progress(1.0)
+                return rows
         return self.attention_source.sparse(layer, head, share, progress, max_keys=max_keys, max_entries=max_entries)
+
+    @property
+    def kept_row_keys(self) -> int | None:
+        """The keys a row the capture kept of every head (``extract(..., rows=...)``), None where it kept none."""
+        kept = self.folded.get("rows")
+        return None if kept is None else int(kept.max_keys)
 
     def layer_output(self, layer: int) -> np.ndarray:
         """float32 (n, d) hidden states output by ``layer`` (0-based), i.e. ``hidden_states[layer + 1]``."""

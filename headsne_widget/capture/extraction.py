@@ -70,6 +70,7 @@ def extract(
     trust_remote_code: bool = False,
     progress: Progress | bool | None = None,
     components: bool = False,
+    rows: bool | int | str = "auto",
 ) -> Extraction:
     """Tokenise ``text``, run ``model`` once and return all attentions and hidden states.
 
@@ -89,11 +90,15 @@ def extract(
     give its layers and width), for ``decompose(ex, layer)``,
     ``value_norms(ex)`` and ``head_outputs(ex, layer, head)`` without the model (capture/decompose.py).
 
+    ``rows``: keep each head's largest keys a row as the forward pass computes them (:mod:`.folds.rows`), so that
+    ``ex.sparse_attention`` and a head's P read them instead of recomputing the head: "auto" from
+    ``ROWS_MIN_TOKENS`` (4096) tokens on, True at any length, False never, an int: that many keys a row.
+
     The keywords become one :class:`~.options.CaptureOptions`, checked before the model loads; :func:`extract_with`
     takes one made already.
     """
     check_text(text)
-    options = CaptureOptions(model, tokenizer, device, max_tokens, trust_remote_code, progress, components)
+    options = CaptureOptions(model, tokenizer, device, max_tokens, trust_remote_code, progress, components, rows=rows)
     return _capture(text, options)
 
 
@@ -146,10 +151,12 @@ def extract_token_ids(
     tokenizer: str | os.PathLike | PreTrainedTokenizerBase | None = None,
     device: str | torch.device | None = None,
     components: bool = False,
+    rows: bool | int | str = "auto",
 ) -> Extraction:
-    """Run the model on given token ids (special tokens as given, e.g. with a token swapped); ``components`` as
-    :func:`extract`'s. The result has no character spans (``offsets`` all None) and ``text`` is the decoded ids."""
-    options = CaptureOptions(model, tokenizer, device, components=components)
+    """Run the model on given token ids (special tokens as given, e.g. with a token swapped); ``components`` and
+    ``rows`` as :func:`extract`'s. The result has no character spans (``offsets`` all None) and ``text`` is the
+    decoded ids."""
+    options = CaptureOptions(model, tokenizer, device, components=components, rows=rows)
     loaded = options.load()
     ids = _check_token_ids(token_ids, loaded)
     traced = traced_layers(loaded, ids.size, components)
@@ -176,6 +183,7 @@ def _extraction(
 ) -> Extraction:
     source, folded, states, recorder = _forward(loaded, token_ids, folds, progress, traced)
     typed = {name: folded.pop(name) for name in list(folded) if name in _EXTRACTION_FIELDS}  # the grid, the scores
+    folded = {name: result for name, result in folded.items() if result is not None}  # (a fold that kept nothing)
     ex = Extraction(
         text=text,
         tokens=list(loaded.tokenizer.convert_ids_to_tokens(token_ids.tolist())),

@@ -18,7 +18,8 @@ import torch
 from .._checks import is_int
 from . import folds as _folds
 from .components import check_components
-from .folds import Fold, MaxAttentionGrid
+from .folds import Fold, KeptRows, MaxAttentionGrid
+from .folds.rows import rows_setting
 from .loading import LoadedModel, load_model
 
 if TYPE_CHECKING:
@@ -42,8 +43,10 @@ class CaptureOptions:
     """How to capture a text: the model (a hub id, a directory, a ``PreTrainedModel``, a ``LoadedModel`` or None
     for the default) and its ``tokenizer``, ``device`` and ``trust_remote_code`` (:func:`.loading.load_model`);
     ``max_tokens`` (None: a text too long raises), ``progress`` and ``components`` as :func:`.extraction.extract`
-    says; ``folds``, what the forward pass folds from the attention (default: the registered :data:`.folds.FOLDS`).
-    Checked when made (``TypeError`` / ``ValueError`` naming the option), before any model loads."""
+    says; ``folds``, what the forward pass folds from the attention (default: the registered :data:`.folds.FOLDS`);
+    ``rows``, each head's rows kept by the capture (:mod:`.folds.rows`): "auto" (from ``ROWS_MIN_TOKENS`` tokens
+    on), True, False, or the keys kept a row (at any length). Checked when made (``TypeError`` / ``ValueError``
+    naming the option), before any model loads."""
 
     model: str | os.PathLike | PreTrainedModel | LoadedModel | None = None
     tokenizer: str | os.PathLike | PreTrainedTokenizerBase | None = None
@@ -53,6 +56,7 @@ class CaptureOptions:
     progress: Progress | bool | None = None
     components: bool = False
     folds: tuple[type[Fold], ...] = field(default_factory=_registered)
+    rows: bool | int | str = "auto"
 
     def __post_init__(self) -> None:
         check_max_tokens(self.max_tokens)
@@ -60,6 +64,8 @@ class CaptureOptions:
         _check_progress(self.progress)
         if not all(isinstance(f, type) and issubclass(f, Fold) for f in self.folds):
             raise TypeError(f"folds must be Fold subclasses, got {self.folds!r}")
+        kept = KeptRows.configured(rows_setting(self.rows))  # the rows fold, told the option
+        object.__setattr__(self, "folds", tuple(kept if issubclass(f, KeptRows) else f for f in self.folds))
         if MaxAttentionGrid not in self.folds:
             raise ValueError("folds must include MaxAttentionGrid: every extraction has its grid")
 

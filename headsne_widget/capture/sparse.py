@@ -35,7 +35,7 @@ from ..errors import MemoryBudgetError
 if TYPE_CHECKING:
     from scipy.sparse import csr_array
 
-__all__ = ["SparseRows", "check_entries", "check_limits", "sparse_from_dense", "top_mass"]
+__all__ = ["SparseRows", "check_entries", "check_limits", "sparse_from_dense", "top_mass", "top_mass_totals"]
 
 _DENSE_BLOCK_BYTES = 4 * 2**20  # rows of a dense head selected at once
 _SCRATCH = threading.local()  # each thread's column buffer for top_mass, kept from chunk to chunk
@@ -87,6 +87,15 @@ def top_mass(
     (then ``kept`` may fall below ``mass``); zeros are never kept. One compiled pass a row
     (:func:`.mass_kernels.mass_rows`: bins of the row's positive entries, only the cut bin ranked; no torch sort).
     """
+    counts, columns, values, kept, _ = top_mass_totals(rows, mass, max_keys)
+    return counts, columns, values, kept
+
+
+def top_mass_totals(
+    rows: torch.Tensor | np.ndarray, mass: float, max_keys: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`top_mass` and each row's float64 total ``(r,)`` it measured ``kept`` against (the capture's kept rows,
+    :mod:`.folds.rows`, keep it to select a smaller mass later by the same rule)."""
     from .mass_kernels import mass_rows  # numba: imported on first use
 
     w = rows.detach().cpu().numpy() if isinstance(rows, torch.Tensor) else np.asarray(rows)
@@ -103,7 +112,7 @@ def top_mass(
     counts, columns, values, kept = mass_rows(w, target, totals, limit, scratch)
     if mass >= 1.0 and limit == width:  # every nonzero entry: the whole row, whatever the order of its sum
         kept[:] = 1.0
-    return counts, columns, values.astype(np.float32, copy=False), kept
+    return counts, columns, values.astype(np.float32, copy=False), kept, totals
 
 
 class SparseRows:

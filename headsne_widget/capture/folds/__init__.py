@@ -9,8 +9,9 @@ from __future__ import annotations
 from .base import Fold, Folds, LayerShape
 from .grid import MaxAttentionGrid
 from .head_scores import HeadScores
+from .rows import KeptRows, KeptRowStore
 
-__all__ = ["FOLDS", "Fold", "Folds", "HeadScores", "LayerShape", "MaxAttentionGrid"]
+__all__ = ["FOLDS", "Fold", "Folds", "HeadScores", "KeptRowStore", "KeptRows", "LayerShape", "MaxAttentionGrid"]
 
 #: the folds every capture runs, in this order
-FOLDS: tuple[type[Fold], ...] = (MaxAttentionGrid, HeadScores)
+FOLDS: tuple[type[Fold], ...] = (MaxAttentionGrid, HeadScores, KeptRows)
