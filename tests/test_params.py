@@ -82,8 +82,9 @@ def test_mypy_checks_the_keywords(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_mypy_checks_the_attributes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A HeadSNE's synced attributes as mypy sees them: typed (``w.kl`` a float or None), those a user may set
-    checked against their type, the others read-only (``w.kl = 0.5`` is an error, as it is at run time)."""
+    """A HeadSNE's synced attributes as mypy sees them: typed (``w.kl`` a float or None, ``w.mode`` one of the
+    modes), those a user may set checked against their type, the others read-only (``w.kl = 0.5`` is an error, as
+    it is at run time): the same generated properties run and are checked."""
     report, status = _mypy(
         tmp_path,
         """
@@ -93,6 +94,7 @@ def test_mypy_checks_the_attributes(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         w.perplexity = "x"
         w.layer, w.head, w.mode = 2, 5, "hidden"
         reveal_type(w.state)
+        w.mode = "heads"
         """,
         monkeypatch,
     )
@@ -102,6 +104,7 @@ def test_mypy_checks_the_attributes(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert any(":8:" in line and '"str"' in line and '"float"' in line for line in lines), report
     assert not any(":9:" in line for line in lines), report
     assert any(":10:" in line and "Literal['loading']" in line for line in lines), report
+    assert any(":11:" in line and "\"Literal['heads']\"" in line for line in lines), report  # a mode, not any str
 
 
 @pytest.mark.parametrize("method", ["wait", "wait_ready"])

@@ -14,6 +14,7 @@ from markdown_it import MarkdownIt
 
 from headsne_widget.widget import codegen
 from headsne_widget.widget.headsne import HeadSNE
+from headsne_widget.widget.params import HeadSNEAttributes
 from headsne_widget.widget.protocol import BROWSER_WRITABLE, KEYWORDS, TRAITS, describe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,6 +102,9 @@ def test_headsne_has_every_trait_and_takes_the_keywords():
         attribute = getattr(HeadSNE, spec.name)
         assert isinstance(attribute, property), spec.name
         assert (attribute.fset is not None) == spec.browser_writable, spec.name
+        said = " ".join(spec.doc.replace('"', "'").split()[:4])  # help(HeadSNE) shows the trait's meaning
+        doc = getattr(HeadSNEAttributes, spec.name).__doc__  # (HeadSNE's own atlas and atlas_kl say more)
+        assert doc and said in " ".join(doc.split()), spec.name
     assert set(KEYWORDS) <= BROWSER_WRITABLE and "layer" not in KEYWORDS and "selected" not in KEYWORDS
 
 

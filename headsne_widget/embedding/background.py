@@ -4,6 +4,7 @@ process-wide warm-up of the compiled kernels (so that a first click does not wai
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import warnings
 from collections.abc import Generator
@@ -46,6 +47,8 @@ def _warm() -> None:
         weigh_rows(np.ones((2, 2), np.float32), np.ones(2, np.float32), 0, 2)
         _warm_exact_search()
     except Exception as err:  # only an optimisation: the run itself reports real failures
+        if sys.is_finalizing() or "interpreter shutdown" in str(err):  # the process is ending: nothing will run
+            return
         warnings.warn(f"t-SNE warm-up failed ({err}); the first run compiles instead", RuntimeWarning, stacklevel=2)
 
 

@@ -241,13 +241,13 @@ and mypy.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 __all__ = ["HeadSNEAttributes", "HeadSNEParams", "Mode", "SyncedTraits"]
 
 #: the sources of P: the values of ``mode``
 {mode}
-
+{aliases}
 
 class HeadSNEParams(TypedDict, total=False):
     """The settings ``HeadSNE(...)`` takes as keywords besides the selection; each is also a synced attribute
@@ -263,10 +263,15 @@ class SyncedTraits:
 
 
 class HeadSNEAttributes:
-    """``HeadSNE``'s synced attributes, declared for type checkers (``HeadSNE`` makes each a property from
-    ``protocol.TRAITS``): those a user may set as attributes of the type they may be set to, the others read-only."""
+    """``HeadSNE``'s synced attributes, one property each (what ``help``, IDEs and mypy see, and what runs): those a
+    user may set with a setter, the others read-only. ``HeadSNE`` says how a trait is read and written."""
 
-    if TYPE_CHECKING:
+    def _read_trait(self, name: str) -> Any:
+        raise NotImplementedError
+
+    def _write_trait(self, name: str, value: Any, *, restarts: bool) -> None:
+        raise NotImplementedError
+
 {attributes}
 '''
 
@@ -291,22 +296,47 @@ def py_module() -> str:
     return _PY_MODULE.format(
         generated=GENERATED,
         mode=_py_literal("Mode", tuple(MODES)),
+        aliases="".join(_alias_line(s) for s in _ALIASED if s.name != "mode"),
         keywords="\n".join(keywords),
         traits="\n".join(f"    {spec.name}: {_attribute(spec.trait)}" for spec in TRAITS),
-        attributes="\n".join(
+        attributes="\n\n".join(
             [_user_attribute(s) for s in TRAITS if s.browser_writable]
-            + [""]
             + [_user_attribute(s) for s in TRAITS if not s.browser_writable]
         ),
     )
 
 
+#: the choices whose Literal would not fit a property's line: named once at the top of params.py (``mode``'s is
+#: ``Mode``, the sources of P)
+_ALIASED = [s for s in TRAITS if isinstance(s.trait, t.Enum) and len(_type(s.trait, js=False)) > 60]
+
+
+def _alias(spec: TraitSpec) -> str:
+    return "".join(word.title() for word in spec.name.split("_"))
+
+
+def _alias_line(spec: TraitSpec) -> str:
+    values = tuple(getattr(spec.trait, "values", ()))  # an Enum's
+    return f"#: the values of ``{spec.name}``\n{_py_literal(_alias(spec), values)}\n"
+
+
 def _user_attribute(spec: TraitSpec) -> str:
-    """``HeadSNE``'s attribute of a trait: settable where the user may set it, else a read-only property."""
-    if spec.browser_writable:
-        return f"        {spec.name}: {_attribute(spec.trait)}"
+    """``HeadSNE``'s property of a trait, its doc the trait's: with a setter where the user may set it."""
     kind = "Any" if isinstance(spec.trait, Array) else _type(spec.trait, js=False)
-    return f"        @property\n        def {spec.name}(self) -> {kind}: ..."
+    kind = _alias(spec) if spec in _ALIASED else kind
+    doc = _wrap(f"{spec.doc} (synced trait)".replace('"', "'").replace("\\", "/"), '        """', "        ")
+    doc[-1] += '"""'
+    lines = [
+        "    @property",
+        f"    def {spec.name}(self) -> {kind}:",
+        *doc,
+        f'        return self._read_trait("{spec.name}")',
+    ]
+    if spec.browser_writable:
+        restarts = spec.role in ("selection", "parameter")
+        lines += ["", f"    @{spec.name}.setter", f"    def {spec.name}(self, value: {kind}) -> None:",
+                  f'        self._write_trait("{spec.name}", value, restarts={restarts})']  # fmt: skip
+    return "\n".join(lines)
 
 
 def _attribute(trait: t.TraitType) -> str:

@@ -25,7 +25,7 @@ from .loading import NOT_GIVEN, Asked, check_tokens, contexts_job, load_job
 from .model import check_keywords
 from .owner import Owner
 from .params import HeadSNEAttributes, HeadSNEParams, Mode
-from .protocol import TRAITS, TraitSpec, keyword_signature
+from .protocol import keyword_signature
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -262,6 +262,15 @@ class HeadSNE(HeadSNEAttributes):
         """Stop every job (at once: they end at their next step), close the comm and drop the arrays."""
         self._owner.close()
 
+    def _read_trait(self, name: str) -> Any:
+        """A synced attribute (the properties of :class:`~.params.HeadSNEAttributes`): read after the owner's sync."""
+        self._owner.sync()
+        return getattr(self.widget, name)
+
+    def _write_trait(self, name: str, value: Any, *, restarts: bool) -> None:
+        """``w.name = value``: set on the owner thread; a selection or run parameter restarts the run."""
+        self._owner.set_by_user(name, value, restarts=restarts)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
 
@@ -293,24 +302,6 @@ def _check_timeout(timeout: Any) -> float | None:
         raise ValueError(f"timeout must be a finite number of seconds >= 0 (or None), got {timeout!r}")
     return seconds
 
-
-def _trait_property(spec: TraitSpec) -> property:
-    """The attribute of a synced trait: read after the owner's sync, set on the owner thread."""
-    name = spec.name
-
-    def get(self: HeadSNE) -> Any:
-        self._owner.sync()
-        return getattr(self.widget, name)
-
-    def set_(self: HeadSNE, value: Any) -> None:
-        self._owner.set_by_user(name, value, restarts=spec.role in ("selection", "parameter"))
-
-    return property(get, set_ if spec.browser_writable else None, doc=f"{spec.doc} (synced trait)")
-
-
-for _spec in TRAITS:
-    if not hasattr(HeadSNE, _spec.name):
-        setattr(HeadSNE, _spec.name, _trait_property(_spec))
 
 # help(HeadSNE) and the IDEs that read signatures list every keyword of **params with its type and default
 HeadSNE.__init__.__signature__ = keyword_signature(HeadSNE.__init__)  # type: ignore[attr-defined]

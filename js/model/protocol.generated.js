@@ -66,16 +66,20 @@
  * @property {[number, number] | null} hovered_head [layer, head] of the grid row the pointer has rested on for 120 ms
  *   where the mode's P is worth building ahead (its source's range of tokens): Python builds its P before the click;
  *   null again after a change of mode, perplexity or exclude_special
- * @property {"position" | "kind" | "sentence" | "max_attention" | "user" | "head_share"} color_mode the token
- *   colouring; sentences and token kinds are computed in the browser from `text` and `offsets`; "head_share": the
- *   selected head's share of each token's state (`color_values`, from the decomposition, which it asks for)
+ * @property {"position" | "kind" | "sentence" | "max_attention" | "user" | "head_share" | "pos" | "dep"} color_mode the
+ *   token colouring; sentences and token kinds are computed in the browser from `text` and `offsets`; "head_share": the
+ *   selected head's share of each token's state (`color_values`, from the decomposition, which it asks for); "pos" /
+ *   "dep": each token's word's part of speech / dependency relation, the text parsed on demand with spaCy (the [syntax]
+ *   extra; `color_values` codes into `color_categories`, "(none)" for a token of no word)
  * @property {number} label_density 0 = no labels, 1 = all that fit
  * @property {"both" | "to" | "from" | "off"} edge_direction which hover edges to draw
  * @property {"raw" | "above_uniform"} grid_norm which grid to draw, for the legend to name: "raw" = `max_attention`
  *   (the thesis's), "above_uniform" = `max_attention_above_uniform`; set when a text is loaded to above_uniform for
  *   causal models (no head attends to a later token), raw for the others, unless given to HeadSNE(...)
- * @property {"" | "sink" | "previous" | "next" | "self" | "local" | "entropy" | "special" | "future"} sort_heads the
- *   score the grid sorts each layer's heads by, largest first (`head_order`); "" = model order
+ * @property {string} sort_heads what the grid sorts each layer's heads by, largest first (`head_order`): a score (sink,
+ *   previous, next, self, local, entropy, special, future), or a dependency relation found in the text ("det", "dobj":
+ *   each head's accuracy on it here, the text parsed with spaCy; docs/syntax.md); "" = model order; another name is
+ *   refused with the relations found
  * @property {boolean} contours the map's density contours, drawn by the browser (d3-contour, a kernel density of the
  *   points as drawn) while no run streams
  * @property {boolean} cluster_labels draw the names of the map's clusters (`cluster_names`) on it, each at the member
