@@ -85,6 +85,8 @@ class HeadSNEModel(anywidget.AnyWidget, SyncedTraits):
         self.on_control: Callable[[str], None] = lambda action: None
         #: ``hand_over(method, *args)``: True when it posted the call to the owner thread's loop (see set_state)
         self.hand_over: Callable[..., bool] = lambda method, *args: False
+        #: ``check_sort(value)``: ``sort_heads`` checked against the text (a relation found in it), or raises
+        self.check_sort: Callable[[str], str] = lambda value: value
         super().__init__(**kwargs)
         self.on_msg(self._on_custom_msg)
 
@@ -120,6 +122,13 @@ class HeadSNEModel(anywidget.AnyWidget, SyncedTraits):
         if 0 < proposal.value < MIN_SPEED:
             raise t.TraitError(f"speed must be 0 (as fast as computed) or at least {MIN_SPEED}, got {proposal.value!r}")
         return proposal.value
+
+    @t.validate("sort_heads")
+    def _valid_sort_heads(self, proposal: Any) -> str:
+        try:
+            return self.check_sort(proposal.value)
+        except (TypeError, ValueError, ImportError) as err:  # ImportError: no parser (ParserUnavailableError)
+            raise t.TraitError(str(err)) from None
 
     @t.validate("hovered")
     def _valid_hovered(self, proposal: Any) -> int | None:

@@ -1,4 +1,5 @@
-// Colour by position, token kind, sentence, the selected head's max attention, or the user's values;
+// Colour by position, token kind, sentence, the selected head's max attention, the user's values, or each token's
+// word's part of speech or dependency relation (categories Python parses);
 // and the legend describing whichever is active. One palette family everywhere (light, dark, and the
 // bokeh figures): matplotlib's perceptually uniform maps (viridis for the attention heat map, plasma
 // for ordered token values) and category10 for categories.
@@ -137,17 +138,28 @@ function bySentence({ text, tokens, offsets }) {
   };
 }
 
-/** The user's categories: values are integer codes into them. @param {Float32Array} values @param {ColourContext} ctx @returns {Colouring} */
-function byCategory(values, { categories, muted }) {
+/** The legend's title of the modes of categories from Python: the user's, and the parse's (Python's syntax_view). */
+const CATEGORY_TITLES = /** @type {Record<string, string>} */ ({
+  user: "your categories",
+  pos: "part of speech (spaCy)",
+  dep: "dependency relation (spaCy)",
+});
+
+/**
+ * Categories from Python (the user's labels, or each token's word's part of speech or relation): values are integer
+ * codes into them.
+ * @param {string} mode
+ * @param {Float32Array} values
+ * @param {ColourContext} ctx
+ * @returns {Colouring}
+ */
+function byCategory(mode, values, { categories, muted }) {
   const entries = categories.slice(0, 10).map((label, k) => ({ label: String(label), colour: categorical(k) }));
   const colours = Array.from(values, (v) =>
     Number.isInteger(v) && v >= 0 && v < categories.length ? categorical(v) : muted,
   );
-  return {
-    mode: "user",
-    colours,
-    legend: { kind: "categorical", title: "your categories", entries, more: categories.length - entries.length },
-  };
+  const title = CATEGORY_TITLES[mode] ?? mode;
+  return { mode, colours, legend: { kind: "categorical", title, entries, more: categories.length - entries.length } };
 }
 
 /** The modes coloured by values from Python, and what their legend says while the values have not come. */
@@ -155,6 +167,8 @@ const WAITING = /** @type {Record<string, string>} */ ({
   user: "values",
   max_attention: "max attention",
   head_share: "head's share (the decomposition is computed)",
+  pos: "parts of speech (the text is parsed)",
+  dep: "relations (the text is parsed)",
 });
 /** The legend's title of the modes of Python's values other than the user's. */
 const VALUE_TITLES = /** @type {Record<string, string>} */ ({
@@ -214,7 +228,7 @@ function byPosition(mode, { tokens, dark }) {
 
 /**
  * Per-token colours and the legend for a colour mode.
- * @param {string} mode "position" | "kind" | "sentence" | "max_attention" | "user" | "head_share"
+ * @param {string} mode "position" | "kind" | "sentence" | "max_attention" | "user" | "head_share" | "pos" | "dep"
  * @param {ColourContext} ctx
  * @returns {Colouring}
  */
@@ -224,6 +238,6 @@ export function colourTokens(mode, ctx) {
   if (mode === "sentence") return bySentence(ctx);
   const hasValues = mode in WAITING && values && values.length === ctx.tokens.length;
   if (!hasValues || !values) return byPosition(mode, ctx);
-  if (mode === "user" && categories && categories.length) return byCategory(values, ctx);
+  if (mode in CATEGORY_TITLES && categories && categories.length) return byCategory(mode, values, ctx);
   return byValue(mode, values, ctx);
 }

@@ -97,3 +97,22 @@ test("numeric colourings span the values; missing values fall back to position a
   assert.match(waiting.legend.title, /no max attention yet/);
   assert.equal(colourTokens("position", ctx).legend.title, "position in the text");
 });
+
+test("a parse's categories get a legend that names them; before they come, position says it waits", () => {
+  const ctx = { ...CTX, dark: false };
+  const categories = ["det", "nsubj", "ROOT", "punct", "(none)"];
+  const values = Float32Array.from([4, 0, 1, 2, 3, 1, 2, 2, 3, 1, 4]);
+  const dep = colourTokens("dep", { ...ctx, values, categories });
+  assert.equal(dep.mode, "dep");
+  assert.equal(dep.legend.kind, "categorical");
+  assert.equal(dep.legend.title, "dependency relation (spaCy)");
+  assert.deepEqual(
+    dep.legend.entries.map((e) => e.label),
+    categories,
+  );
+  assert.equal(dep.colours[1], categorical(0));
+  assert.equal(dep.colours[10], categorical(4));
+  assert.equal(colourTokens("pos", { ...ctx, values, categories }).legend.title, "part of speech (spaCy)");
+  const waiting = colourTokens("dep", { ...ctx, values: null, categories: [] });
+  assert.match(waiting.legend.title, /no relations \(the text is parsed\) yet/);
+});

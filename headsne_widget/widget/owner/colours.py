@@ -1,5 +1,6 @@
-"""The owner's colours: the user's colouring (a mode, or values per token kept for "user" mode) and the values of
-the modes that follow the selection ("max_attention", "head_share")."""
+"""The owner's colours: the user's colouring (a mode, or values per token kept for "user" mode), the values of
+the modes that follow the selection ("max_attention", "head_share") and those of the parse ("pos", "dep",
+:mod:`..syntax_view`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from ...affinity.sources import source
 from ...capture.extraction import Extraction
 from ..colors import color_traits
+from ..syntax_view import SYNTAX_COLOURS, syntax_colours
 from .panels import Panels
 
 __all__ = ["Colours"]
@@ -17,8 +19,11 @@ class Colours(Panels):
     """Colour modes and the user's values (see the module doc)."""
 
     def colour_by(self, value: Any) -> None:
-        """The user's colouring: a mode name, or values per token kept for "user" mode (checked first)."""
+        """The user's colouring: a mode name, or values per token kept for "user" mode (checked first; "pos" and
+        "dep" parse the text first: no parser raises ``ParserUnavailableError`` and nothing changes)."""
         traits = color_traits(value, self.ready().n_tokens)  # raises before anything changes
+        if traits.get("color_mode") in SYNTAX_COLOURS:
+            syntax_colours(self.ready(), traits["color_mode"])  # parsed (and kept) now, or raises
         if traits.get("color_mode") == "user":  # kept for "your values" after another mode
             self.user_colors = value
         self.write(traits)
@@ -58,3 +63,18 @@ class Colours(Panels):
         elif w.color_mode == "user":
             traits = color_traits(self.user_colors, self.ex.n_tokens)
             self.write({"color_values": traits["color_values"], "color_categories": traits["color_categories"]})
+        elif w.color_mode in SYNTAX_COLOURS:
+            self.colour_by_syntax(previous)
+
+    def colour_by_syntax(self, previous: str) -> None:
+        """Colour modes "pos" / "dep": each token's word's label from the text's parse; no parser (or a parse that
+        fails) goes back to ``previous`` with the reason in the status line, never a half-coloured map."""
+        w, ex = self.widget, self.ex
+        assert ex is not None
+        try:
+            values, categories = syntax_colours(ex, w.color_mode)
+        except (ImportError, ValueError) as err:  # ImportError: ParserUnavailableError, which names the extra
+            back = "position" if previous in SYNTAX_COLOURS else previous
+            self.write({"color_mode": back, "status": f"cannot colour by {w.color_mode}: {err}"})
+            return
+        self.write({"color_values": values, "color_categories": categories})

@@ -31,6 +31,7 @@ class Owner(Text):
     def __init__(self, widget: HeadSNEModel, asked: Asked) -> None:
         super().__init__(widget, asked, self.apply)
         widget.on_browser, widget.on_control, widget.hand_over = self.on_browser, self.on_control, self.handed_over
+        widget.check_sort = self.check_sort  # sort_heads: a relation found in the text
         widget.observe(self.on_run_trait, names=sorted(RESTARTS_RUN))
         widget.observe(self.on_hovered_head, names="hovered_head")
         widget.observe(self.on_p_trait, names=list(KEY_TRAITS))

@@ -1,6 +1,6 @@
 """The owner's view of the heads: the head atlas (a small t-SNE per head of a layer), the head map, the heads most
-like the selected one, each layer's heads in the order asked for, and the P built ahead for the row the pointer
-rests on."""
+like the selected one, each layer's heads in the order asked for (a score, or a dependency relation of the text),
+and the P built ahead for the row the pointer rests on."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from ...capture.scores import SCORES
 from ..atlas import AtlasDone, AtlasHead, AtlasStarted, atlas_job
 from ..head_map import HeadMapDone
 from ..jobs import Job
+from ..syntax_view import check_sort, relation_scores
 from .colours import Colours
 
-__all__ = ["RELATED_K", "Heads", "head_order"]
+__all__ = ["RELATED_K", "Heads", "head_order", "order_by"]
 
 #: how many related heads ``related`` lists
 RELATED_K = 8
@@ -27,11 +28,16 @@ def head_order(scores: np.ndarray, names: list[str], sort: str) -> np.ndarray:
     """int32 (L, H): each layer's heads by the score ``sort``, largest first, ties and missing (-1) scores in model
     order; the identity for ``sort == ""``."""
     n_layers, n_heads = scores.shape[:2]
-    identity = np.tile(np.arange(n_heads, dtype=np.int32), (n_layers, 1))
     if not sort:
-        return identity
-    values = scores[..., names.index(sort)]
-    return np.stack([np.lexsort((identity[k], -values[k])) for k in range(n_layers)]).astype(np.int32)
+        return np.tile(np.arange(n_heads, dtype=np.int32), (n_layers, 1))
+    return order_by(scores[..., names.index(sort)])
+
+
+def order_by(values: np.ndarray) -> np.ndarray:
+    """int32 (L, H): each layer's heads by ``values`` (L, H), largest first, ties in model order and NaN last."""
+    n_layers, n_heads = values.shape
+    identity = np.arange(n_heads)
+    return np.stack([np.lexsort((identity, -values[k])) for k in range(n_layers)]).astype(np.int32)
 
 
 class Heads(Colours):
@@ -96,10 +102,25 @@ class Heads(Colours):
         w.related = related_heads(self.features, index, RELATED_K, self.ex.n_heads) if source(w.mode).per_head else []
 
     def update_order(self) -> None:
-        """``head_order``: each layer's heads sorted by ``sort_heads``."""
+        """``head_order``: each layer's heads sorted by ``sort_heads``, a score or a relation of the text (each head's
+        accuracy on it here, :mod:`..syntax_view`); a relation the text lacks, or no parser, goes back to the model's
+        order with the reason in the status line (a name given before the text was captured is checked here)."""
         w = self.widget
-        if w.scores is not None:
-            w.head_order = head_order(w.scores, list(SCORES), w.sort_heads)
+        if w.scores is None:
+            return
+        if w.sort_heads in ("", *SCORES) or self.ex is None:
+            w.head_order = head_order(w.scores, list(SCORES), w.sort_heads if w.sort_heads in SCORES else "")
+            return
+        try:
+            values = relation_scores(self.ex, w.sort_heads)
+        except (ImportError, ValueError) as err:  # ImportError: ParserUnavailableError, which names the extra
+            self.write({"sort_heads": "", "status": f"cannot sort the heads: {err}"})
+            return
+        w.head_order = order_by(values)
+
+    def check_sort(self, value: str) -> str:
+        """The model's check of ``sort_heads`` (:func:`..syntax_view.check_sort` against the captured text)."""
+        return check_sort(value, self.ex)
 
     def on_sort(self, change: Any) -> None:
         self.update_order()

@@ -15,6 +15,8 @@ const COLOUR_MODES = [
   ["sentence", "sentence"],
   ["max_attention", "max attention"],
   ["head_share", "head's share"],
+  ["pos", "part of speech"],
+  ["dep", "dependency relation"],
   ["user", "your values"],
 ];
 const DIRECTIONS = [

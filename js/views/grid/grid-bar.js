@@ -60,12 +60,15 @@ export function gridCaveat(mode, norm) {
 }
 
 /**
- * The options of the sort select: the model's order, then every score.
+ * The options of the sort select: the model's order, then every score, then the dependency relation the heads are
+ * sorted by when Python set one (w.sort_heads = "det": each head's accuracy on it in this text).
  * @param {string[]} names
+ * @param {string} [current] the sort in force
  * @returns {[string, string][]}
  */
-export function sortOptions(names) {
-  return [["", "model order"], ...names.map((name) => /** @type {[string, string]} */ ([name, name]))];
+export function sortOptions(names, current = "") {
+  const relation = current && !names.includes(current) ? [[current, `relation ${current}`]] : [];
+  return /** @type {[string, string][]} */ ([["", "model order"], ...names.map((name) => [name, name]), ...relation]);
 }
 
 /**
@@ -105,8 +108,10 @@ export function createGridBar({ dom, store, intents }) {
 
   /** @param {State} s @param {State | null} prev */
   function update(s, prev) {
-    if (!prev || s.score_names !== prev.score_names)
-      sort.replaceChildren(...sortOptions(s.score_names ?? []).map(([value, text]) => el("option", { value, text })));
+    if (!prev || s.score_names !== prev.score_names || s.sort_heads !== prev.sort_heads) {
+      const options = sortOptions(s.score_names ?? [], s.sort_heads ?? "");
+      sort.replaceChildren(...options.map(([value, text]) => el("option", { value, text })));
+    }
     sort.value = s.sort_heads ?? "";
     sort.disabled = !(s.score_names ?? []).length || Boolean(s.offline); // the order comes from the kernel
     norm.value = s.grid_norm ?? "raw";

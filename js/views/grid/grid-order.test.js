@@ -147,6 +147,12 @@ test("the colour's meaning names each grid, and the sort offers the model's orde
     ["", "model order"],
     ["sink", "sink"],
   ]);
+  assert.deepEqual(sortOptions(["sink"], "sink"), sortOptions(["sink"]));
+  assert.deepEqual(sortOptions(["sink"], "det"), [
+    ["", "model order"],
+    ["sink", "sink"],
+    ["det", "relation det"],
+  ]);
 });
 
 test("in value-weighted mode the grid's note says plainly that it shows the raw weights", () => {
