@@ -52,7 +52,6 @@ MORE: dict[str, tuple[str, str, dict]] = {
 #: attribution refused today, with the words the refusal must hold (besides the model's class name)
 REFUSED: dict[str, str] = {
     **dict.fromkeys(["qwen3_moe", "olmoe", "olmo2", "qwen3", "gemma3", "opt"], "not a projection's output columns"),
-    **dict.fromkeys(["phi", "nemotron", "neox64"], "not a fixed rotation per position"),
 }
 
 

@@ -4,7 +4,8 @@ The attention call hands over the post-RoPE queries and keys; the projections th
 layer's ``Linear``/``Conv1D`` calls before it by matching columns bit for bit at position 0 (where RoPE is the
 identity), fused q/k/v and interleaved heads alike; the norm between the layer's input and the projections' input
 (pre-LN) is placed by what it reads and writes. RoPE is read off the data as a fixed rotation per position: each
-pair of dimensions (``rotate_half``'s ``(e, e + d_h/2)`` or the interleaved ``(2e, 2e+1)``) turns by one angle per
+pair of dimensions (``rotate_half``'s ``(e, e + w/2)`` or the interleaved ``(2e, 2e+1)``) of a head's first ``w``
+(every one, or partial rotary's share, as Phi's and GPT-NeoX's, the rest left as projected) turns by one angle per
 position, shared by every head, fitted in closed form and then checked. Nothing here raises: a layer whose maps
 cannot be rebuilt exactly keeps a reason instead (:attr:`QKTrace.error`), and attribution refuses it by name.
 
@@ -37,15 +38,19 @@ QK_ULPS = 8
 
 @dataclass
 class Rotation:
-    """RoPE as ``kind`` ("none", "half" or "interleaved") and per-position ``cos``, ``sin`` (n, d_h / 2)."""
+    """RoPE as ``kind`` ("none", "half" or "interleaved") and per-position ``cos``, ``sin`` (n, width / 2) on the
+    first ``width`` dimensions of each head (None: all of them; partial rotary, as Phi's, GPT-NeoX's and Nemotron's,
+    turns the first ones and leaves the rest as projected)."""
 
     kind: str
     cos: np.ndarray
     sin: np.ndarray
+    width: int | None = None
 
     def pairs(self, d_h: int) -> tuple[np.ndarray, np.ndarray]:
-        half = np.arange(d_h // 2)
-        return (half, half + d_h // 2) if self.kind == "half" else (2 * half, 2 * half + 1)
+        width = d_h if self.width is None else self.width
+        half = np.arange(width // 2)
+        return (half, half + width // 2) if self.kind == "half" else (2 * half, 2 * half + 1)
 
     def apply(self, v: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """``v`` (..., r, d_h) at token ``positions`` (r,), rotated as the model rotates them."""
@@ -53,7 +58,7 @@ class Rotation:
             return v
         a, b = self.pairs(v.shape[-1])
         cos, sin = self.cos[positions], self.sin[positions]
-        out = np.empty_like(v)
+        out = np.empty_like(v) if 2 * len(a) == v.shape[-1] else v.copy()  # partial: the rest kept as it is
         out[..., a] = v[..., a] * cos - v[..., b] * sin
         out[..., b] = v[..., b] * cos + v[..., a] * sin
         return out
@@ -229,21 +234,33 @@ def _fit_rotation(pre: np.ndarray, post: np.ndarray, check: float = QK_CHECK) ->
     """The per-position rotation taking ``pre`` (G, n, d_h) to ``post`` (every head alike), checked."""
     n, d_h = pre.shape[1], pre.shape[2]
     scale = max(1.0, float(np.abs(post).max()))
-    if np.abs(pre - post).max() <= check * scale:
+    moved = np.flatnonzero(np.abs(pre - post).max(axis=(0, 1)) > check * scale)
+    if moved.size == 0:
         return Rotation("none", np.ones((n, d_h // 2)), np.zeros((n, d_h // 2)))
-    for kind in ("half", "interleaved"):
-        rotation = Rotation(kind, np.ones((n, d_h // 2)), np.zeros((n, d_h // 2)))
-        a, b = rotation.pairs(d_h)
-        a1, a2, b1, b2 = pre[..., a], pre[..., b], post[..., a], post[..., b]
-        norm = np.maximum((a1**2 + a2**2).sum(axis=0), 1e-300)
-        rotation.cos = (a1 * b1 + a2 * b2).sum(axis=0) / norm
-        rotation.sin = (a1 * b2 - a2 * b1).sum(axis=0) / norm
-        if np.abs(rotation.apply(pre, np.arange(n)) - post).max() <= check * scale:
-            return rotation
+    for width in _widths(int(moved[-1]) + 1, d_h):
+        for kind in ("half", "interleaved"):
+            rotation = Rotation(kind, np.ones((n, width // 2)), np.zeros((n, width // 2)), width)
+            a, b = rotation.pairs(d_h)
+            a1, a2, b1, b2 = pre[..., a], pre[..., b], post[..., a], post[..., b]
+            norm = np.maximum((a1**2 + a2**2).sum(axis=0), 1e-300)
+            rotation.cos = (a1 * b1 + a2 * b2).sum(axis=0) / norm
+            rotation.sin = (a1 * b2 - a2 * b1).sum(axis=0) / norm
+            if np.abs(rotation.apply(pre, np.arange(n)) - post).max() <= check * scale:
+                rotation.width = None if width == d_h else width
+                return rotation
     raise _Refused(
         "its queries and keys are not a fixed rotation per position of the projections' outputs in pairs (e, e + "
-        "d_h/2) or (2e, 2e + 1) (RoPE on part of a head in other pairs, or a per-head norm such as Qwen3's q_norm)"
+        "w/2) or (2e, 2e + 1) of the first w dimensions of a head (RoPE in other pairs, or a per-head norm such as "
+        "Qwen3's q_norm)"
     )
+
+
+def _widths(last: int, d_h: int) -> list[int]:
+    """The rotated widths to try when the last dimension that moved is ``last - 1``: the even width that holds
+    it and up to 4 pairs more (a pair's lowest frequencies may turn less than the check over a short text), then
+    the whole head."""
+    first = last + last % 2
+    return sorted({*range(first, min(first + 10, d_h + 1), 2), d_h})
 
 
 def _reproduces(x: np.ndarray, v_map: tuple[np.ndarray, np.ndarray], values: torch.Tensor, check: float) -> bool:
