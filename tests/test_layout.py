@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from headsne_widget.widget.codegen import GENERATED
+
 PACKAGE = Path(__file__).resolve().parents[1] / "headsne_widget"
 #: the stages in pipeline order; each may import the shared modules at the package's root and earlier stages
 STAGES = ("capture", "syntax", "affinity", "embedding", "widget", "studies", "figures", "export", "cli")
@@ -108,6 +110,8 @@ def test_no_module_or_function_beyond_its_size():
         if path.relative_to(PACKAGE).as_posix() in OVER_SIZE:
             continue
         source = path.read_text()
+        if GENERATED in source[:400]:  # widget/params.py: one typed property a trait, written by codegen
+            continue
         lines = source.count("\n")
         if lines > MAX_MODULE_LINES:
             too_long.append(f"{path.relative_to(PACKAGE)}: {lines} lines")
