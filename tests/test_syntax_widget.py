@@ -184,3 +184,37 @@ def test_without_a_parser_the_widget_keeps_working_and_names_the_extra(tiny_bert
     assert w.sort_heads == ""
     w.layer = 1  # and it still runs
     assert w.wait() is not None and w.state == "done"
+
+
+def spacy_tree(text: str, offsets) -> list[list[int]]:
+    """The oracle of ``syntax_tree``: per model token, the first model token of its spaCy word and of that word's
+    head (-1 for special tokens and roots), from spaCy's own Doc."""
+    doc = parses.spacy_pipeline()(text)
+    word_of = {}
+    for token in doc:
+        for c in range(token.idx, token.idx + len(token.text)):
+            word_of[c] = token.i
+    words = [
+        None if span is None else word_of[next(c for c in range(*span) if not text[c].isspace())] for span in offsets
+    ]
+    first = {}
+    for t, w in enumerate(words):
+        if w is not None:
+            first.setdefault(w, t)
+    heads = [None if w is None or doc[w].head.i == w else doc[w].head.i for w in words]
+    return [[-1 if w is None else first[w] for w in words], [-1 if h is None else first[h] for h in heads]]
+
+
+def test_a_syntax_colouring_sends_each_tokens_word_and_head_for_the_arcs(tiny_bert, make):
+    text = "The committee's tokenization of hyperparameters was unbelievably slow. Nobody laughed."
+    ex = extract(text, tiny_bert)  # words in several pieces (token ##ization, hyper ##para ##meter ##s), two roots
+    assert sum(t.startswith("##") for t in ex.tokens) >= 5
+    w, _ = make(ex, autostart=False)
+    assert w.syntax_tree is None
+    w.color_by = "dep"
+    tree = np.asarray(w.syntax_tree)
+    assert tree.dtype == np.int32 and tree.shape == (2, ex.n_tokens)
+    assert tree.tolist() == spacy_tree(text, ex.offsets)
+    assert (tree[1] == -1).sum() == 2 + 2  # [CLS], [SEP] and the two sentences' roots
+    w.color_by = "kind"
+    assert w.syntax_tree is None

@@ -151,6 +151,7 @@ class SyncedTraits:
     attended_by: dict[str, Any] | None
     color_values: Any  # float32 array, 1-D, or None
     color_categories: list[str]
+    syntax_tree: Any  # int32 array, 2-D, or None
     atlas: Any  # float32 array, 3-D, or None
     atlas_kl: Any  # float32 array, 1-D, or None
     atlas_heads: list[int]
@@ -598,6 +599,13 @@ class HeadSNEAttributes:
     def color_categories(self) -> list[str]:
         """non-empty: color_values are integer codes into it (synced trait)"""
         return self._read_trait("color_categories")
+
+    @property
+    def syntax_tree(self) -> Any:
+        """int32 (2, n) while `color_mode` is 'pos' or 'dep': each token's word's first token (row 0) and its word's
+        syntactic head's first token (row 1), -1 for none (special tokens, roots): the hovered token's head and
+        dependents drawn as arcs; null in other modes (synced trait)"""
+        return self._read_trait("syntax_tree")
 
     @property
     def atlas(self) -> Any:

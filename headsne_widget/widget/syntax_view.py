@@ -42,6 +42,7 @@ __all__ = [
     "relation_scores",
     "relations_found",
     "syntax_colours",
+    "syntax_tree",
     "text_parse",
     "token_labels",
 ]
@@ -92,6 +93,25 @@ def syntax_colours(ex: Extraction, mode: str) -> tuple[np.ndarray, list[str]]:
     code = {label: k for k, label in enumerate(categories)}
     other = code.get(OTHER, -1)
     return np.array([code.get(label, other) for label in labels], dtype=np.float32), categories
+
+
+def syntax_tree(ex: Extraction) -> np.ndarray:
+    """int32 ``(2, n)``: for each token the first token of its word (row 0) and the first token of its word's
+    syntactic head (row 1), -1 for none (a token of no word; a root, or a head with no token), what the browser
+    draws as arcs from a hovered token to its head and its dependents."""
+    words, alignment = _aligned(ex)
+    word = alignment.token_word
+    if alignment.n_words == 0:
+        return np.full((2, word.size), -1, dtype=np.int32)
+    first = np.full(alignment.n_words, word.size, dtype=np.int64)
+    owned = np.flatnonzero(word >= 0)
+    np.minimum.at(first, word[owned], owned)  # each word's first token
+    first[first == word.size] = -1
+    head = words["head"].to_numpy(np.int64)
+    mine = np.where(word >= 0, first[np.maximum(word, 0)], -1)
+    their = np.where(word >= 0, head[np.maximum(word, 0)], -1)
+    heads = np.where(their >= 0, first[np.maximum(their, 0)], -1)
+    return np.stack([mine, heads]).astype(np.int32)
 
 
 def _relations(ex: Extraction) -> TextRelations:

@@ -101,6 +101,9 @@
  * @property {WireEdges | null} attended_by per token i: top-k queries of column i of A (null in hidden mode)
  * @property {WireArray | null} color_values float32 (n,) for color modes max_attention and user
  * @property {string[]} color_categories non-empty: color_values are integer codes into it
+ * @property {WireArray | null} syntax_tree int32 (2, n) while `color_mode` is "pos" or "dep": each token's word's first
+ *   token (row 0) and its word's syntactic head's first token (row 1), -1 for none (special tokens, roots): the hovered
+ *   token's head and dependents drawn as arcs; null in other modes
  * @property {WireArray | null} atlas float32 (H, m, 2): a small t-SNE per head of `atlas_layer`
  * @property {WireArray | null} atlas_kl float32 (H,): each head's KL (0 where not done)
  * @property {number[]} atlas_heads the heads of the atlas done so far
@@ -199,6 +202,7 @@ export const T = Object.freeze({
   attended_by: "attended_by",
   color_values: "color_values",
   color_categories: "color_categories",
+  syntax_tree: "syntax_tree",
   atlas: "atlas",
   atlas_kl: "atlas_kl",
   atlas_heads: "atlas_heads",

@@ -107,7 +107,7 @@ export function readGrid(model, onError) {
 /**
  * The decoded array of trait `name` with `dims` dimensions (null when there is none, or it cannot be read).
  * @param {Model} model
- * @param {"scores" | "head_map" | "head_order" | "cluster_of"} name
+ * @param {"scores" | "head_map" | "head_order" | "cluster_of" | "syntax_tree"} name
  * @param {number} dims
  * @param {(message: string) => void} onError
  * @returns {import("../store/state.js").Decoded | null}
@@ -194,7 +194,7 @@ export function connectModel({ model, store, feed, onError }) {
       store.set({ grid: readGrid(model, onError) }),
     );
     const array = (
-      /** @type {"scores" | "head_map" | "head_order" | "cluster_of"} */ name,
+      /** @type {"scores" | "head_map" | "head_order" | "cluster_of" | "syntax_tree"} */ name,
       /** @type {number} */ dims,
     ) => readHeadArray(model, name, dims, onError);
     store.set({ headScores: array(T.scores, 3), headMap: array(T.head_map, 2), headOrder: array(T.head_order, 2) });
@@ -203,6 +203,8 @@ export function connectModel({ model, store, feed, onError }) {
     listen(changes(T.head_order), () => store.set({ headOrder: array(T.head_order, 2) }));
     store.set({ clusterOf: array(T.cluster_of, 1) });
     listen(changes(T.cluster_of), () => store.set({ clusterOf: array(T.cluster_of, 1) }));
+    store.set({ syntaxTree: array(T.syntax_tree, 2) });
+    listen(changes(T.syntax_tree), () => store.set({ syntaxTree: array(T.syntax_tree, 2) }));
     listen(changes(T.kept), () => store.set({ rows: readRows(model, n()) }));
     listen(changes(T.edges, T.attends_to, T.attended_by), () =>
       store.set({ edges: readEdges(model, store.state.edges, onError) }),

@@ -12,6 +12,7 @@ import { chooseBackend } from "./point-gl.js";
 import { setData } from "../lib/schedule.js";
 import { RADIUS, drawEdges, drawLasso, drawPoints, edgeEnds, haloFont, haloText, ring } from "./scatter-paint.js";
 import { drawClusterLabels, drawContours } from "./map-aids-paint.js";
+import { drawSyntaxArcs } from "./syntax-paint.js";
 
 const LABEL_H = 14; // CSS px of a plain label's box
 
@@ -45,6 +46,8 @@ const LABEL_H = 14; // CSS px of a plain label's box
  * @property {import("./map-aids-paint.js").Contour[]} [contours] the points' density contours, drawn under them
  * @property {import("./map-aids-paint.js").ClusterPlace[]} [clusters] the clusters' labels, drawn over everything
  * @property {number} [pinnedRow] the row of the token clicked last (the inspector's), ringed in the accent colour
+ * @property {{head: number, dependents: number[], tokens: {head: number, dependents: number[]}}} [syntax] the hovered
+ *   token's syntactic head and dependents (rows; `tokens`: their tokens), drawn as arcs (js/paint/syntax-paint.js)
  */
 
 /**
@@ -183,6 +186,7 @@ function paint(c, scene, { scale, exporting, layer, labels }) {
   c.clip();
   if (scene.contours) drawContours(c, theme, scene.contours);
   drawHoverEdges(c, scene);
+  drawSyntaxArcs(c, scene);
   const { selected, matches } = scene;
   const dim = selected.size > 0 || scene.hoverRow >= 0;
   const by = exporting ? "arcs" : layer(c, { theme, scale, box: plot, points, dim, selected, matches });

@@ -53,6 +53,7 @@ export { MIRRORED };
  * @property {Decoded | null} headMap `head_map` decoded: float32 (L * H, 2), null until its job is done
  * @property {Decoded | null} headOrder `head_order` decoded: int32 (L, H), row k of layer l shows head [l][k]
  * @property {Decoded | null} clusterOf `cluster_of` decoded: int32 (m,), each frame row's cluster (-1: none)
+ * @property {Decoded | null} syntaxTree `syntax_tree` decoded: int32 (2, n) while the colouring is a parse's
  * @property {EdgeSet} edges
  * @property {Colouring | null} colours
  * @property {number} hover the hovered token, -1: none
@@ -93,6 +94,7 @@ export function initialState() {
     headMap: null,
     headOrder: null,
     clusterOf: null,
+    syntaxTree: null,
     edges: { edges: null, attendsTo: null, attendedBy: null },
     colours: null,
     hover: -1,

@@ -81,3 +81,26 @@ def test_sorting_by_a_relation_reorders_the_grid(lab: jupyter.OpenedWidget) -> N
     jupyter.kernel_until(lab, "w.sort_heads", "")
     _until(lab, "the model's order back", lambda: json.loads(grid.get_attribute("data-order"))[0] == list(range(H)))
     assert lab.log.widget_errors() == [], lab.log.widget_errors()
+
+
+def test_hovering_a_token_draws_its_head_and_dependents(lab: jupyter.OpenedWidget) -> None:
+    lab.ui.execute("w.color_by = 'dep'")
+    jupyter.kernel_until(lab, "w.syntax_tree is not None", True)
+    tokens, (first, head) = lab.ui.query("[list(w.tokens), w.syntax_tree.tolist()]")
+    farmer = tokens.index("farmer")  # "The old farmer sold ...": det and amod hang on it, it on "sold"
+    expected = {"head": tokens.index("sold"), "dependents": [tokens.index("the"), tokens.index("old")]}
+    # the kernel's tree, read as the browser reads it: the first tokens of the words whose head is farmer's word
+    assert head[farmer] == expected["head"]
+    assert [j for j in range(len(tokens)) if first[j] == j != farmer and head[j] == farmer] == expected["dependents"]
+    strip = lab.root.locator(jupyter.testid("headsne-text")).first
+    strip.locator(f"[data-index='{farmer}']").hover()
+    scatter = jupyter.canvas_of(lab.root, "headsne-scatter")
+    _until(lab, "the arcs of the hovered token", lambda: json.loads(scatter.get_attribute("data-syntax-arcs") or "{}")
+           == expected)  # fmt: skip
+    marked = "(s, c) => [...s.querySelectorAll('.' + c)].map(e => Number(e.dataset.index))"
+    assert strip.evaluate(marked, "hs-syntax-head") == [expected["head"]]
+    assert strip.evaluate(marked, "hs-syntax-dep") == expected["dependents"]
+    lab.ui.execute("w.color_by = 'position'")  # no parse, no arcs
+    _until(lab, "the arcs gone", lambda: json.loads(scatter.get_attribute("data-syntax-arcs") or "{}")["head"] == -1)
+    assert strip.evaluate(marked, "hs-syntax-head") == []
+    assert lab.log.widget_errors() == [], lab.log.widget_errors()

@@ -9,7 +9,7 @@ from typing import Any
 from ...affinity.sources import source
 from ...capture.extraction import Extraction
 from ..colors import color_traits
-from ..syntax_view import SYNTAX_COLOURS, syntax_colours
+from ..syntax_view import SYNTAX_COLOURS, syntax_colours, syntax_tree
 from .panels import Panels
 
 __all__ = ["Colours"]
@@ -52,6 +52,8 @@ class Colours(Panels):
         w = self.widget
         if self.ex is None:
             return
+        if w.color_mode not in SYNTAX_COLOURS and w.syntax_tree is not None:
+            w.syntax_tree = None
         if w.color_mode == "max_attention":
             w.color_values = self.ex.max_attention[w.layer, w.head] if source(w.mode).per_head else None
             w.color_categories = []
@@ -77,4 +79,4 @@ class Colours(Panels):
             back = "position" if previous in SYNTAX_COLOURS else previous
             self.write({"color_mode": back, "status": f"cannot colour by {w.color_mode}: {err}"})
             return
-        self.write({"color_values": values, "color_categories": categories})
+        self.write({"color_values": values, "color_categories": categories, "syntax_tree": syntax_tree(ex)})

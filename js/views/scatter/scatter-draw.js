@@ -91,6 +91,8 @@ function publishDrawn(canvas, s) {
   setData(canvas, "rings", String(rings));
   setData(canvas, "hoverRow", String(s.hoverRow));
   setData(canvas, "hoverEdges", String(ends.to.length + ends.from.length + ends.near.length));
+  const syntax = s.syntax ? s.syntax.tokens : { head: -1, dependents: [] };
+  setData(canvas, "syntaxArcs", JSON.stringify(s.hoverRow >= 0 ? syntax : { head: -1, dependents: [] }));
   setData(canvas, "contours", String(s.contours ? s.contours.length : 0));
   setData(canvas, "clusters", JSON.stringify((s.clusters ?? []).map((p) => p.label)));
 }

@@ -8,6 +8,7 @@ import { directionOf, partnersAt } from "../../store/state.js";
 import { MARGIN, RADIUS, isRing } from "../../paint/scatter-paint.js";
 import { axisTicks } from "../../paint/axes.js";
 import { sourceOf } from "../../model/sources.js";
+import { NO_LINKS, syntaxLinks } from "../../lib/syntax.js";
 
 const NO_PARTNERS = { to: [], from: [], near: [], hidden: false };
 
@@ -101,7 +102,22 @@ export function sceneOf(s, points, { width, height, transform, lasso, plot, poin
   const partners = partnerTokens(shown).filter((t) => tokenRow[t] >= 0);
   const { sx, sy, m } = points;
   const pts = { sx, sy, m, kept, tokenRow, colours, special: s.doc.special, queryRows };
-  return { ...base, x, y, knots: points.quantile ? points.knots : null, points: pts, hoverRow, shown, partners };
+  const syntax = syntaxOf(s, hoverRow >= 0 && queryRows <= 0 ? s.hover : -1);
+  const knots = points.quantile ? points.knots : null;
+  return { ...base, x, y, knots, points: pts, hoverRow, shown, partners, syntax };
+}
+
+/**
+ * The hovered token's syntactic head and dependents as rows of the map (those with a point), from `syntax_tree`.
+ * @param {State} s
+ * @param {number} token
+ * @returns {{head: number, dependents: number[], tokens: import("../../lib/syntax.js").SyntaxLinks}}
+ */
+function syntaxOf(s, token) {
+  const { tokenRow } = s.rows;
+  const links = token >= 0 ? syntaxLinks(s.syntaxTree, token) : NO_LINKS;
+  const row = (/** @type {number} */ t) => (t >= 0 && t < tokenRow.length ? tokenRow[t] : -1);
+  return { head: row(links.head), dependents: links.dependents.map(row).filter((r) => r >= 0), tokens: links };
 }
 
 /**

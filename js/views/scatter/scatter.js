@@ -231,7 +231,7 @@ export function createScatter({
   /** @type {(keyof State)[]} */
   const keys = ["theme", "doc", "colours", "rows", "frame", "selected", "search", "hover", "edges", "boxMode"];
   keys.push("edge_k", "edge_direction", "mode", "quantile", "quantile_k", "label_density", "state");
-  keys.push("contours", "cluster_labels", "cluster_names", "clusterOf", "pinned");
+  keys.push("contours", "cluster_labels", "cluster_names", "clusterOf", "pinned", "syntaxTree");
   scope.add(store.watch(keys, update));
 
   const observer = new ResizeObserver(resize);

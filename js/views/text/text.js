@@ -1,7 +1,7 @@
 // The text strip view: the input text with one span per token (textContent only, never HTML), underlined
 // in the token's colour. Hovering a span hovers the token; other views' hovers highlight it here (with
-// its partners). A click selects a token, shift-click the range from the last clicked one, ctrl/cmd-click
-// toggles one. Only the spans near the strip's scrolled view exist (js/views/text/text-blocks.js): a span is made
+// its partners and, while the colouring is a parse's, its syntactic head and dependents). A click selects a token,
+// shift-click the range from the last clicked one, ctrl/cmd-click toggles one. Only the spans near the strip's scrolled view exist (js/views/text/text-blocks.js): a span is made
 // with the marks of the moment when its block comes into view. In word mode (the points are a word's occurrences
 // across texts, one sentence a line) the strip shows the sentences, each occurrence a span: every sentence while
 // nothing is selected, else only those that hold a selected occurrence.
@@ -9,9 +9,43 @@
 import { sentencePieces, textSegments } from "../../lib/segments.js";
 import { createTextBlocks } from "./text-blocks.js";
 import { partnerTokens, shownPartners } from "../../lib/partners.js";
+import { syntaxLinks } from "../../lib/syntax.js";
 import { disposer, el } from "../../lib/dom.js";
 import { changed } from "../../store/store.js";
 import { directionOf, partnersAt } from "../../store/state.js";
+
+/** @typedef {{head: number[], dependents: number[]}} SyntaxMarks */
+/** @type {SyntaxMarks} */
+const NO_MARKS = { head: [], dependents: [] };
+/** @type {["head" | "dependents", string][]} each list's class */
+const SYNTAX_CLASSES = [
+  ["head", "hs-syntax-head"],
+  ["dependents", "hs-syntax-dep"],
+];
+
+/**
+ * The tokens to mark as the syntactic head and dependents of `token` (js/lib/syntax.js).
+ * @param {import("../../lib/syntax.js").Tree | null} tree
+ * @param {number} token
+ * @returns {SyntaxMarks}
+ */
+function syntaxMarks(tree, token) {
+  const links = syntaxLinks(tree, token);
+  return { head: links.head >= 0 ? [links.head] : [], dependents: links.dependents };
+}
+
+/**
+ * Move `className` from the tokens of `before` to those of `after`, on the spans in the DOM.
+ * @param {Map<number, HTMLElement>} spans
+ * @param {Iterable<number>} before
+ * @param {Iterable<number>} after
+ * @param {string} className
+ */
+function markTokens(spans, before, after, className) {
+  const next = new Set(after);
+  for (const i of before) if (!next.has(i)) spans.get(i)?.classList.remove(className);
+  for (const i of next) spans.get(i)?.classList.add(className);
+}
 
 /**
  * @typedef {import("../../store/state.js").State} State
@@ -99,6 +133,8 @@ export function createTextStrip({ dom, store, intents }) {
     hover: -1,
     /** @type {number[]} */
     partners: [],
+    /** the hovered token's syntactic head and its word's dependents, marked (js/lib/syntax.js) */
+    syntax: NO_MARKS,
     /** @type {Set<number>} */
     selected: new Set(),
     /** @type {Set<number>} */
@@ -148,6 +184,7 @@ export function createTextStrip({ dom, store, intents }) {
     span.classList.toggle("hs-match", strip.matches.has(t));
     span.classList.toggle("hs-hover", strip.hover === t);
     span.classList.toggle("hs-partner", strip.partners.includes(t));
+    SYNTAX_CLASSES.forEach(([key, name]) => span.classList.toggle(name, strip.syntax[key].includes(t)));
     strip.spans.set(t, span);
     return span;
   }
@@ -168,23 +205,15 @@ export function createTextStrip({ dom, store, intents }) {
     strip.spans = new Map();
     strip.hover = -1;
     strip.partners = [];
+    strip.syntax = NO_MARKS;
     if (!doc.word) strip.anchor = -1; // word mode keeps it: a selection shows fewer sentences
     const shown = stripPieces(doc, selected);
     blocks.build(shown.pieces);
     title.textContent = shown.title;
   }
 
-  /**
-   * Move `className` from the tokens of `before` to those of `after`.
-   * @param {Iterable<number>} before
-   * @param {Iterable<number>} after
-   * @param {string} className
-   */
-  function mark(before, after, className) {
-    const next = new Set(after);
-    for (const i of before) if (!next.has(i)) strip.spans.get(i)?.classList.remove(className);
-    for (const i of next) strip.spans.get(i)?.classList.add(className);
-  }
+  const mark = (/** @type {Iterable<number>} */ before, /** @type {Iterable<number>} */ after, className = "") =>
+    markTokens(strip.spans, before, after, className);
 
   /** @param {State} s */
   function setHover(s) {
@@ -192,8 +221,11 @@ export function createTextStrip({ dom, store, intents }) {
     const token = s.hover;
     const partners = partnerTokens(shownPartners(partnersAt(s, token), directionOf(s)));
     mark(strip.partners, partners, "hs-partner");
+    const syntax = syntaxMarks(s.syntaxTree, token);
+    SYNTAX_CLASSES.forEach(([key, name]) => mark(strip.syntax[key], syntax[key], name));
     strip.hover = token;
     strip.partners = partners;
+    strip.syntax = syntax;
     if (token >= 0 && s.hoverInfo && s.hoverInfo.source !== "text") blocks.show(token);
     const span = token >= 0 ? strip.spans.get(token) : null;
     if (!span) return;
@@ -230,9 +262,9 @@ export function createTextStrip({ dom, store, intents }) {
       strip.selected = s.selected;
     }
     if (is("doc") || is("search")) showMatches(s);
-    if (is("hover") || (rebuilt && s.hover >= 0)) setHover(s);
+    if (is("hover") || is("syntaxTree") || (rebuilt && s.hover >= 0)) setHover(s);
   }
-  scope.add(store.watch(["doc", "colours", "rows", "selected", "search", "hover"], update));
+  scope.add(store.watch(["doc", "colours", "rows", "selected", "search", "hover", "syntaxTree"], update));
 
   return { destroy: () => scope.dispose() };
 }
