@@ -116,7 +116,7 @@ def long_ex(long_llama_dir):
 
 def test_the_click_takes_the_P_built_while_the_pointer_rested_on_its_row(make, long_ex, monkeypatch):
     built = count_builds(monkeypatch)
-    w, c = make(long_ex, autostart=False, n_iter=20, speed=0.0)
+    w, c = make(long_ex, layer=0, head=0, autostart=False, n_iter=20, speed=0.0)
     assert long_ex.n_tokens == HEAD_PREFETCH[0]
     c.from_browser(hovered_head=[1, 2])
     wait_until(lambda: built == [("attention", 1, 2)] and prefetch_idle(), 30, "the hovered head's P")
@@ -129,7 +129,7 @@ def test_the_click_takes_the_P_built_while_the_pointer_rested_on_its_row(make, l
 
 def test_a_row_is_not_built_when_it_is_the_selected_head_or_in_query_key_mode(make, long_ex, monkeypatch):
     built = count_builds(monkeypatch)
-    w, c = make(long_ex, autostart=False, n_iter=20, speed=0.0)
+    w, c = make(long_ex, layer=0, head=0, autostart=False, n_iter=20, speed=0.0)
     c.from_browser(hovered_head=[0, 0])  # the selected head
     w.mode = "query-key"  # (a mode change runs the selected head: its P is the run's)
     w.wait(60)
@@ -146,7 +146,7 @@ def test_a_row_is_not_built_when_it_is_the_selected_head_or_in_query_key_mode(ma
 
 @pytest.mark.parametrize("value", [[2, 0], [0, 4], [0], [0, 1, 2], [True, 0], "0,1"])
 def test_a_bad_hovered_head_from_the_browser_is_refused(make, long_ex, value):
-    w, c = make(long_ex, autostart=False)
+    w, c = make(long_ex, layer=0, head=0, autostart=False)
     c.from_browser(hovered_head=value)
     assert w.hovered_head is None
     assert "invalid value from the browser (hovered_head)" in w.status
@@ -158,7 +158,7 @@ def test_short_texts_build_nothing_ahead(make, tiny_bert, monkeypatch):
     ex = extract(TSNE_ABSTRACT[:260], tiny_bert)
     assert ex.n_tokens < POINT_PREFETCH[0]
     for mode in ("attention", "hidden"):
-        w, c = make(ex, autostart=False, mode=mode)
+        w, c = make(ex, layer=0, head=0, autostart=False, mode=mode)
         c.from_browser(hovered_head=[1, 1])
         time.sleep(0.2)
         assert w.hovered_head == [1, 1] and w.state == "idle" and built == [], mode
@@ -180,7 +180,7 @@ def test_at_512_tokens_a_head_output_click_takes_the_P_built_while_the_pointer_r
     """A source of points' exact Gaussians are most of a click at 512 tokens: the rested row's P is built ahead
     and the click runs on it; attention's is not (it takes a few milliseconds)."""
     built = count_builds(monkeypatch)
-    w, c = make(minilm_512, autostart=False, n_iter=20, speed=0.0, perplexity=10.0)
+    w, c = make(minilm_512, layer=0, head=0, autostart=False, n_iter=20, speed=0.0, perplexity=10.0)
     c.from_browser(hovered_head=[1, 2])  # attention mode
     time.sleep(0.2)
     assert built == [] and prefetch_idle()
@@ -224,7 +224,7 @@ def test_the_page_uses_the_same_dwell_and_forgets_the_row_on_the_same_traits():
 def test_clicks_with_hovers_between_them_run_on_the_right_P(make, long_ex):
     """Leased arrays go from run to run and from the prefetch to a run: whatever the order of hovers and
     clicks, each run's KL is that of the P computed afresh for its head."""
-    w, c = make(long_ex, autostart=False, n_iter=5, speed=0.0)
+    w, c = make(long_ex, layer=0, head=0, autostart=False, n_iter=5, speed=0.0)
     for i, (layer, head) in enumerate([(0, 1), (1, 2), (1, 3), (0, 2)]):
         c.from_browser(hovered_head=[layer, (head + 1) % 4])  # a row passed on the way
         c.from_browser(hovered_head=[layer, head])

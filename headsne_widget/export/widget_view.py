@@ -65,7 +65,7 @@ document.body.dataset.rendered = "true";
 
 def left_out(model: Any) -> list[tuple[str, int, tuple[str, ...]]]:
     """The views of :data:`LAYER_VIEWS` that show another layer than the map's: (name, their layer, their traits)."""
-    out = []
+    out: list[tuple[str, int, tuple[str, ...]]] = []
     for name, layer_trait, traits in LAYER_VIEWS:
         layer = getattr(model, layer_trait)
         if layer is not None and layer != model.layer:

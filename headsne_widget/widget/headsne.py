@@ -46,7 +46,10 @@ class HeadSNE(HeadSNEAttributes):
         its progress at once) or a ready extraction.
     model, tokenizer, device, max_tokens : passed to :func:`~headsne_widget.extract`.
     layer, head, mode : the selection: ``"attention"`` = P of that head, ``"hidden"`` = perplexity t-SNE of
-        that layer's output hidden states, ``"query-key"`` = the head's queries and keys together.
+        that layer's output hidden states, ``"query-key"`` = the head's queries and keys together. Without
+        ``head`` a mode with heads opens on the head (of ``layer``, when given) whose attention is most concentrated
+        on tokens the text decides, not on the first or special tokens, the query itself or its neighbours
+        (:func:`~headsne_widget.widget.loading.opening_head`), and the status says so; otherwise layer 0, head 0.
     autostart : start the first run as soon as the text is captured.
     **params : the other settings (perplexity, learning_rate, n_iter, ...): each keyword's type, bounds and
         default are in the signature above, in :class:`~headsne_widget.widget.params.HeadSNEParams` (which mypy
@@ -63,8 +66,8 @@ class HeadSNE(HeadSNEAttributes):
         text: str | Extraction,
         model: Any = None,
         *,
-        layer: int = 0,
-        head: int = 0,
+        layer: int | None = None,
+        head: int | None = None,
         mode: Mode = "attention",
         autostart: bool = True,
         tokenizer: Any = None,
@@ -73,7 +76,8 @@ class HeadSNE(HeadSNEAttributes):
         **params: Unpack[HeadSNEParams],
     ) -> None:
         check_keywords(params)
-        asked = Asked(layer, head, mode, autostart, params.get("grid_norm", NOT_GIVEN))
+        given = (0 if head is not None else NOT_GIVEN) if layer is None else layer  # a head alone: of layer 0
+        asked = Asked(given, NOT_GIVEN if head is None else head, mode, autostart, params.get("grid_norm", NOT_GIVEN))
         if isinstance(text, Extraction):
             if model is not None or tokenizer is not None or max_tokens is not None:
                 raise TypeError("model, tokenizer and max_tokens do not apply when text is already an Extraction")

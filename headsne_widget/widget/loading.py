@@ -5,7 +5,8 @@ report is a cancel point, so closing the widget stops the forward pass at the ne
 :class:`Loaded` extraction, then fills the extraction's cache with every head when they all fit its budget (a
 first click at 512 tokens then finds its head ready: 70-145 ms of a click under load before). What the
 constructor asked for travels as :class:`Asked` (``NOT_GIVEN`` where the user left a value out); the owner
-applies it with the extraction (``Owner.receive``).
+applies it with the extraction (``Owner.receive``). A widget whose ``head=`` was left out opens on an informative
+head, :func:`opening_head` (layer 0 head 0 is arbitrary, and in most models a sink or a broad head).
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ _WARMUP_LOCK = threading.Lock()
 _WARMUP: list[threading.Thread] = []  # the widget's warm-up thread, started once per process
 
 __all__ = [
-    "NOT_GIVEN", "Asked", "Loaded", "NotGiven", "Progress", "check_tokens", "contexts_job", "data_traits", "load_job",
-    "make_prefetch", "occurrence_traits", "prefetch_job",
+    "FIXED_KINDS", "NOT_GIVEN", "OPENING_NOTE", "Asked", "Loaded", "NotGiven", "Progress", "check_tokens",
+    "contexts_job", "data_traits", "load_job", "make_prefetch", "occurrence_traits", "opening_head",
+    "opening_selection", "prefetch_job",
 ]  # fmt: skip
 
 
@@ -50,14 +52,21 @@ class NotGiven(enum.Enum):
 NOT_GIVEN: Final = NotGiven.NOT_GIVEN
 
 
+#: the kinds (capture/scores.head_kind) of heads whose attention follows the positions whatever the text says: the
+#: first token, the special tokens, the query itself or its neighbours; a widget does not open on one
+FIXED_KINDS = ("sink", "previous", "next", "self", "special", "local")
+#: what the status says while the widget shows the head it opened on (the user gave no ``head=``)
+OPENING_NOTE = "opened on the head most focused on the text's own words: head= to choose"
+
+
 @dataclass(frozen=True)
 class Asked:
     """What ``HeadSNE(...)`` asked for, applied once the text is captured: the selection, whether the first run
     starts by itself, the grid (``NOT_GIVEN``: the model's default, above uniform for causal models) and the
     colouring (``HeadSNE.contexts``'s sense labels)."""
 
-    layer: int | NotGiven = 0  # NOT_GIVEN: the last layer
-    head: int = 0
+    layer: int | NotGiven = 0  # NOT_GIVEN: the opening head's layer, or (head given, HeadSNE.contexts) the last layer
+    head: int | NotGiven = 0  # NOT_GIVEN: the opening head (opening_selection)
     mode: str = "attention"
     autostart: bool = True
     grid_norm: str | NotGiven = NOT_GIVEN
@@ -149,6 +158,48 @@ def occurrence_traits(ex: Occurrences) -> dict[str, Any]:
         n_layers=ex.n_layers, n_heads=ex.n_heads, kv_groups=1, max_attention=ex.max_attention,
         max_attention_above_uniform=ex.above_uniform, score_names=[], scores=None, head_kinds=[],
     )  # fmt: skip
+
+
+def opening_head(scores: np.ndarray | None, names: list[str], kinds: list[str], layer: int | None = None) -> tuple[
+    int, int] | None:  # fmt: skip
+    """The head a widget opens on when ``head=`` is not given: the one with the most attention concentrated on tokens
+    the text decides, ``(1 - fixed) x (1 - entropy)`` with ``fixed = min(1, max(sink, special) + local)`` (the share
+    on the first or the special tokens and on the 7-token band round the query, itself and its neighbours included),
+    among the heads of no :data:`FIXED_KINDS` kind (all heads when every one is); within ``layer`` when given; ties
+    to the first in model order. ``scores`` (L, H, S) as the ``scores`` trait (-1 for NaN), ``names`` its score
+    names, ``kinds`` each head's kind, row-major. None without scores or for a layer out of range."""
+    if scores is None or not len(kinds):
+        return None
+    n_layers, n_heads = scores.shape[:2]
+    if layer is not None and not 0 <= layer < n_layers:
+        return None  # the trait refuses it, with its own words
+    value = {name: np.where(scores[..., k] < 0, np.nan, scores[..., k]) for k, name in enumerate(names)}
+    fixed = np.minimum(1.0, np.fmax(value["sink"], value["special"]) + value["local"])
+    focus = np.nan_to_num((1.0 - fixed) * (1.0 - value["entropy"]), nan=-1.0)
+    free = ~np.isin(np.asarray(kinds).reshape(n_layers, n_heads), FIXED_KINDS)
+    rows = list(range(n_layers)) if layer is None else [layer]
+    if not free[rows].any():
+        free[rows] = True
+    candidates = np.where(free, focus, -np.inf)
+    candidates[[k for k in range(n_layers) if k not in rows]] = -np.inf
+    best = int(np.argmax(candidates))
+    return best // n_heads, best % n_heads
+
+
+def opening_selection(asked: Asked, scores: np.ndarray | None, names: list[str], kinds: list[str],
+                      n_layers: int) -> tuple[Any, Any, bool]:  # fmt: skip
+    """The layer and head a widget opens on, and whether Python chose the head (:func:`opening_head`: ``head=`` left
+    out in a mode with heads). ``head=`` left out otherwise: head 0 (of layer 0 when the layer was left out too);
+    ``layer=`` left out with a head given (``HeadSNE.contexts``): the last layer. Values out of range pass through,
+    for the traits to refuse."""
+    layer, head = asked.layer, asked.head
+    if head is NOT_GIVEN:
+        per_head = asked.mode in SOURCES and SOURCES[asked.mode].per_head
+        chosen = opening_head(scores, names, kinds, None if layer is NOT_GIVEN else layer) if per_head else None
+        if chosen is not None:
+            return chosen[0], chosen[1], True
+        return 0 if layer is NOT_GIVEN else layer, 0, False
+    return n_layers - 1 if layer is NOT_GIVEN else layer, head, False
 
 
 def make_prefetch(ex: Extraction, workspace: Workspace, slot: Slot) -> Prefetch | None:

@@ -45,7 +45,7 @@ def _():
 
     from headsne_widget import HeadSNE, texts
 
-    w = HeadSNE(texts.TSNE_ABSTRACT, g.get_model_path(), n_iter=400, speed=200.0)
+    w = HeadSNE(texts.TSNE_ABSTRACT, g.get_model_path(), layer=0, head=0, n_iter=400, speed=200.0)
 
     def record(change):
         with open(os.environ["HEADSNE_MARIMO_OUT"], "a") as f:

@@ -90,6 +90,8 @@ class Owner(Text):
     # ------------------------------------------------------------------------------------ model events
 
     def on_selection(self, change: Any) -> None:
+        if self.opened != (self.widget.layer, self.widget.head):
+            self.opened = None  # another head chosen: the status no longer says why the widget opened where it did
         self.update_related()
         self.follow_layer(change)
         self.update_composition()

@@ -17,7 +17,7 @@ from ...affinity.sources import source
 from ...capture.extraction import Extraction
 from ..inbox import Inbox
 from ..jobs import Job, Slot
-from ..loading import Asked
+from ..loading import OPENING_NOTE, Asked
 from ..model import HeadSNEModel
 from ..pacing import Pace, RunRecord
 from ..prefetch import Prefetch
@@ -71,6 +71,7 @@ class OwnerState:
     pending: bool  # a run is scheduled: it starts once the current batch of changes is applied
     closed: bool
     decomposition_wanted: bool  # the decomposition panel was asked for: it follows the layer
+    opened: tuple[int, int] | None  # the head the widget opened on when no head= was given, until another is chosen
 
     def __init__(self, widget: HeadSNEModel, asked: Asked, apply: Callable[[Job, Any], None]) -> None:
         self.widget = widget
@@ -82,6 +83,7 @@ class OwnerState:
         self.run = self.reference = self.embedding = None
         self.user_colors = self.features = None
         self.pending = self.closed = self.decomposition_wanted = False
+        self.opened = None
 
     def write(self, traits: Mapping[str, Any]) -> None:
         """Set ``traits`` (name -> value) together: one message to the browser."""
@@ -92,6 +94,8 @@ class OwnerState:
     def status(self, what: str, iteration: int = 0, kl: float | None = None) -> str:
         w = self.widget
         note = "" if self.run is None else self.run.note
+        if self.opened == (w.layer, w.head) and source(w.mode).per_head:  # said while it shows the head it opened on
+            note = f"{note}; {OPENING_NOTE}" if note else OPENING_NOTE
         return status_line(what, source(w.mode).label(w.layer, w.head), iteration, w.n_iter, kl, note)
 
     def fail(self, err: BaseException, message: str, *, warn: bool) -> None:

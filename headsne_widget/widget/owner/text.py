@@ -1,5 +1,5 @@
-"""The owner and its text: the captured text received (its data, the selection asked for, the head map and the first
-run), its capture's failure, and the end (``close``)."""
+"""The owner and its text: the captured text received (its data, the selection asked for or the opening head, the head
+map and the first run), its capture's failure, and the end (``close``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ...affinity.neighbours import prepare as prepare_neighbours
 from ...capture.extraction import Extraction
 from ..head_map import head_map_job
 from ..jobs import Job
-from ..loading import NOT_GIVEN, Loaded, check_tokens, data_traits, make_prefetch
+from ..loading import NOT_GIVEN, OPENING_NOTE, Loaded, check_tokens, data_traits, make_prefetch, opening_selection
 from ..workspace import Workspace
 from .results import RunResults
 
@@ -55,15 +55,18 @@ class Text(RunResults):
         with widget.hold_sync():
             if not widget.tokens:  # not given at construction: the data traits now
                 self.write(data_traits(ex))
+            layer, head, chosen = opening_selection(asked, widget.scores, widget.score_names, widget.head_kinds,
+                                                    ex.n_layers)  # fmt: skip
             try:
-                layer = ex.n_layers - 1 if asked.layer is NOT_GIVEN else asked.layer
-                widget.layer, widget.head, widget.mode = layer, asked.head, asked.mode
+                widget.layer, widget.head, widget.mode = layer, head, asked.mode
             except t.TraitError as err:
                 return self.refuse(err)
+            self.opened = (layer, head) if chosen else None
             if asked.grid_norm is NOT_GIVEN:  # the grid that shows the heads: above uniform for causal models
                 widget.grid_norm = default_grid_norm(ex)
             widget.state, widget.progress = "idle", None
-            widget.status = f"idle - {ex.model_name}, {ex.n_tokens} tokens: click a head or press play"
+            opened = f"; {OPENING_NOTE}" if chosen else ""
+            widget.status = f"idle - {ex.model_name}, {ex.n_tokens} tokens: click a head or press play{opened}"
         self.ex, self.workspace = ex, Workspace(ex.n_tokens)
         self.prefetch = make_prefetch(ex, self.workspace, self.slots["prefetch"])
         return True
