@@ -163,3 +163,25 @@ def test_the_budget_refuses_before_allocation(tiny_model_dir, budget, monkeypatc
     monkeypatch.setattr(rows_module, "ROWS_MIN_TOKENS", N)
     with pytest.warns(UserWarning, match="no rows kept"):
         assert capture(path).kept_row_keys is None
+
+
+def test_a_heads_sparse_p_reads_the_kept_rows(tiny_model_dir, monkeypatch):
+    """``selection_affinities`` (the widget's, the studies' P) of an extraction with rows: P from at most the kept
+    keys a row, without recomputing the head (the captured layer's pass and the dense head are never called),
+    equal to the P of ``largest_entries`` of the dense head at that cap."""
+    from headsne_widget.affinity.selection import selection_affinities
+    from headsne_widget.affinity.sparse import sparse_attention_affinities
+    from headsne_widget.capture.layers import LayerAttention
+
+    ex = capture(tiny_model_dir("mistral"), rows=24)
+
+    def recompute(*args, **kwargs):
+        raise AssertionError("the head was recomputed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(LayerAttention, "sparse", recompute)
+        patched.setattr(LayerAttention, "heads", recompute)
+        chosen = selection_affinities(ex, "attention", 1, 2, sparse=True, dtype=np.float32)
+    rows = largest_entries(ex.attention(1, 2), 0.99, max_keys=24)
+    P = sparse_attention_affinities(rows, dtype=np.float32)[0]
+    assert (chosen.P != P).nnz == 0 and chosen.P.nnz == P.nnz

@@ -38,7 +38,7 @@ from ...budget import memory_budget_bytes
 from ...errors import MemoryBudgetError
 from ..sparse import check_entries, top_mass_totals
 from .base import Fold, LayerShape
-from .rows_kernels import store_ranked
+from .rows_kernels import gather_sorted, store_ranked
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_array
@@ -172,21 +172,21 @@ class KeptRowStore:
             check_entries(entries, n, n, max_entries, label=label, mass=mass, max_keys=max_keys)
         at = np.arange(n)
         kept = np.where(take > 0, sums[at, np.maximum(take, 1) - 1] / np.where(totals > 0, totals, 1.0), 1.0)
-        return _csr(columns, values, slots < take[:, None], take, mass, kept)
+        return _csr(columns, values, take, mass, kept)
 
 
-def _csr(columns: np.ndarray, values: np.ndarray, chosen: np.ndarray, take: np.ndarray, mass: float, kept: np.ndarray
-         ) -> csr_array:  # fmt: skip
-    """The chosen slots as ``capture.sparse.SparseRows.build`` makes a matrix: columns increasing in each row."""
+def _csr(columns: np.ndarray, values: np.ndarray, take: np.ndarray, mass: float, kept: np.ndarray) -> csr_array:
+    """Each row's first ``take`` ranked slots as ``capture.sparse.SparseRows.build`` makes a matrix: columns
+    increasing in each row (:func:`.rows_kernels.gather_sorted`)."""
     from scipy.sparse import csr_array
 
-    n = int(take.size)
-    cols, vals = columns[chosen], values[chosen]
-    order = np.lexsort((cols, np.repeat(np.arange(n), take)))
-    index = np.int32 if max(int(take.sum()), n) < 2**31 else np.int64
+    n, nnz = int(take.size), int(take.sum())
+    index = np.int32 if max(nnz, n) < 2**31 else np.int64
     indptr = np.zeros(n + 1, dtype=index)
     np.cumsum(take, out=indptr[1:])
-    matrix = csr_array((vals[order].astype(np.float32), cols[order].astype(index), indptr), shape=(n, n), copy=False)
+    indices, data = np.empty(nnz, index), np.empty(nnz, np.float32)
+    gather_sorted(columns, values, indptr, indices, data)
+    matrix = csr_array((data, indices, indptr), shape=(n, n), copy=False)
     matrix.has_canonical_format = True
     matrix.mass = mass  # type: ignore[attr-defined]
     kept.flags.writeable = False

@@ -39,3 +39,17 @@ def store_ranked(
             out_values[head, query, q] = values[at + order[q]]
         out_counts[head, query] = c
         at += c
+
+
+@njit(cache=True, nogil=True)
+def gather_sorted(
+    columns: np.ndarray, values: np.ndarray, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Row ``i``'s first ``indptr[i + 1] - indptr[i]`` ranked entries of ``columns`` / ``values`` ``(n, K)``
+    written to ``indices`` / ``data`` from ``indptr[i]`` by increasing column (a CSR row as scipy keeps it)."""
+    for i in range(indptr.size - 1):
+        at, c = indptr[i], indptr[i + 1] - indptr[i]
+        order = np.argsort(columns[i, :c])
+        for q in range(c):
+            indices[at + q] = columns[i, order[q]]
+            data[at + q] = values[i, order[q]]
