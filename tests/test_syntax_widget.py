@@ -218,3 +218,21 @@ def test_a_syntax_colouring_sends_each_tokens_word_and_head_for_the_arcs(tiny_be
     assert (tree[1] == -1).sum() == 2 + 2  # [CLS], [SEP] and the two sentences' roots
     w.color_by = "kind"
     assert w.syntax_tree is None
+
+
+def test_the_head_map_colours_each_head_by_the_relation_it_tracks_best(planted_ex, make):
+    w, _ = make(planted_ex, autostart=False)
+    assert w.head_relations == []
+    w.color_by = "dep"
+    # the oracle: the corpus function on the same text and parse, relations of 3 pairs or more, best accuracy
+    # (the first in the table's order on a tie), "(none)" below 0.5
+    table = relation_heads([planted_ex], parses=[parse(TEXT)[0]])
+    table = table[(table["count"] >= 3) & (table["relation"] != "punct")]
+    expected = []
+    for _, rows in table.groupby(["layer", "head"]):  # sorted: row-major, as head_kinds
+        best = rows.loc[rows["accuracy"].idxmax()]
+        expected.append(best["relation"] if best["accuracy"] >= 0.5 else "(none)")
+    assert w.head_relations == expected
+    assert w.head_relations[2] == "amod"  # the planted head (layer 0 head 2) gets all three right
+    w.color_by = "position"
+    assert w.head_relations == []

@@ -223,6 +223,9 @@ TRAITS: tuple[TraitSpec, ...] = (
     _spec("attended_by", _partners(), "state", "per token i: top-k queries of column i of A (null in hidden mode)"),
     _spec("color_values", _array("float32", 1), "state", "float32 (n,) for color modes max_attention and user"),
     _spec("color_categories", t.List(_U()), "state", "non-empty: color_values are integer codes into it"),
+    _spec("head_relations", t.List(_U()), "state", "per head, row-major like `head_kinds`, while `color_mode` is "
+          "\"pos\" or \"dep\": the dependency relation it tracks best in this text (its accuracy at least 0.5 on a "
+          "relation with 3 pairs or more; \"(none)\" else): the head map colours by it; [] in other modes"),
     _spec("syntax_tree", _array("int32", 2), "state", "int32 (2, n) while `color_mode` is \"pos\" or \"dep\": "
           "each token's word's first token (row 0) and its word's syntactic head's first token (row 1), -1 for none "
           "(special tokens, roots): the hovered token's head and dependents drawn as arcs; null in other modes"),

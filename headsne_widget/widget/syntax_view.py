@@ -28,7 +28,14 @@ from ..capture.scores import SCORES
 from ..errors import ParserUnavailableError
 from ..syntax.alignment import WordAlignment, align_extraction
 from ..syntax.parses import parse
-from ..syntax.relations import TextRelations, check_relations, head_relation_scores, text_relations
+from ..syntax.relations import (
+    PUNCTUATION,
+    TextRelations,
+    check_relations,
+    head_relation_scores,
+    relation_table,
+    text_relations,
+)
 
 if TYPE_CHECKING:
     from ..capture.extraction import Extraction
@@ -39,6 +46,7 @@ __all__ = [
     "OTHER",
     "SYNTAX_COLOURS",
     "check_sort",
+    "head_relations",
     "relation_scores",
     "relations_found",
     "syntax_colours",
@@ -57,6 +65,10 @@ OTHER = "(other)"
 MAX_SHOWN = 10
 #: the texts whose parses are kept
 PARSES_KEPT = 8
+#: the head map's rule: a head tracks the relation it gets most right in the text, at least this share of its pairs,
+#: among the relations with at least ``MIN_PAIRS`` pairs there (one pair right by chance is no tracking)
+TRACKS = 0.5
+MIN_PAIRS = 3
 
 _RELATIONS: weakref.WeakKeyDictionary[Extraction, TextRelations] = weakref.WeakKeyDictionary()
 
@@ -122,6 +134,23 @@ def _relations(ex: Extraction) -> TextRelations:
     return found
 
 
+def head_relations(ex: Extraction) -> list[str]:
+    """Per head, row-major (index layer * H + head, as ``head_kinds``): the relation it tracks best in this text (the
+    better direction; ties to the more frequent relation), or :data:`NO_WORD` where none reaches :data:`TRACKS`
+    among the relations with :data:`MIN_PAIRS` pairs or more (punctuation left out)."""
+    n_layers, n_heads = ex.n_layers, ex.n_heads
+    out = [NO_WORD] * (n_layers * n_heads)
+    counts = {r: c for r, c in relations_found(ex).items() if c >= MIN_PAIRS and r not in PUNCTUATION}
+    if not counts:
+        return out
+    table = relation_table([_relations(ex)], sorted(counts, key=lambda r: (-counts[r], r)))
+    best = table.loc[table.groupby(["layer", "head"])["accuracy"].idxmax()]
+    for row in best.itertuples():
+        if row.accuracy >= TRACKS:
+            out[int(row.layer) * n_heads + int(row.head)] = str(row.relation)
+    return out
+
+
 def relations_found(ex: Extraction) -> dict[str, int]:
     """The relations of the text a head can be scored on (both words with tokens), label -> count."""
     labels, counts = np.unique(_relations(ex).relations.astype(str), return_counts=True)
@@ -143,6 +172,8 @@ def check_sort(value: str, ex: Extraction | None) -> str:
     if value in ("", *SCORES) or ex is None:
         return value
     scores = f"sort_heads={value!r} is not a score ({', '.join(SCORES)})"
+    if not ex.has_attention:
+        raise ValueError(f"{scores}; a relation needs each head's attention in the text, which this widget has not")
     try:
         check_relations(value, relations_found(ex))
     except ValueError as err:

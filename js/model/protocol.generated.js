@@ -101,6 +101,9 @@
  * @property {WireEdges | null} attended_by per token i: top-k queries of column i of A (null in hidden mode)
  * @property {WireArray | null} color_values float32 (n,) for color modes max_attention and user
  * @property {string[]} color_categories non-empty: color_values are integer codes into it
+ * @property {string[]} head_relations per head, row-major like `head_kinds`, while `color_mode` is "pos" or "dep": the
+ *   dependency relation it tracks best in this text (its accuracy at least 0.5 on a relation with 3 pairs or more;
+ *   "(none)" else): the head map colours by it; [] in other modes
  * @property {WireArray | null} syntax_tree int32 (2, n) while `color_mode` is "pos" or "dep": each token's word's first
  *   token (row 0) and its word's syntactic head's first token (row 1), -1 for none (special tokens, roots): the hovered
  *   token's head and dependents drawn as arcs; null in other modes
@@ -202,6 +205,7 @@ export const T = Object.freeze({
   attended_by: "attended_by",
   color_values: "color_values",
   color_categories: "color_categories",
+  head_relations: "head_relations",
   syntax_tree: "syntax_tree",
   atlas: "atlas",
   atlas_kl: "atlas_kl",
@@ -335,6 +339,7 @@ export const MIRRORED = /** @type {const} */ ([
   "state",
   "progress",
   "color_categories",
+  "head_relations",
   "atlas",
   "atlas_kl",
   "atlas_heads",

@@ -57,6 +57,14 @@ def test_colour_by_dependency_relation_shows_a_legend_of_the_relations(lab: jupy
         by_label.setdefault(label, set()).add(shown)
     assert all(len(shades) == 1 for shades in by_label.values()), by_label
     assert len({next(iter(s)) for s in by_label.values()}) == len(by_label)
+    # the head map's legend: the relations the heads track best (the kernel's head_relations), with their counts
+    relations = lab.ui.query("list(w.head_relations)")
+    assert len(relations) == 72 and "(none)" in relations
+    heads = lab.root.locator(f"{jupyter.testid('headsne-head-kinds')} .hs-legend-entry")
+    _until(lab, "the head map's legend of relations", lambda: "(none)" in heads.evaluate_all(
+        "es => es.map(e => e.dataset.kind)"))  # fmt: skip
+    shown = heads.evaluate_all("es => es.map(e => [e.dataset.kind, Number(e.title.split(' ')[0])])")
+    assert sorted(shown) == sorted([r, relations.count(r)] for r in set(relations))
     assert lab.log.widget_errors() == [], lab.log.widget_errors()
 
 

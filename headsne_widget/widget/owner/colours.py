@@ -9,7 +9,7 @@ from typing import Any
 from ...affinity.sources import source
 from ...capture.extraction import Extraction
 from ..colors import color_traits
-from ..syntax_view import SYNTAX_COLOURS, syntax_colours, syntax_tree
+from ..syntax_view import SYNTAX_COLOURS, head_relations, syntax_colours, syntax_tree
 from .panels import Panels
 
 __all__ = ["Colours"]
@@ -52,8 +52,8 @@ class Colours(Panels):
         w = self.widget
         if self.ex is None:
             return
-        if w.color_mode not in SYNTAX_COLOURS and w.syntax_tree is not None:
-            w.syntax_tree = None
+        if w.color_mode not in SYNTAX_COLOURS and (w.syntax_tree is not None or w.head_relations):
+            self.write({"syntax_tree": None, "head_relations": []})
         if w.color_mode == "max_attention":
             w.color_values = self.ex.max_attention[w.layer, w.head] if source(w.mode).per_head else None
             w.color_categories = []
@@ -79,4 +79,7 @@ class Colours(Panels):
             back = "position" if previous in SYNTAX_COLOURS else previous
             self.write({"color_mode": back, "status": f"cannot colour by {w.color_mode}: {err}"})
             return
-        self.write({"color_values": values, "color_categories": categories, "syntax_tree": syntax_tree(ex)})
+        tree, heads = syntax_tree(ex), head_relations(ex) if ex.has_attention else []
+        self.write(
+            {"color_values": values, "color_categories": categories, "syntax_tree": tree, "head_relations": heads}
+        )

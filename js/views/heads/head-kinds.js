@@ -32,6 +32,27 @@ export function kindLegend(kinds) {
   return order.map((kind) => ({ kind, colour: kindColour(kind, kinds), count: counts.get(kind) ?? 0 }));
 }
 
+/** The head map's label of a head that tracks no relation (headsne_widget/widget/syntax_view.py NO_WORD). */
+export const NO_RELATION = "(none)";
+
+/**
+ * The head map's legend of the relations the heads track best (`head_relations`): category10 by how many heads
+ * track each (most first, ties by name), then the heads that track none, in `muted`.
+ * @param {string[]} relations one per head
+ * @param {string} muted
+ * @returns {{kind: string, colour: string, count: number}[]}
+ */
+export function relationLegend(relations, muted) {
+  /** @type {Map<string, number>} */
+  const counts = new Map();
+  for (const r of relations) counts.set(r, (counts.get(r) ?? 0) + 1);
+  const order = [...counts.keys()].filter((r) => r !== NO_RELATION);
+  order.sort((a, b) => (counts.get(b) ?? 0) - (counts.get(a) ?? 0) || (a < b ? -1 : a > b ? 1 : 0));
+  const entries = order.map((kind, k) => ({ kind, colour: categorical(k), count: counts.get(kind) ?? 0 }));
+  const none = counts.get(NO_RELATION);
+  return none ? [...entries, { kind: NO_RELATION, colour: muted, count: none }] : entries;
+}
+
 /**
  * The screen places (CSS px) of N heads at `positions` (N x 2, in [-1, 1]) in a box of `width` x `height`
  * with `pad` px on every side, y up; the box's aspect is kept (the map's distances are Euclidean).

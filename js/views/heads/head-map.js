@@ -1,13 +1,14 @@
 // The head map (data-testid="headsne-head-map", a fold below the map): every head one point at its
 // `head_map` place (a t-SNE of the heads' features, js/PROTOCOL.md), coloured by its kind (`head_kinds`)
-// with the kinds' legend, the selected head ringed; hovering a point says "L{layer} H{head} · kind · top
+// with the kinds' legend (while the tokens are coloured by a parse, by the relation it tracks best in the text,
+// `head_relations`), the selected head ringed; hovering a point says "L{layer} H{head} · kind · top
 // scores", a click selects that head (layer and head in one write). Under it the related heads (`related`):
 // the heads most like the selected one, each a button that selects it. Text via textContent only.
 
 import { disposer, el, span } from "../../lib/dom.js";
 import { nearestPoint } from "../scatter/hittest.js";
 import { headOf } from "../../store/state.js";
-import { headLine, headPlaces, kindColour, kindLegend, relatedHeads, topScores } from "./head-kinds.js";
+import { headLine, headPlaces, kindLegend, relatedHeads, relationLegend, topScores } from "./head-kinds.js";
 
 const HEIGHT = 260; // CSS px of the map at most
 const PAD = 10; // CSS px around the points
@@ -32,13 +33,41 @@ export function headMapNote(s, N) {
 }
 
 /**
- * The kinds' legend: one swatch per kind on the map, with its count of heads.
- * @param {HTMLElement} legend
- * @param {string[]} kinds one per head
+ * What the map colours its heads by: the relations they track best while Python sends them, else their kinds; one
+ * label a head, and the legend's entries (label, colour, count).
+ * @param {State} s
  */
-function fillKindLegend(legend, kinds) {
+export function headLabels(s) {
+  const relations = s.head_relations ?? [];
+  if (relations.length) return { labels: relations, entries: relationLegend(relations, s.theme?.muted ?? "#888") };
+  const kinds = s.head_kinds ?? [];
+  return { labels: kinds, entries: kindLegend(kinds) };
+}
+
+/**
+ * Each label's colour on the map (muted for one the legend lacks).
+ * @param {State} s
+ * @returns {(label: string) => string}
+ */
+function colourLookup(s) {
+  const by = new Map(headLabels(s).entries.map((e) => [e.kind, e.colour]));
+  const muted = s.theme?.muted ?? "#888";
+  return (label) => by.get(label) ?? muted;
+}
+
+/** @type {(keyof State)[]} what the map is drawn from */
+const DRAWN_FROM = ["headMap", "head_kinds", "head_relations", "layer", "head", "mode", "n_layers", "n_heads", "theme"];
+/** @type {(keyof State)[]} what the related heads' list shows */
+const RELATED_FROM = ["related", "head_kinds", "head_relations", "layer", "head", "mode", "n_layers", "n_heads"];
+
+/**
+ * The legend: one swatch per kind (or relation) on the map, with its count of heads.
+ * @param {HTMLElement} legend
+ * @param {State} s
+ */
+function fillKindLegend(legend, s) {
   legend.replaceChildren(
-    ...kindLegend(kinds).map(({ kind, colour, count }) => {
+    ...headLabels(s).entries.map(({ kind, colour, count }) => {
       const swatch = el("span", { className: "hs-swatch" });
       swatch.style.background = colour;
       return el("span", { className: "hs-legend-entry", dataset: { kind, colour }, title: `${count} heads` }, [
@@ -75,7 +104,7 @@ export function createHeadMap({ dom, store, intents }) {
   let hovered = -1;
 
   const shape = () => ({ L: store.state.n_layers || 0, H: store.state.n_heads || 0 });
-  const kinds = () => store.state.head_kinds ?? [];
+  const kinds = () => headLabels(store.state).labels;
 
   function draw() {
     const s = store.state;
@@ -105,8 +134,9 @@ export function createHeadMap({ dom, store, intents }) {
     c.fillStyle = theme.panel;
     c.fillRect(0, 0, width, height);
     const all = kinds();
+    const colourOf = colourLookup(s);
     for (let i = 0; i < N; i++) {
-      c.fillStyle = kindColour(all[i] ?? "", all);
+      c.fillStyle = colourOf(all[i] ?? "");
       c.beginPath();
       c.arc(places.sx[i], places.sy[i], RADIUS, 0, 2 * Math.PI);
       c.fill();
@@ -136,6 +166,7 @@ export function createHeadMap({ dom, store, intents }) {
     const sel = headOf(s);
     related.hidden = heads.length === 0;
     const all = kinds();
+    const colourOf = colourLookup(s);
     related.replaceChildren(
       span("hs-legend-title", `most like L${sel.layer} H${sel.head}`),
       ...heads.map(({ layer, head, similarity }) => {
@@ -146,7 +177,7 @@ export function createHeadMap({ dom, store, intents }) {
           title: `select layer ${layer} head ${head}${kind ? ` (${kind})` : ""}: similarity ${similarity.toFixed(3)}`,
           text: `L${layer} H${head} · ${Number.isFinite(similarity) ? similarity.toFixed(2) : "–"}`,
         });
-        button.style.borderLeftColor = kindColour(kind, all);
+        button.style.borderLeftColor = colourOf(kind);
         button.addEventListener("click", () => intents.selectHead(layer, head));
         return button;
       }),
@@ -191,12 +222,10 @@ export function createHeadMap({ dom, store, intents }) {
     if (i >= 0 && H) intents.selectHead(Math.floor(i / H), i % H);
   });
 
-  scope.add(
-    store.watch(["headMap", "head_kinds", "layer", "head", "mode", "n_layers", "n_heads", "theme", "state"], draw),
-  );
-  scope.add(store.watch(["head_kinds"], () => fillKindLegend(legend, kinds())));
+  scope.add(store.watch([...DRAWN_FROM, "state"], draw));
+  scope.add(store.watch(["head_kinds", "head_relations", "theme"], (s) => fillKindLegend(legend, s)));
   scope.add(store.watch(["doc"], (s) => (panel.hidden = Boolean(s.doc.word)))); // word mode: no head scores
-  scope.add(store.watch(["related", "head_kinds", "layer", "head", "mode", "n_layers", "n_heads"], showRelated));
+  scope.add(store.watch(RELATED_FROM, showRelated));
   const observer = new ResizeObserver(() => draw());
   observer.observe(body);
   scope.add(() => observer.disconnect());

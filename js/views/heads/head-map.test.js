@@ -6,7 +6,17 @@ import assert from "node:assert/strict";
 import { installDom } from "../../test-helpers/fake-dom.js";
 import { encodeArray } from "../../model/codecs.js";
 import { H, L, mount as mountOn } from "../../test-helpers/widget-fixture.js";
-import { headLine, headPlaces, kindColour, kindLegend, relatedHeads, topScores, KINDS } from "./head-kinds.js";
+import {
+  headLine,
+  headPlaces,
+  kindColour,
+  kindLegend,
+  relatedHeads,
+  relationLegend,
+  topScores,
+  KINDS,
+} from "./head-kinds.js";
+import { categorical } from "../../lib/colors.js";
 
 let widget;
 before(async () => {
@@ -127,4 +137,15 @@ test("a related head's button selects it; kinds are text, never HTML", async () 
   assert.match(root.querySelector("[data-testid=headsne-head-tip]").textContent, /<img src=x/);
   assert.equal(root.querySelectorAll("img").length, 0);
   cleanup();
+});
+
+test("the head map's legend of relations: most heads first, the heads that track none last and muted", () => {
+  const relations = ["det", "(none)", "amod", "det", "(none)", "nsubj", "amod", "det"];
+  assert.deepEqual(relationLegend(relations, "grey"), [
+    { kind: "det", colour: categorical(0), count: 3 },
+    { kind: "amod", colour: categorical(1), count: 2 },
+    { kind: "nsubj", colour: categorical(2), count: 1 },
+    { kind: "(none)", colour: "grey", count: 2 },
+  ]);
+  assert.deepEqual(relationLegend(["det"], "grey"), [{ kind: "det", colour: categorical(0), count: 1 }]);
 });
