@@ -2,10 +2,6 @@
 // dependents (dashed), bowed to one side so that they never hide the straight attention edges they may share.
 
 /**
- * @typedef {import("./scatter-canvas.js").Scene} Scene
- */
-
-/**
  * A quadratic arc from (x0, y0) to (x1, y1), bowed by a quarter of its length to its left.
  * @param {CanvasRenderingContext2D} c
  * @param {number} x0 @param {number} y0 @param {number} x1 @param {number} y1
@@ -21,7 +17,8 @@ function arc(c, x0, y0, x1, y1) {
 /**
  * Draw the hovered token's syntax arcs (`scene.syntax`); returns how many were drawn.
  * @param {CanvasRenderingContext2D} c
- * @param {Scene} scene
+ * @param {{syntax?: {head: number, dependents: number[]}, points: {sx: Float32Array, sy: Float32Array} | null,
+ *   hoverRow: number, theme: import("../lib/theme.js").Theme}} scene the map's (js/paint/scatter-canvas.js Scene)
  */
 export function drawSyntaxArcs(c, scene) {
   const { syntax, points, hoverRow, theme } = scene;
