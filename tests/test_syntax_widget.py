@@ -18,7 +18,7 @@ import traitlets
 
 pytest.importorskip("spacy")
 
-from headsne_widget import extract
+from headsne_widget import HeadSNE, extract
 from headsne_widget.capture.extracted import Extraction
 from headsne_widget.errors import ParserUnavailableError
 from headsne_widget.studies.syntax import relation_heads
@@ -236,3 +236,20 @@ def test_the_head_map_colours_each_head_by_the_relation_it_tracks_best(planted_e
     assert w.head_relations[2] == "amod"  # the planted head (layer 0 head 2) gets all three right
     w.color_by = "position"
     assert w.head_relations == []
+
+
+def test_a_words_occurrences_are_coloured_by_their_part_of_speech_in_each_text(tiny_bert, comms):
+    texts = ["I sat by the river bank.", "The bank raised its rates.", "They bank on good weather.", "A bank closed."]
+    w = HeadSNE.contexts("bank", texts, tiny_bert, autostart=False)
+    try:
+        w.wait_ready()
+        w.color_by = "pos"
+        nlp = parses.spacy_pipeline()
+        expected = [next(t.pos_ for t in nlp(text) if t.text == "bank") for text in texts]  # each in its own text
+        assert expected == ["NOUN", "NOUN", "VERB", "NOUN"]
+        assert codes_as_labels(w) == expected
+        assert w.head_relations == []  # no head's attention over the occurrences: no head map of relations
+        with pytest.raises(traitlets.TraitError, match="needs each head's attention"):
+            w.sort_heads = "det"
+    finally:
+        w.close()
