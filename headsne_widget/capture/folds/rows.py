@@ -250,4 +250,9 @@ class KeptRows(Fold):
         self.layer = None
 
     def finish(self, layers: list[Any]) -> KeptRowStore | None:
-        return None if self.off else self.store
+        if self.off or self.store is None:
+            return None
+        # the read's kernel compiled (or loaded from numba's cache) with the capture, not at the first head change
+        none, empty = np.zeros((1, 1), np.int32), np.zeros(0, np.int32)
+        gather_sorted(none, none.astype(np.float32), np.zeros(2, np.int32), empty, empty.astype(np.float32))
+        return self.store
