@@ -1,6 +1,7 @@
 // A saved page (js/model/static-page.js, headsne_widget/export) against the real widget: it says it is
-// static, a click on a head whose map it holds (the atlas's layer) shows that map, any other head is refused
-// with a word why and changes nothing, and what needs the kernel is off.
+// static, a click on a head whose map it holds (the atlas's layer, the map's: a saved page holds one layer) shows
+// that map and the atlas's caption names the map's layer, any other head is refused with a word why and changes
+// nothing, and what needs the kernel is off.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
@@ -16,14 +17,19 @@ before(async () => {
 });
 
 const n = TOKENS.length;
-/** The atlas of layer 1: head h's map is every point at (h, row). */
+/** The atlas of layer 1, the exported map's layer: head h's map is every point at (h, row). */
 const atlas = Float32Array.from({ length: H * n * 2 }, (_, i) =>
   i % 2 ? Math.floor(i / 2) % n : Math.floor(i / (2 * n)),
 );
 
 function page() {
   const state = {
-    ...traits({ state: "done", status: "done layer 0 head 0 - KL 1.5000 after 1000 iterations", best_kl: 0.5 }),
+    ...traits({
+      layer: 1,
+      state: "done",
+      status: "done layer 1 head 0 - KL 1.5000 after 1000 iterations",
+      best_kl: 0.5,
+    }),
     atlas: encodeArray(atlas, [H, n, 2]),
     atlas_kl: encodeArray(Float32Array.of(1.7, 1.8, 1.9), [H]),
     atlas_heads: [0, 1, 2],
@@ -34,9 +40,8 @@ function page() {
     color_mode: "position",
   };
   const offline = {
-    label: "static export of layer 0 head 0",
+    label: "static export of layer 1 head 0",
     heads: [
-      [0, 0],
       [1, 0],
       [1, 1],
       [1, 2],
@@ -55,7 +60,8 @@ const text = (root, id) => root.querySelector(`[data-testid=${id}]`).textContent
 test("a saved page says it is static and switches the map to a head it holds", async () => {
   const { el, state, root, clock, cleanup } = page();
   await Promise.resolve();
-  assert.match(text(root, "headsne-static"), /static export of layer 0 head 0/);
+  assert.match(text(root, "headsne-static"), /static export of layer 1 head 0/);
+  assert.equal(text(root, "headsne-atlas-caption"), "head atlas of layer 1, the map's layer");
   assert.equal(root.querySelector("[data-testid=headsne-play]").disabled, true, "no kernel to run");
   assert.equal(root.querySelector("[data-testid=headsne-atlas-run]").disabled, true);
   clickCell(el, 1, 2, 1);
@@ -67,6 +73,7 @@ test("a saved page says it is static and switches the map to a head it holds", a
   assert.match(root.textContent, /layer 1 · head 2/, "the caption follows");
   assert.equal(text(root, "headsne-iteration"), "300");
   assert.equal(root.querySelector("[data-testid=headsne-kl-hint]").hidden, true, "no hint from the export's best KL");
+  assert.equal(text(root, "headsne-atlas-caption"), "head atlas of layer 1, the map's layer", "one layer shown");
   cleanup();
 });
 
@@ -77,12 +84,13 @@ test("a head the saved page holds no map of is refused, with a word why; nothing
   clickCell(el, 0, 2, 1);
   await Promise.resolve();
   clock.advance(50);
-  assert.deepEqual([state.layer, state.head], [0, 0]);
+  assert.deepEqual([state.layer, state.head], [1, 0]);
   assert.equal(state.frame, frame);
   assert.match(
     text(root, "headsne-status"),
-    /static export of layer 0 head 0: this page holds no map of layer 0 head 2/,
+    /static export of layer 1 head 0: this page holds no map of layer 0 head 2/,
   );
-  assert.match(root.textContent, /layer 0 · head 0/);
+  assert.match(root.textContent, /layer 1 · head 0/);
+  assert.equal(text(root, "headsne-atlas-caption"), "head atlas of layer 1, the map's layer");
   cleanup();
 });
