@@ -42,6 +42,7 @@ def test_demo_is_committed_without_outputs():
         "ex.model_name",
         "HeadSNE.contexts",
         "centroid_accuracy",
+        "relation_heads_map",
     ):
         assert needed in source, needed
 
