@@ -72,6 +72,7 @@ LINEAR = {
     "widget.syntax_view.check_sort": "checks a sort name against the (L, H) scores' names",
     "widget.syntax_view.syntax_colours": "(n,) colour codes from the parse",
     "widget.syntax_view.token_labels": "(n,) labels from the parse",
+    "widget.syntax_view.syntax_tree": "(2, n) token indices: each token's word and its head word, from the parse",
     "Extraction.has_attention": "a flag",
     "Extraction.hidden_states": "(L + 1, n, d)",
     "Extraction.layer_output": "(n, d)",
@@ -129,10 +130,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {"widget.syntax_view.syntax_colours": {"m
 
 #: n^2 allocations known to be unchecked, each with what it does and whose file the fix is in: the test holds
 #: that each still fails under the cap (so that a fix removes it from here) and that nothing else does
-KNOWN_HOLES = {
-    "Extraction.sparse_attention": "keeps each row's keys up to the mass with no bound by default (max_entries=None): "
-    "a head's rows at mass 0.99 grow as n^2 / 2; the default belongs in capture/extracted.py",
-}
+KNOWN_HOLES: dict[str, str] = {}
 
 WORDS = "the quick brown fox jumps over the lazy dog".split()
 

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from .._checks import DEFAULT_MASS, check_index, check_mass
+from ..budget import memory_budget_bytes
 from .scores import HeadStatistics
 from .sources import CapturedAttention, DenseAttention, NoAttention, check_budget, read_only
 from .sparse import check_limits
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from scipy.sparse import csr_array
 
 __all__ = ["Extraction", "HiddenStates"]
+
+#: bytes a kept entry of one head's rows costs while :meth:`Extraction.sparse_attention` gathers them: its float32
+#: value and int32 column, twice (the chunks, then the CSR they are joined into)
+ROW_ENTRY_BYTES = 16
 
 
 class HiddenStates:
@@ -165,10 +170,11 @@ class Extraction:
         ``mass``. ``mass=1`` keeps every nonzero entry. ``progress(fraction)`` is called now and then with the
         share of rows done, and may raise to stop the work (the widget's cancel point). See docs/long-texts.md.
 
-        Bounds (None: none): ``max_keys`` keeps at most that many of each row's largest entries (``S.kept`` then
+        Bounds: ``max_keys`` (None: none) keeps at most that many of each row's largest entries (``S.kept`` then
         says the share each row really holds, possibly below ``mass``); ``max_entries`` raises
         ``errors.MemoryBudgetError`` as soon as the entries kept so far, extrapolated over the rows still to do,
-        exceed it, before the rest is allocated (``headsne_widget.budget.entries_within()`` is the budget's).
+        exceed it, before the rest is allocated. None: what the memory budget holds of this matrix alone
+        (:data:`ROW_ENTRY_BYTES` an entry); ``headsne_widget.budget.entries_within()`` is a whole P's.
 
         Where the capture kept the rows (``extract(..., rows=...)``, ``ex.kept_row_keys``) and each row's answer is
         a prefix of what it kept, the matrix is read from them (the same matrix); else computed as above.
@@ -176,6 +182,8 @@ class Extraction:
         share = check_mass(mass)
         layer, head = self._layer_index(layer), self._head_index(head)
         max_keys, max_entries = check_limits(max_keys, max_entries)
+        if max_entries is None:  # an unbounded head's rows at mass 0.99 grow as n^2 / 2: never past the budget
+            max_entries = max(1, memory_budget_bytes() // ROW_ENTRY_BYTES)
         kept = self.folded.get("rows")  # the capture's kept rows (capture/folds/rows.py), where they hold enough
         if kept is not None:
             label = f"layer {layer} head {head}"
