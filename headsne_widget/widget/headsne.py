@@ -193,8 +193,10 @@ class HeadSNE(HeadSNEAttributes):
 
     @property
     def color_by(self) -> Any:
-        """The colouring: a mode name (``position``, ``kind``, ``sentence``, ``max_attention``, ``head_share``) or
-        the user's per-token values (numbers, or labels shown as categories), set with ``w.color_by = values``."""
+        """The colouring: a mode name (``position``, ``kind``, ``sentence``, ``max_attention``, ``head_share``;
+        ``pos`` / ``dep``, each token's word's part of speech / dependency relation, the text parsed with spaCy on
+        demand, the ``[syntax]`` extra) or the user's per-token values (numbers, or labels shown as categories),
+        set with ``w.color_by = values``."""
         self._owner.sync()
         return self._owner.user_colors if self.widget.color_mode == "user" else self.widget.color_mode
 
