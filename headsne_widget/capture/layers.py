@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .._parallel import in_worker, workers
-from .masks import MaskRows, additive_rows, allowed_rows, key_span, mask_spans
+from .masks import MaskRows, additive_rows, allowed_rows, key_span, mask_spans, span_chunks
 from .sparse import SparseRows
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class LayerAttention:
         of keys that move right from row to row (causal, sliding and bidirectional windows: at 131072 tokens
         with a window of 4096, 15 rows a chunk instead of 1), else ``chunk_rows()`` rows at a time."""
         spans = self.mask.row_spans() if isinstance(self.mask, MaskRows) else None
-        planned = None if spans is None else _plan(*spans, self.n_heads, self._chunk_bytes())
+        planned = None if spans is None else span_chunks(*spans, self.n_heads, self._chunk_bytes())
         if planned is not None:
             return iter(planned)
         step = self.chunk_rows()
@@ -339,30 +339,6 @@ class _Throttled:
         if self.count >= self.total or now - self.last >= PROGRESS_INTERVAL_S:
             self.last = now
             self.progress(self.count / self.total)
-
-
-def _plan(first: np.ndarray, last: np.ndarray, heads: int, chunk_bytes: int) -> list[slice] | None:
-    """Chunks of consecutive query rows whose float32 scores over their key span (the first row's first key to
-    the last row's last) stay within ``chunk_bytes`` (at least one row a chunk), when every row's first and last
-    key are at least the previous row's (the span of rows s..e-1 is then last[e-1] + 1 - first[s]); else None."""
-    n = int(first.shape[0])
-    if n == 0 or (np.diff(first) < 0).any() or (np.diff(last) < 0).any():
-        return None
-    limit = max(1, chunk_bytes // (4 * heads))  # rows x keys per chunk
-    firsts, lasts = first.tolist(), last.tolist()
-    chunks, start, rows = [], 0, 1
-    while start < n:
-        low, high = 1, n - start  # the most rows whose span fits: the span only grows with the rows
-        while low < high:
-            middle = (low + high + 1) // 2
-            if middle * (lasts[start + middle - 1] + 1 - firsts[start]) <= limit:
-                low = middle
-            else:
-                high = middle - 1
-        rows = low
-        chunks.append(slice(start, start + rows))
-        start += rows
-    return chunks
 
 
 def _run_pooled(

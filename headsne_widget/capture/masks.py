@@ -22,7 +22,16 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["MaskRows", "additive_rows", "allowed_rows", "capture_mask", "key_span", "known_spans", "mask_spans"]
+__all__ = [
+    "MaskRows",
+    "additive_rows",
+    "allowed_rows",
+    "capture_mask",
+    "key_span",
+    "known_spans",
+    "mask_spans",
+    "span_chunks",
+]
 
 _UNKNOWN, _RUN, _OTHER = 0, 1, 2  # a row's mask: not built yet; one unbroken run of keys; anything else
 # rows built to check spans derived from the mask function (:meth:`MaskRows.learn_known_spans`), at each of the
@@ -357,3 +366,27 @@ def key_span(allowed: torch.Tensor | None, n: int) -> slice:
         return slice(0, n)
     found = allowed.any(dim=(0, 1)).nonzero()
     return slice(int(found[0]), int(found[-1]) + 1)
+
+
+def span_chunks(first: np.ndarray, last: np.ndarray, heads: int, chunk_bytes: int) -> list[slice] | None:
+    """Chunks of consecutive query rows whose float32 scores over their key span (the first row's first key to
+    the last row's last) stay within ``chunk_bytes`` (at least one row a chunk), when every row's first and last
+    key are at least the previous row's (the span of rows s..e-1 is then last[e-1] + 1 - first[s]); else None."""
+    n = int(first.shape[0])
+    if n == 0 or (np.diff(first) < 0).any() or (np.diff(last) < 0).any():
+        return None
+    limit = max(1, chunk_bytes // (4 * heads))  # rows x keys per chunk
+    firsts, lasts = first.tolist(), last.tolist()
+    chunks, start, rows = [], 0, 1
+    while start < n:
+        low, high = 1, n - start  # the most rows whose span fits: the span only grows with the rows
+        while low < high:
+            middle = (low + high + 1) // 2
+            if middle * (lasts[start + middle - 1] + 1 - firsts[start]) <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        rows = low
+        chunks.append(slice(start, start + rows))
+        start += rows
+    return chunks
