@@ -165,10 +165,11 @@ def test_the_budget_refuses_before_allocation(tiny_model_dir, budget, monkeypatc
         assert capture(path).kept_row_keys is None
 
 
-def test_a_heads_sparse_p_reads_the_kept_rows(tiny_model_dir, monkeypatch):
-    """``selection_affinities`` (the widget's, the studies' P) of an extraction with rows: P from at most the kept
-    keys a row, without recomputing the head (the captured layer's pass and the dense head are never called),
-    equal to the P of ``largest_entries`` of the dense head at that cap."""
+def test_a_heads_sparse_p_reads_the_kept_rows_and_stays_the_theses(tiny_model_dir, monkeypatch):
+    """A head's rows within what the capture kept are read, not recomputed (the captured layer's pass and the dense
+    head are never called), equal to ``largest_entries`` of the dense head; and ``selection_affinities`` (the
+    widget's, the studies' P) is the P of ``largest_entries`` at the default mass with no cap, whether its rows
+    were read or recomputed: keeping rows never changes P."""
     from headsne_widget.affinity.selection import selection_affinities
     from headsne_widget.affinity.sparse import sparse_attention_affinities
     from headsne_widget.capture.layers import LayerAttention
@@ -181,7 +182,9 @@ def test_a_heads_sparse_p_reads_the_kept_rows(tiny_model_dir, monkeypatch):
     with monkeypatch.context() as patched:
         patched.setattr(LayerAttention, "sparse", recompute)
         patched.setattr(LayerAttention, "heads", recompute)
-        chosen = selection_affinities(ex, "attention", 1, 2, sparse=True, dtype=np.float32)
+        read = ex.sparse_attention(1, 2, max_keys=24)
     rows = largest_entries(ex.attention(1, 2), 0.99, max_keys=24)
-    P = sparse_attention_affinities(rows, dtype=np.float32)[0]
+    assert (read != rows).nnz == 0 and read.nnz == rows.nnz
+    chosen = selection_affinities(ex, "attention", 1, 2, sparse=True, dtype=np.float32)
+    P = sparse_attention_affinities(largest_entries(ex.attention(1, 2), 0.99), dtype=np.float32)[0]
     assert (chosen.P != P).nnz == 0 and chosen.P.nnz == P.nnz

@@ -31,12 +31,11 @@ class Attention(HeadMatrixSource):
     def rows(
         self, ex: Extraction, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits
     ) -> Any:
-        """The capture's own rows (never the n x n head) where the extraction has them; where the capture kept each
-        row's largest keys (``ex.kept_row_keys``, a cap chosen for the map: capture/folds/rows.py) a row keeps no
-        more of them, so that they are read, not recomputed."""
+        """The capture's own rows (never the n x n head) where the extraction has them: read from the rows the
+        capture kept (``ex.kept_row_keys``) where every row's answer lies within them, else recomputed. P is the
+        thesis's at ``mass`` either way: the kept rows' cap is not imposed on P (a broad head's rows capped at 90
+        keys would keep the first 90 of near-equal keys, about 1 % of a uniform row at 8192 tokens)."""
         if hasattr(ex, "sparse_attention"):
-            kept = getattr(ex, "kept_row_keys", None)
-            cap = limits.max_keys if kept is None else min(kept, limits.max_keys or kept)
-            bounds = {"max_keys": cap, "max_entries": limits.max_entries}
+            bounds = {"max_keys": limits.max_keys, "max_entries": limits.max_entries}
             return ex.sparse_attention(layer, head, mass=mass, progress=progress, **bounds)
         return super().rows(ex, layer, head, mass, progress, limits)
