@@ -22,6 +22,7 @@ from .workers import run_tasks, session
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..capture.extracted import Extraction
     from ..syntax.probes import RelationProbe
 
 __all__ = ["relation_heads", "relation_probe", "tree_probe"]
@@ -109,7 +110,7 @@ def measure_text(index: int, job: tuple[str, Any], model: Any, *, max_tokens: in
     return [_measured(index, extract(text, load_model(model), max_tokens=max_tokens, progress=False), words, states)]
 
 
-def _measured(index: int, ex: Any, words: Any, states: bool) -> dict[str, Any]:
+def _measured(index: int, ex: Extraction, words: pd.DataFrame, states: bool) -> dict[str, Any]:
     from ..syntax.alignment import align_extraction
     from ..syntax.relations import text_relations
     from ..syntax.trees import sentences_of
