@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -37,7 +37,6 @@ import torch
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .extracted import Extraction
     from .layers import LayerAttention, Scratch
 
 __all__ = [
@@ -256,7 +255,7 @@ def captured_layer_statistics(layer: LayerAttention) -> tuple[np.ndarray, np.nda
     return scores.finish()
 
 
-def statistics(ex: Extraction) -> HeadStatistics:
+def statistics(ex: Any) -> HeadStatistics:  # an Extraction (extracted.py imports this module)
     """``ex``'s head statistics: the capture's, else computed now from its attention source and kept on ``ex``:
     captured layers refolded chunk by chunk from their queries and keys, a dense array a layer at a time in place
     (an extraction without the capture's scores: attention substituted with ``dataclasses.replace``, the eager
@@ -295,7 +294,7 @@ def _value(scores: dict[str, float], name: str) -> float:
     return -math.inf if math.isnan(value) else value
 
 
-def head_scores(ex: Extraction) -> pd.DataFrame:
+def head_scores(ex: Any) -> pd.DataFrame:  # an Extraction (extracted.py imports this module)
     """Every head's scores: one row per (layer, head), in model order.
 
     Columns: ``layer``, ``head``, the scores of :data:`SCORES` (see the module doc for their formulas; each in
