@@ -5,7 +5,8 @@ The residual stream entering layer ``l`` is a sum of components, as :func:`~.dec
 (the input embedding, every head and feed-forward of the earlier layers, one correction per layer); a pre-LN
 layer's input norm is a per-token linear map once its scale is held at its forward-pass value (its shift is one
 more component, "input norm"); the query and key projections are affine (their biases: "query bias", "key
-bias"), RoPE is a fixed rotation per position (:mod:`.qk_trace`), and GQA's query head reads its key/value head.
+bias"), a query/key RMSNorm (Qwen3, Gemma 3, OLMo 2) is a per-(token, head) scale given its factor, RoPE is a
+fixed rotation per position (:mod:`.qk_trace`), and GQA's query head reads its key/value head.
 So ``s_ij = sum_ab (q_i^a . k_j^b) * scaling`` plus the additive terms of the scores (T5's "position bias", a
 "mask" value that is not 0: ALiBi folded into the mask); Gemma 2's softcap comes after: the score split is the
 pre-cap one. :func:`key_attribution` and :func:`query_attribution` sum one side out over the edges a token
@@ -115,12 +116,13 @@ def side(
     trace: Trace, layer: int, rows: np.ndarray, kind: str, head: int
 ) -> tuple[list[tuple[str, int, int]], np.ndarray]:
     """Each component's query (``kind`` "query", query head ``head``) or key ("key": the key/value head query
-    head ``head`` reads) at token ``rows``, rotated: labels and float64 (K, r, d_h)."""
+    head ``head`` reads) at token ``rows``, through its query/key norm's scale and rotated: labels and float64
+    (K, r, d_h)."""
     qk = layer_qk(trace, layer)
     labels, comps = stream(trace, layer, rows)
     group = head if kind == "query" else head // (qk.query.shape[0] // qk.key.shape[0])
     w, b = (qk.w_q, qk.b_q) if kind == "query" else (qk.w_k, qk.b_k)
-    assert w is not None and b is not None and qk.rotation is not None
+    assert w is not None and b is not None
     if qk.norm is not None:
         norm = _norm_rows(qk.norm, rows)
         assert norm is not None
@@ -131,7 +133,7 @@ def side(
     if np.any(b[group] != 0):
         labels = [*labels, (f"{kind} bias", layer, group)]
         projected = np.concatenate([projected, np.broadcast_to(b[group], (1, len(rows), len(b[group])))])
-    return labels, qk.rotation.apply(projected, rows)
+    return labels, qk.finish(projected, kind, group, rows)
 
 
 def _extra(qk: QKTrace, layer: int, head: int, i: int, j: int) -> list[tuple[str, float]]:

@@ -2,7 +2,8 @@
 
 Weight-based, in the row convention ``x @ W``: ``W_OV^s = W_V^s W_O^s`` of the source (with the gains of the norms
 its output passes through before the destination: its own sandwich norm, a post-LN model's LayerNorms), ``W_QK^d
-= W_Q^d W_K^d^T`` of the destination (its input norm's gain folded into W_Q, W_K and W_V);
+= W_Q^d W_K^d^T`` of the destination (its input norm's gain folded into W_Q, W_K and W_V, a query/key norm's
+gain into W_Q and W_K);
 ``q = ||W_OV^s W_QK^d||_F / (||W_OV^s||_F ||W_QK^d||_F)`` (the source writes into the queries),
 ``k = ||W_QK^d W_OV^s^T||_F / (...)`` (into the keys), ``v = ||W_OV^s W_OV^d||_F / (...)``; each in [0, 1]. Every
 matrix is a product of rank-d_h factors, ``||A C B^T||_F^2 = tr((A^T A) C (B^T B) C^T)``: d_h x d_h work per pair.
@@ -61,15 +62,17 @@ def head_composition(ex: Extraction, *, edges: int = 8, data: bool = True, model
 
 
 def _factors(trace: Trace, layer: int) -> dict[str, Any]:
-    """The layer's per-head factors (query heads; GQA's key/value heads repeated), the input gain folded in."""
+    """The layer's per-head factors (query heads; GQA's key/value heads repeated), the input norm's gain folded in
+    and the query/key norm's (their per-token factors, a scalar per head and token, left out as the input
+    norm's)."""
     qk = layer_qk(trace, layer)
     t = trace.layers[layer]
     d = t.w_o.shape[-1]
     gain = np.ones(d) if qk.norm is None else qk.norm.gain
     groups = t.n_heads // qk.key.shape[0]
     assert qk.w_q is not None and qk.w_k is not None
-    w_q = gain[:, None, None] * qk.w_q
-    w_k = gain[:, None, None] * np.repeat(qk.w_k, groups, axis=1)
+    w_q = gain[:, None, None] * qk.w_q * qk.gains("query")[None]
+    w_k = gain[:, None, None] * np.repeat(qk.w_k * qk.gains("key")[None], groups, axis=1)
     w_v = None if qk.w_v is None else gain[:, None, None] * np.repeat(qk.w_v, groups, axis=1)
     out_gain = np.ones(d) if t.attn_norm is None else t.attn_norm.gain
     through = np.ones(d) if t.post_ln is None else t.post_ln[0].gain * t.post_ln[1].gain
@@ -167,7 +170,7 @@ def _group_shares(
     rows = np.unique(np.concatenate([np.concatenate([i, j]) for _, i, j in group]))
     labels, comps = head_stream(trace, dst, rows)
     n_heads = trace.layers[0].n_heads
-    assert qk.w_q is not None and qk.w_k is not None and qk.rotation is not None
+    assert qk.w_q is not None and qk.w_k is not None
     for head, i, j in group:
         query = qk.query[head, i].double().numpy()
         key = qk.key[head // kv_groups, j].double().numpy()
@@ -175,8 +178,8 @@ def _group_shares(
         if total == 0:
             continue
         at_i, at_j = np.searchsorted(rows, i), np.searchsorted(rows, j)
-        q_side = qk.rotation.apply(comps[:, at_i] @ qk.w_q[:, head], i)
-        k_side = qk.rotation.apply(comps[:, at_j] @ qk.w_k[:, head // kv_groups], j)
+        q_side = qk.finish(comps[:, at_i] @ qk.w_q[:, head], "query", head, i)
+        k_side = qk.finish(comps[:, at_j] @ qk.w_k[:, head // kv_groups], "key", head // kv_groups, j)
         q_parts = np.einsum("krd,rd->k", q_side, key) * qk.scaling / total
         k_parts = np.einsum("krd,rd->k", k_side, query) * qk.scaling / total
         for (layer, src), qp, kp in zip(labels, q_parts, k_parts):

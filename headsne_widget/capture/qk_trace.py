@@ -6,8 +6,13 @@ identity), fused q/k/v and interleaved heads alike; the norm between the layer's
 (pre-LN) is placed by what it reads and writes. RoPE is read off the data as a fixed rotation per position: each
 pair of dimensions (``rotate_half``'s ``(e, e + w/2)`` or the interleaved ``(2e, 2e+1)``) of a head's first ``w``
 (every one, or partial rotary's share, as Phi's and GPT-NeoX's, the rest left as projected) turns by one angle per
-position, shared by every head, fitted in closed form and then checked. Nothing here raises: a layer whose maps
-cannot be rebuilt exactly keeps a reason instead (:attr:`QKTrace.error`), and attribution refuses it by name.
+position, shared by every head, fitted in closed form and then checked. A query/key norm between the projections
+and RoPE (Qwen3's and Gemma 3's per-head ``q_norm``/``k_norm``, OLMo 2's and OLMoE's over every head at once) is an
+RMSNorm: given its per-token factor ``1/rms`` it is linear, ``y = z * factor[t, h] * gain[h, e]``
+(:class:`HeadScale`); its call is found by the queries' columns in its output (read in its layout: (n, H, d_h),
+(H, n, d_h) or (n, H d_h)) and its input's in a projection's output, and its factor is read from that input
+as the model normalised it. Nothing here raises: a layer whose maps cannot be rebuilt exactly keeps a reason
+instead (:attr:`QKTrace.error`), and attribution refuses it by name.
 
 The capture finds the columns and copies the weights; the projections of every token, RoPE's fit and the checks
 wait for the first use (:meth:`QKTrace.rebuilt`): they were 30% of a components capture at 512 tokens (MiniLM),
@@ -28,7 +33,7 @@ import torch
 from ..errors import UnsupportedAttentionError
 from .trace_layers import NormMap, first_rows, norm_map, output_columns, tolerance
 
-__all__ = ["QKTrace", "Rotation", "find_qk"]
+__all__ = ["HeadScale", "QKTrace", "Rotation", "find_qk"]
 
 #: the rebuilt queries and keys must match the model's to this share of their largest entry (in half precision:
 #: :data:`QK_ULPS` of its epsilons, as the model rounds its projections and its rotation)
@@ -65,12 +70,29 @@ class Rotation:
 
 
 @dataclass
+class HeadScale:
+    """A query/key RMSNorm as the per-(token, head) linear map it is once its factor is fixed: what the model
+    multiplies a head's projected query (or key) with at token ``t``, ``factor[t, h] * gain[h]`` (``factor``
+    (n, H): 1/rms of the head's group, the head itself or every head; ``gain`` (H, d_h): ``w`` or Gemma's
+    ``1 + w``). Each component's projection, scaled by the same factor, sums to the normalised query."""
+
+    factor: np.ndarray
+    gain: np.ndarray
+
+    def at(self, head: int | slice, rows: Any) -> np.ndarray:
+        """The scale of ``head`` at token ``rows``: (r, d_h), or (H, r, d_h) for a slice of heads."""
+        factor = self.factor[rows][:, head]
+        return factor[..., None] * self.gain[head] if factor.ndim == 1 else factor.T[..., None] * self.gain[head, None]
+
+
+@dataclass
 class QKTrace:
     """One layer's attention inputs: ``query`` (H, n, d_h) and ``key`` (H_kv, n, d_h) as the model attended with
     them, ``mask``, ``scaling``, ``softcap``, ``bias`` (T5's (1, H, n, n) or None); and, unless ``error``, the
-    maps ``q = R(norm(x) W_Q + b_Q)`` (``w_q`` (d, H, d_h), ``b_q`` (H, d_h); keys alike), ``w_v``/``b_v`` (None
-    when the values' projection was not found), the input ``norm`` (None: the projections read the layer input).
-    The maps and ``error`` are final only in :meth:`rebuilt`'s result."""
+    maps ``q = R(S_q * (norm(x) W_Q + b_Q))`` (``w_q`` (d, H, d_h), ``b_q`` (H, d_h); keys alike), ``w_v``/``b_v``
+    (None when the values' projection was not found), the input ``norm`` (None: the projections read the layer
+    input), ``q_scale``/``k_scale`` the query/key norm ``S`` (None: there is none). The maps and ``error`` are
+    final only in :meth:`rebuilt`'s result."""
 
     query: torch.Tensor
     key: torch.Tensor
@@ -87,13 +109,16 @@ class QKTrace:
     w_v: np.ndarray | None = None
     b_v: np.ndarray | None = None
     rotation: Rotation | None = None
+    q_scale: HeadScale | None = None
+    k_scale: HeadScale | None = None
     pending: Callable[[], None] | None = field(default=None, repr=False)  # the rebuild still to run
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def nbytes(self) -> int:
         """Bytes of the queries, keys and maps kept (the mask is its function, the bias shared by reference)."""
-        arrays = (self.w_q, self.b_q, self.w_k, self.b_k, self.w_v, self.b_v)
+        arrays = [self.w_q, self.b_q, self.w_k, self.b_k, self.w_v, self.b_v]
+        arrays += [a for s in (self.q_scale, self.k_scale) if s is not None for a in (s.factor, s.gain)]
         tensors = self.query.numel() * self.query.element_size() + self.key.numel() * self.key.element_size()
         return tensors + sum(0 if a is None else a.nbytes for a in arrays)
 
@@ -105,6 +130,21 @@ class QKTrace:
             if pending is not None:
                 pending()
         return self
+
+    def gains(self, kind: str) -> np.ndarray:
+        """(H, d_h): the query (``kind`` "query") or key norm's gain of each head's dimensions (ones: none)."""
+        scale, like = (self.q_scale, self.query) if kind == "query" else (self.k_scale, self.key)
+        return np.ones((like.shape[0], like.shape[2])) if scale is None else scale.gain
+
+    def finish(self, parts: np.ndarray, kind: str, head: int, rows: np.ndarray) -> np.ndarray:
+        """Parts (K, r, d_h) of head ``head``'s projected query (``kind`` "query"; "key": of key/value head
+        ``head``) at token ``rows``, taken as the model takes their sum: the query/key norm's scale at each token,
+        then RoPE. The parts sum to the model's query (key) there."""
+        assert self.rotation is not None
+        scale = self.q_scale if kind == "query" else self.k_scale
+        if scale is not None:
+            parts = parts * scale.at(head, rows)[None]
+        return self.rotation.apply(parts, rows)
 
 
 def _projection(module: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -159,9 +199,12 @@ def _locate(
     trace's input (through the input norm's map where there is one: no array of its own is kept)."""
     outputs = [out for _, _, _, out in linears]
     row0 = first_rows(outputs)
-    q_cols, k_cols = (output_columns(t, outputs, row0, every_row=False) for t in (qk.query, qk.key))
+    (q_cols, qk.q_scale), (k_cols, qk.k_scale) = (_columns(t, outputs, row0, norms) for t in (qk.query, qk.key))
     if q_cols is None or k_cols is None:
-        raise _Refused("its queries or keys are not a projection's output columns (a norm or scale between them?)")
+        raise _Refused(
+            "its queries or keys are not a projection's output columns, nor an RMSNorm's of them (a scale or "
+            "another map between them?)"
+        )
     used = {i for i, _ in q_cols + k_cols}
     inputs = [linears[i][2] for i in used]
     if any(inp.shape != inputs[0].shape or not torch.equal(inp, inputs[0]) for inp in inputs):
@@ -180,6 +223,9 @@ def _locate(
         if qk.norm is not None:  # the norm as the per-token affine map attribution composes through
             x = x * qk.norm.scale() + qk.norm.shift()
         pre_q, pre_k = _project(x, qk.w_q, qk.b_q), _project(x, qk.w_k, qk.b_k)
+        for pre, scale in ((pre_q, qk.q_scale), (pre_k, qk.k_scale)):
+            if scale is not None:  # the query/key norm at every token, as the model applied it
+                pre *= scale.at(slice(None), slice(None))
         check = tolerance(QK_CHECK, qk.query.dtype, QK_ULPS)
         post = torch.cat([qk.query, qk.key]).double().numpy()
         qk.rotation = _fit_rotation(np.concatenate([pre_q, pre_k]), post, check)
@@ -187,6 +233,64 @@ def _locate(
             qk.w_v = qk.b_v = None
 
     return rebuild
+
+
+Columns = list[tuple[int, int]]
+
+
+def _columns(
+    target: torch.Tensor, outputs: list[torch.Tensor], row0: dict, norms: list[tuple]
+) -> tuple[Columns | None, HeadScale | None]:
+    """The (projection, column) of each of ``target``'s (H, n, d_h) columns, and the query/key norm between (None:
+    none): a projection's output columns as they are, else a query/key norm's output columns (in a layout of
+    :func:`_layouts`) whose input columns are a projection's, in every row."""
+    cols = output_columns(target, outputs, row0, every_row=False)
+    if cols is not None:
+        return cols, None
+    for _, module, inp, out in norms:
+        for flat_in, flat_out, head_major in _layouts(inp, out, target.shape[1]):
+            found = output_columns(target, [flat_out], every_row=False)
+            sources = None if found is None else output_columns(flat_in[None], outputs, row0, every_row=True)
+            if found is not None and sources is not None:
+                columns = np.array([c for _, c in found]).reshape(target.shape[0], -1)
+                scale = _head_scale(module, (inp, out), columns, target.shape[1], head_major)
+                return [sources[c] for c in columns.ravel()], scale
+    return None, None
+
+
+def _layouts(inp: torch.Tensor, out: torch.Tensor, n: int) -> Iterator[tuple[torch.Tensor, torch.Tensor, bool]]:
+    """A norm call's input and output as (n, columns), token by token, in each layout its shape allows: (n, c)
+    (OLMo 2's over every head), (n, H, d_h) (Qwen3's), (H, n, d_h) (Gemma 3's, after the heads' transpose; then
+    ``head_major``)."""
+    if inp.shape != out.shape or inp.ndim not in (2, 3):
+        return
+    if inp.shape[0] == n:
+        yield inp.reshape(n, -1), out.reshape(n, -1), False
+    if inp.ndim == 3 and inp.shape[1] == n:
+        yield inp.permute(1, 0, 2).reshape(n, -1), out.permute(1, 0, 2).reshape(n, -1), True
+
+
+def _head_scale(module: Any, call: tuple, columns: np.ndarray, n: int, head_major: bool) -> HeadScale:
+    """The norm's :class:`HeadScale` for the target's heads, whose columns are the norm output's ``columns``
+    (H, d_h) over ``n`` tokens: its factor per (token, group of its last axis), each head's that of the group
+    holding it. ``call``: the norm call's input and output."""
+    inp, out = call
+    try:
+        norm = norm_map(module, inp, out, "")
+    except UnsupportedAttentionError as error:  # not a norm known here: the layer's reason
+        raise _Refused(
+            f"its query/key norm{str(error).removeprefix(': its norm')}, or its output is changed after it "
+            "(OLMoE's clip_qkv clips it)"
+        ) from error
+    kind = type(module).__name__
+    if np.any(norm.center != 0) or np.any(norm.bias != 0):
+        raise _Refused(f"its query/key norm {kind} is a LayerNorm (it centres and shifts), only an RMSNorm is split")
+    g = out.shape[-1]
+    groups = columns // g
+    if np.any(groups != groups[:, :1]):
+        raise _Refused(f"its query/key norm {kind} normalises groups that straddle heads")
+    factor = norm.factor.reshape(-1, n).T if head_major else norm.factor.reshape(n, -1)  # (n, groups)
+    return HeadScale(np.ascontiguousarray(factor[:, groups[:, 0]]), norm.gain[columns % g])
 
 
 def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -250,8 +354,8 @@ def _fit_rotation(pre: np.ndarray, post: np.ndarray, check: float = QK_CHECK) ->
                 return rotation
     raise _Refused(
         "its queries and keys are not a fixed rotation per position of the projections' outputs in pairs (e, e + "
-        "w/2) or (2e, 2e + 1) of the first w dimensions of a head (RoPE in other pairs, or a per-head norm such as "
-        "Qwen3's q_norm)"
+        "w/2) or (2e, 2e + 1) of the first w dimensions of a head (RoPE in other pairs, or a map other than an "
+        "RMSNorm between the projections and RoPE)"
     )
 
 
