@@ -155,9 +155,11 @@ def _extra(qk: QKTrace, layer: int, head: int, i: int, j: int) -> list[tuple[str
     return extra
 
 
-def _model_score(qk: QKTrace, head: int, i: int, j: int) -> float:
+def _model_score(qk: QKTrace, head: int, i: int, j: int) -> tuple[float, float]:
+    """The model's ``q_i . k_j * scaling`` and its size before cancellation, ``|q_i| |k_j| scaling``."""
     kv = head // (qk.query.shape[0] // qk.key.shape[0])
-    return float(qk.query[head, i].double() @ qk.key[kv, j].double()) * qk.scaling
+    q, k = qk.query[head, i].double(), qk.key[kv, j].double()
+    return float(q @ k) * qk.scaling, float(q.norm() * k.norm()) * abs(qk.scaling)
 
 
 def _checked(ex: Extraction, layer: int, head: int, tokens: dict[str, Any]) -> tuple[int, int, dict[str, int]]:
@@ -193,14 +195,18 @@ def score_attribution(ex: Extraction, layer: int, head: int, i: int, j: int, *, 
     if extra:
         more = pd.DataFrame([(n, layer, head, n, layer, head, v) for n, v in extra], columns=[*columns, "score"])
         frame = pd.concat([frame, more], ignore_index=True)
-    model_score = _model_score(qk, head, i, j) + sum(v for _, v in extra)
-    _check_total(trace, float(frame["score"].sum()), model_score, scores)
+    model_score, size = _model_score(qk, head, i, j)
+    model_score += sum(v for _, v in extra)
+    _check_total(trace, float(frame["score"].sum()), model_score, scores, size)
     frame.attrs.update(score=model_score, softcap=qk.softcap, layer=layer, head=head, i=i, j=j)
     return frame
 
 
-def _check_total(trace: Trace, total: float, target: float, parts: np.ndarray) -> None:
-    scale = max(abs(target), float(np.abs(parts).max(initial=0.0)), 1e-30)
+def _check_total(trace: Trace, total: float, target: float, parts: np.ndarray, size: float) -> None:
+    """Refused unless ``total`` is ``target`` to the check's share of the score's scale: the largest of the score,
+    its parts and ``size``, ``|q| |k| scaling`` (the scale of the model's own rounding of q . k: a score that
+    cancels is rounded to that, half-precision queries normalised by a query/key norm to about 1 ulp of it)."""
+    scale = max(abs(target), float(np.abs(parts).max(initial=0.0)), size, 1e-30)
     if not abs(total - target) <= tolerance(SCORE_CHECK, trace.dtype, SCORE_ULPS) * scale:
         raise UnsupportedAttentionError(
             f"{trace.model_name}: the attributed parts sum to {total:.6g}, the model's score is {target:.6g}; its "
@@ -239,9 +245,10 @@ def _one_side(ex: Extraction, layer: int, head: int, token: int, top: int, model
     labels, vectors = side(trace, layer, np.array([token]), kind, head)
     opposite = (qk.query[head, others] if kind == "key" else qk.key[kv, others]).double().numpy()
     parts = vectors[:, 0] @ opposite.T * qk.scaling  # (K, t)
-    totals = opposite @ (qk.key[kv, token] if kind == "key" else qk.query[head, token]).double().numpy()
-    totals = totals * qk.scaling
-    _check_total(trace, float(parts.sum()), float(totals.sum()), parts)
+    own = (qk.key[kv, token] if kind == "key" else qk.query[head, token]).double().numpy()
+    totals = opposite @ own * qk.scaling
+    size = float(np.linalg.norm(opposite, axis=1).sum() * np.linalg.norm(own)) * abs(qk.scaling)
+    _check_total(trace, float(parts.sum()), float(totals.sum()), parts, size)
     frame = pd.DataFrame(labels, columns=list(SIDE_COLUMNS))
     frame["score"] = parts.mean(axis=1)
     frame["share"] = parts.sum(axis=1) / totals.sum() if totals.sum() != 0 else np.nan
