@@ -5,8 +5,9 @@ The residual stream entering layer ``l`` is a sum of components, as :func:`~.dec
 (the input embedding, every head and feed-forward of the earlier layers, one correction per layer); a pre-LN
 layer's input norm is a per-token linear map once its scale is held at its forward-pass value (its shift is one
 more component, "input norm"); the query and key projections are affine (their biases: "query bias", "key
-bias"), a query/key RMSNorm (Qwen3, Gemma 3, OLMo 2) is a per-(token, head) scale given its factor, RoPE is a
-fixed rotation per position (:mod:`.qk_trace`), and GQA's query head reads its key/value head.
+bias"), a query/key norm (Qwen3's, Gemma 3's, OLMo 2's RMSNorms; Persimmon's LayerNorms, whose biases are
+"query norm bias", "key norm bias") is a per-(token, head) scale given its factor, RoPE is a fixed rotation per
+position (:mod:`.qk_trace`), and GQA's query head reads its key/value head.
 So ``s_ij = sum_ab (q_i^a . k_j^b) * scaling`` plus the additive terms of the scores (T5's "position bias", a
 "mask" value that is not 0: ALiBi folded into the mask); Gemma 2's softcap comes after: the score split is the
 pre-cap one. :func:`key_attribution` and :func:`query_attribution` sum one side out over the edges a token
@@ -133,7 +134,9 @@ def side(
     if np.any(b[group] != 0):
         labels = [*labels, (f"{kind} bias", layer, group)]
         projected = np.concatenate([projected, np.broadcast_to(b[group], (1, len(rows), len(b[group])))])
-    return labels, qk.finish(projected, kind, group, rows)
+    if qk.norm_bias(kind, group) is not None:
+        labels = [*labels, (f"{kind} norm bias", layer, group)]
+    return labels, qk.finish(projected, kind, group, rows, bias=True)
 
 
 def _extra(qk: QKTrace, layer: int, head: int, i: int, j: int) -> list[tuple[str, float]]:

@@ -7,12 +7,13 @@ identity), fused q/k/v and interleaved heads alike; the norm between the layer's
 pair of dimensions (``rotate_half``'s ``(e, e + w/2)`` or the interleaved ``(2e, 2e+1)``) of a head's first ``w``
 (every one, or partial rotary's share, as Phi's and GPT-NeoX's, the rest left as projected) turns by one angle per
 position, shared by every head, fitted in closed form and then checked. A query/key norm between the projections
-and RoPE (Qwen3's and Gemma 3's per-head ``q_norm``/``k_norm``, OLMo 2's and OLMoE's over every head at once) is an
-RMSNorm: given its per-token factor ``1/rms`` it is linear, ``y = z * factor[t, h] * gain[h, e]``
-(:class:`HeadScale`); its call is found by the queries' columns in its output (read in its layout: (n, H, d_h),
-(H, n, d_h) or (n, H d_h)) and its input's in a projection's output, and its factor is read from that input
-as the model normalised it. Nothing here raises: a layer whose maps cannot be rebuilt exactly keeps a reason
-instead (:attr:`QKTrace.error`), and attribution refuses it by name.
+and RoPE (Qwen3's and Gemma 3's per-head ``q_norm``/``k_norm``, OLMo 2's and OLMoE's over every head at once:
+RMSNorms; Persimmon's per-head LayerNorms) is, given its per-token factor ``1/rms`` (``1/std``), linear:
+``y = z * factor[t, h] * gain[h, e]`` plus a LayerNorm's bias, its centring folded into the projection
+(:class:`HeadScale`); its call is found by the queries' columns in its output (in its layout) and its input's in
+a projection's output, and its factor is read from that input as the model normalised it. Nothing here raises: a
+layer whose maps cannot be rebuilt exactly keeps a reason instead (:attr:`QKTrace.error`), and attribution
+refuses it by name.
 
 The capture finds the columns and copies the weights; the projections of every token, RoPE's fit and the checks
 wait for the first use (:meth:`QKTrace.rebuilt`): they were 30% of a components capture at 512 tokens (MiniLM),
@@ -71,13 +72,15 @@ class Rotation:
 
 @dataclass
 class HeadScale:
-    """A query/key RMSNorm as the per-(token, head) linear map it is once its factor is fixed: what the model
-    multiplies a head's projected query (or key) with at token ``t``, ``factor[t, h] * gain[h]`` (``factor``
-    (n, H): 1/rms of the head's group, the head itself or every head; ``gain`` (H, d_h): ``w`` or Gemma's
-    ``1 + w``). Each component's projection, scaled by the same factor, sums to the normalised query."""
+    """A query/key norm once its factor is fixed: the model multiplies head h's projected query (key) at token t by
+    ``factor[t, h] * gain[h]`` (``factor`` (n, H): 1/rms or 1/std of the head's group; ``gain`` (H, d_h): ``w``
+    or Gemma's ``1 + w``) and adds ``shift`` (H, d_h: a LayerNorm's bias, or None). A LayerNorm's centring, linear,
+    is folded into the projection (``groups`` (H, d_h): each column's group; None for an RMSNorm)."""
 
     factor: np.ndarray
     gain: np.ndarray
+    shift: np.ndarray | None = None
+    groups: np.ndarray | None = None
 
     def at(self, head: int | slice, rows: Any) -> np.ndarray:
         """The scale of ``head`` at token ``rows``: (r, d_h), or (H, r, d_h) for a slice of heads."""
@@ -118,7 +121,7 @@ class QKTrace:
     def nbytes(self) -> int:
         """Bytes of the queries, keys and maps kept (the mask is its function, the bias shared by reference)."""
         arrays = [self.w_q, self.b_q, self.w_k, self.b_k, self.w_v, self.b_v]
-        arrays += [a for s in (self.q_scale, self.k_scale) if s is not None for a in (s.factor, s.gain)]
+        arrays += [a for s in (self.q_scale, self.k_scale) if s is not None for a in (s.factor, s.gain, s.shift)]
         tensors = self.query.numel() * self.query.element_size() + self.key.numel() * self.key.element_size()
         return tensors + sum(0 if a is None else a.nbytes for a in arrays)
 
@@ -136,14 +139,23 @@ class QKTrace:
         scale, like = (self.q_scale, self.query) if kind == "query" else (self.k_scale, self.key)
         return np.ones((like.shape[0], like.shape[2])) if scale is None else scale.gain
 
-    def finish(self, parts: np.ndarray, kind: str, head: int, rows: np.ndarray) -> np.ndarray:
+    def norm_bias(self, kind: str, head: int) -> np.ndarray | None:
+        """(d_h,): the query (``kind`` "query") or key norm's bias on head ``head``; None where there is none."""
+        scale = self.q_scale if kind == "query" else self.k_scale
+        return None if scale is None or scale.shift is None else scale.shift[head]
+
+    def finish(self, parts: np.ndarray, kind: str, head: int, rows: np.ndarray, *, bias: bool = False) -> np.ndarray:
         """Parts (K, r, d_h) of head ``head``'s projected query (``kind`` "query"; "key": of key/value head
         ``head``) at token ``rows``, taken as the model takes their sum: the query/key norm's scale at each token,
-        then RoPE. The parts sum to the model's query (key) there."""
+        then RoPE. With ``bias`` and a norm that has one (:meth:`norm_bias`), it is one more part, last. The parts
+        sum to the model's query (key) there."""
         assert self.rotation is not None
         scale = self.q_scale if kind == "query" else self.k_scale
         if scale is not None:
             parts = parts * scale.at(head, rows)[None]
+        shift = self.norm_bias(kind, head)
+        if bias and shift is not None:
+            parts = np.concatenate([parts, np.broadcast_to(shift, (1, len(rows), len(shift)))])
         return self.rotation.apply(parts, rows)
 
 
@@ -202,8 +214,8 @@ def _locate(
     (q_cols, qk.q_scale), (k_cols, qk.k_scale) = (_columns(t, outputs, row0, norms) for t in (qk.query, qk.key))
     if q_cols is None or k_cols is None:
         raise _Refused(
-            "its queries or keys are not a projection's output columns, nor an RMSNorm's of them (a scale or "
-            "another map between them?)"
+            "its queries or keys are not a projection's output columns, nor a norm's of them (a scale or another "
+            "map between them?)"
         )
     used = {i for i, _ in q_cols + k_cols}
     inputs = [linears[i][2] for i in used]
@@ -211,8 +223,8 @@ def _locate(
         raise _Refused("its query and key projections read different inputs")
     x_attn = inputs[0]
     qk.norm = _input_norm(x_attn, x_in, norms)
-    qk.w_q, qk.b_q = _weights(linears, q_cols, qk.query.shape)
-    qk.w_k, qk.b_k = _weights(linears, k_cols, qk.key.shape)
+    qk.w_q, qk.b_q = _centred(_weights(linears, q_cols, qk.query.shape), qk.q_scale)
+    qk.w_k, qk.b_k = _centred(_weights(linears, k_cols, qk.key.shape), qk.k_scale)
     v_cols = output_columns(values, outputs, row0, every_row=False)
     if v_cols is not None:  # kept only where the rebuild finds that they reproduce the values
         qk.w_v, qk.b_v = _weights(linears, v_cols, values.shape)
@@ -226,6 +238,7 @@ def _locate(
         for pre, scale in ((pre_q, qk.q_scale), (pre_k, qk.k_scale)):
             if scale is not None:  # the query/key norm at every token, as the model applied it
                 pre *= scale.at(slice(None), slice(None))
+                pre += 0.0 if scale.shift is None else scale.shift[:, None, :]
         check = tolerance(QK_CHECK, qk.query.dtype, QK_ULPS)
         post = torch.cat([qk.query, qk.key]).double().numpy()
         qk.rotation = _fit_rotation(np.concatenate([pre_q, pre_k]), post, check)
@@ -235,12 +248,9 @@ def _locate(
     return rebuild
 
 
-Columns = list[tuple[int, int]]
-
-
 def _columns(
     target: torch.Tensor, outputs: list[torch.Tensor], row0: dict, norms: list[tuple]
-) -> tuple[Columns | None, HeadScale | None]:
+) -> tuple[list[tuple[int, int]] | None, HeadScale | None]:
     """The (projection, column) of each of ``target``'s (H, n, d_h) columns, and the query/key norm between (None:
     none): a projection's output columns as they are, else a query/key norm's output columns (in a layout of
     :func:`_layouts`) whose input columns are a projection's, in every row."""
@@ -283,14 +293,30 @@ def _head_scale(module: Any, call: tuple, columns: np.ndarray, n: int, head_majo
             "(OLMoE's clip_qkv clips it)"
         ) from error
     kind = type(module).__name__
-    if np.any(norm.center != 0) or np.any(norm.bias != 0):
-        raise _Refused(f"its query/key norm {kind} is a LayerNorm (it centres and shifts), only an RMSNorm is split")
     g = out.shape[-1]
     groups = columns // g
     if np.any(groups != groups[:, :1]):
         raise _Refused(f"its query/key norm {kind} normalises groups that straddle heads")
+    centred = bool(np.any(norm.center != 0))
+    if centred and np.any(np.bincount(groups.ravel()) % g):
+        raise _Refused(f"its query/key norm {kind} centres groups of which only some columns are its queries/keys")
     factor = norm.factor.reshape(-1, n).T if head_major else norm.factor.reshape(n, -1)  # (n, groups)
-    return HeadScale(np.ascontiguousarray(factor[:, groups[:, 0]]), norm.gain[columns % g])
+    shift, gain = (norm.bias[columns % g] if np.any(norm.bias != 0) else None), norm.gain[columns % g]
+    return HeadScale(np.ascontiguousarray(factor[:, groups[:, 0]]), gain, shift, groups if centred else None)
+
+
+def _centred(projection: tuple[np.ndarray, np.ndarray], scale: HeadScale | None) -> tuple[np.ndarray, np.ndarray]:
+    """W (d, H, d_h) and b (H, d_h) less each norm group's mean over its columns, where the query/key norm is a
+    LayerNorm (its centring is that linear map); as they are otherwise."""
+    w, b = projection
+    if scale is None or scale.groups is None:
+        return w, b
+    w, b = w.copy(), b.copy()
+    for group in np.unique(scale.groups):
+        mine = scale.groups == group
+        w[:, mine] -= w[:, mine].mean(axis=1, keepdims=True)
+        b[mine] -= b[mine].mean()
+    return w, b
 
 
 def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -354,8 +380,8 @@ def _fit_rotation(pre: np.ndarray, post: np.ndarray, check: float = QK_CHECK) ->
                 return rotation
     raise _Refused(
         "its queries and keys are not a fixed rotation per position of the projections' outputs in pairs (e, e + "
-        "w/2) or (2e, 2e + 1) of the first w dimensions of a head (RoPE in other pairs, or a map other than an "
-        "RMSNorm between the projections and RoPE)"
+        "w/2) or (2e, 2e + 1) of the first w dimensions of a head (RoPE in other pairs, or a map other than a norm "
+        "between the projections and RoPE)"
     )
 
 
