@@ -165,11 +165,11 @@ def test_the_budget_refuses_before_allocation(tiny_model_dir, budget, monkeypatc
         assert capture(path).kept_row_keys is None
 
 
-def test_a_heads_sparse_p_reads_the_kept_rows_and_stays_the_theses(tiny_model_dir, monkeypatch):
+def test_a_heads_sparse_p_is_read_within_the_kept_rows_and_uncapped_without_them(tiny_model_dir, monkeypatch):
     """A head's rows within what the capture kept are read, not recomputed (the captured layer's pass and the dense
-    head are never called), equal to ``largest_entries`` of the dense head; and ``selection_affinities`` (the
-    widget's, the studies' P) is the P of ``largest_entries`` at the default mass with no cap, whether its rows
-    were read or recomputed: keeping rows never changes P."""
+    head are never called), equal to ``largest_entries`` of the dense head; a sparse P (``selection_affinities``,
+    the widget's and the studies' P) keeps each row's mass within the keys the capture kept, and is the thesis's
+    uncapped P where the capture kept none (``rows=False``)."""
     from headsne_widget.affinity.selection import selection_affinities
     from headsne_widget.affinity.sparse import sparse_attention_affinities
     from headsne_widget.capture.layers import LayerAttention
@@ -185,6 +185,14 @@ def test_a_heads_sparse_p_reads_the_kept_rows_and_stays_the_theses(tiny_model_di
         read = ex.sparse_attention(1, 2, max_keys=24)
     rows = largest_entries(ex.attention(1, 2), 0.99, max_keys=24)
     assert (read != rows).nnz == 0 and read.nnz == rows.nnz
-    chosen = selection_affinities(ex, "attention", 1, 2, sparse=True, dtype=np.float32)
-    P = sparse_attention_affinities(largest_entries(ex.attention(1, 2), 0.99), dtype=np.float32)[0]
+    with monkeypatch.context() as patched:
+        patched.setattr(LayerAttention, "sparse", recompute)
+        patched.setattr(LayerAttention, "heads", recompute)
+        chosen = selection_affinities(ex, "attention", 1, 2, sparse=True, dtype=np.float32)
+    P = sparse_attention_affinities(rows, dtype=np.float32)[0]
     assert (chosen.P != P).nnz == 0 and chosen.P.nnz == P.nnz
+    assert "its 24 largest keys (kept at capture" in chosen.note
+    uncapped = capture(tiny_model_dir("mistral"), rows=False)
+    chosen = selection_affinities(uncapped, "attention", 1, 2, sparse=True, dtype=np.float32)
+    P = sparse_attention_affinities(largest_entries(uncapped.attention(1, 2), 0.99), dtype=np.float32)[0]
+    assert (chosen.P != P).nnz == 0 and chosen.P.nnz == P.nnz and chosen.note == ""

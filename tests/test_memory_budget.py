@@ -37,10 +37,11 @@ CHILD = """
     with torch.no_grad():
         model.layers[1].self_attn.q_proj.weight.zero_()  # every score 0: each row uniform over the earlier tokens
     loaded = load_model(model, tokenizer=tokenizer, device="cpu")
-    ex = extract(" ".join(["word", "piece", "and", "more"] * N), loaded, max_tokens=N)
+    ex = extract(" ".join(["word", "piece", "and", "more"] * N), loaded, max_tokens=N, rows={rows})
     sel = selection_affinities(ex, "attention", 1, 2, dtype=np.float32)
     out = dict(n=ex.n_tokens, sparse=bool(scipy.sparse.issparse(sel.P)), note=sel.note, mass=sel.mass,
-               shape=list(sel.P.shape), total=float(sel.P.sum()))
+               shape=list(sel.P.shape), total=float(sel.P.sum()), kept_keys=ex.kept_row_keys,
+               row_keys=None if sel.rows is None else int(np.diff(sel.rows.indptr).max()))
     if {widget}:
         w = HeadSNE(ex, layer=1, head=2, n_iter=20, speed=0.0)
         kl = w.wait(600)
@@ -72,14 +73,27 @@ def run_limited(code: str, limit: int = LIMIT) -> dict:
 def test_a_broad_head_beyond_memory_is_capped_not_killed():
     """16384 tokens: the rows at mass 0.99 would keep 134 M entries (8 GiB to build), the dense P and head 2 GiB;
     under a 3 GiB address space both exceed the budget, so each row keeps its largest keys within it, in the
-    function API and in the widget's click alike, and the status says what P holds."""
-    out = run_limited(CHILD.format(n=16384, widget=True))
+    function API and in the widget's click alike, and the status says what P holds. The capture kept each row's
+    largest keys (rows="auto" from 4096 tokens): where P is sparse anyway, each row keeps its mass within them, read
+    not recomputed."""
+    out = run_limited(CHILD.format(n=16384, widget=True, rows='"auto"'))
     assert out["n"] == 16384 and out["sparse"] and out["shape"] == [16384, 16384]
     assert out["total"] == pytest.approx(1.0, rel=1e-4)
-    assert "largest keys (memory budget)" in out["note"] and 0.0 < out["mass"] < 0.99
+    assert out["kept_keys"] == 90 and out["row_keys"] == 90
+    for said in (out["note"], out["status"]):
+        assert "each token keeps at most its 90 largest keys (kept at capture: extract(..., rows=))" in said
+    assert 0.0 < out["mass"] < 0.99
     assert out["state"] == "done" and out["kl"] is not None and out["kl"] > 0 and out["points"] == 16384
-    assert "largest keys (memory budget)" in out["status"]
     assert out["peak"] < LIMIT
+
+
+@pytest.mark.slow
+def test_a_broad_head_beyond_memory_without_kept_rows_is_capped_by_the_budget():
+    """The same head captured with ``rows=False``: no rows kept, so each row keeps the largest keys the memory budget
+    allows (far more than 90), recomputed, and the note says the budget capped it."""
+    out = run_limited(CHILD.format(n=16384, widget=False, rows=False))
+    assert out["sparse"] and out["kept_keys"] is None and out["row_keys"] > 90
+    assert "largest keys (memory budget)" in out["note"] and 0.0 < out["mass"] < 0.99
 
 
 @pytest.mark.slow
@@ -87,7 +101,7 @@ def test_a_broad_head_whose_dense_P_is_smaller_gets_the_dense_P():
     """8192 tokens under a 4 GiB address space: the broad rows would keep 33 M entries (2 GiB to build) against
     512 MiB for the dense P and head, which fit the budget: the dense P (no 5x cliff in time at the sparse
     threshold)."""
-    out = run_limited(CHILD.format(n=8192, widget=False), limit=4 * 2**30)
+    out = run_limited(CHILD.format(n=8192, widget=False, rows='"auto"'), limit=4 * 2**30)
     assert out["n"] == 8192 and not out["sparse"] and out["shape"] == [8192, 8192] and out["note"] == ""
     assert out["total"] == pytest.approx(1.0, rel=1e-4)
 

@@ -115,14 +115,17 @@ def _sparse(
     if not isinstance(src, HeadMatrixSource):
         limit = entries if switch is None else min(entries, switch)
         return make(Limits(max_entries=max(limit, 1)))
-    found = fitted(make, ex.n_tokens, entries, switch=switch)
+    keys = src.kept_keys(ex) if instead is None else None  # P sparse anyway: within the rows the capture kept
+    found = fitted(make, ex.n_tokens, entries, switch=switch, keys=keys)
     if found is None:
         return None
     built, cap = found
-    if cap is None:
+    shares = getattr(built.rows, "kept", None)  # each row's share kept: below the mass only where the cap bit
+    if cap is None or (shares is not None and len(shares) and float(np.min(shares)) >= spec.mass * (1 - 1e-9)):
         return built
     held = f"{built.mass:.1%}" if built.mass is not None else "less"
-    note = f"each token keeps at most its {cap} largest keys (memory budget): P holds {held} of the head's weights"
+    why = "kept at capture: extract(..., rows=)" if cap == keys else "memory budget"
+    note = f"each token keeps at most its {cap} largest keys ({why}): P holds {held} of the head's weights"
     return replace(built, note=note)
 
 

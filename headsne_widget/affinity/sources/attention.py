@@ -28,13 +28,17 @@ class Attention(HeadMatrixSource):
     def matrix_into(self, ex: Extraction, layer: int, head: int, out: np.ndarray) -> np.ndarray:
         return np.asarray(ex.attention_into(layer, head, out))
 
+    def kept_keys(self, ex: Extraction) -> int | None:
+        """The keys a row the capture kept (``ex.kept_row_keys``, ``extract(..., rows=)``): where P is sparse anyway
+        (the dense P does not fit the budget) each row keeps its mass within them, so that a head change reads
+        them instead of recomputing the head (docs/long-texts.md, "The cap")."""
+        return getattr(ex, "kept_row_keys", None)
+
     def rows(
         self, ex: Extraction, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits
     ) -> Any:
-        """The capture's own rows (never the n x n head) where the extraction has them: read from the rows the
-        capture kept (``ex.kept_row_keys``) where every row's answer lies within them, else recomputed. P is the
-        thesis's at ``mass`` either way: the kept rows' cap is not imposed on P (a broad head's rows capped at 90
-        keys would keep the first 90 of near-equal keys, about 1 % of a uniform row at 8192 tokens)."""
+        """The capture's own rows (never the n x n head): read from the rows the capture kept where every row's
+        answer lies within them (``limits.max_keys`` at most what was kept), else recomputed."""
         if hasattr(ex, "sparse_attention"):
             bounds = {"max_keys": limits.max_keys, "max_entries": limits.max_entries}
             return ex.sparse_attention(layer, head, mass=mass, progress=progress, **bounds)

@@ -91,19 +91,22 @@ def capped_keys(n: int, entries: int, least: int = 1) -> int:
 
 
 def fitted(
-    make: Callable[[Limits], T], n: int, entries: int, *, least: int = 1, switch: int | None = None
-) -> tuple[T, int | None] | None:
+    make: Callable[[Limits], T], n: int, entries: int, *, least: int = 1, switch: int | None = None,
+    keys: int | None = None,
+) -> tuple[T, int | None] | None:  # fmt: skip
     """``make(limits)`` (a head's kept rows, or a P from them) within ``entries`` kept entries: each of the n rows
-    its mass where that fits, else (``MemoryBudgetError``) its :func:`capped_keys` largest keys, at least
-    ``least``: (what it made, the keys a row was capped at or None). ``switch``: fewer entries than the budget's
-    above which a dense P is the smaller, tried first; None where they did not fit and the dense P does."""
+    its mass (within ``keys`` largest keys where given) where that fits, else (``MemoryBudgetError``) its
+    :func:`capped_keys` largest keys, at least ``least``: (what it made, the keys a row was capped at or None).
+    ``switch``: fewer entries than the budget's above which a dense P is the smaller, tried first; None where they
+    did not fit and the dense P does."""
     limit = entries if switch is None else min(entries, switch)
     try:
-        return make(Limits(max_entries=max(limit, 1))), None
+        return make(Limits(max_keys=keys, max_entries=max(limit, 1))), keys
     except MemoryBudgetError:
         if switch is not None and switch <= entries:
             return None
     cap = capped_keys(n, entries, least)
+    cap = cap if keys is None else min(cap, keys)
     return make(Limits(max_keys=cap)), cap
 
 
@@ -210,6 +213,10 @@ class HeadMatrixSource(PSource):
         """:meth:`matrix` written into ``out`` (a leased float32 (n, n) array)."""
         np.copyto(out, self.matrix(ex, layer, head))
         return out
+
+    def kept_keys(self, ex: Extraction) -> int | None:
+        """The keys a row the capture kept of this source's heads (None: none kept, or not this source's rows)."""
+        return None
 
     def rows(
         self, ex: Extraction, layer: int, head: int, mass: float, progress: Progress | None, limits: Limits
