@@ -67,6 +67,8 @@ async def measure(ex: Any, args: argparse.Namespace) -> list[dict]:
     rows = []
     changes = [{"layer": 1 - i % 2, "head": (2 + i) % ex.n_heads} for i in range(args.heads)]
     for state in changes + ([{"mode": "hidden", "layer": 1}] if args.hidden else []):
+        if (state["layer"], state.get("head")) == (w.widget.layer, w.widget.head):  # the opened head: no change
+            state["head"] = (state["head"] + 1) % ex.n_heads
         layer, head = state["layer"], state.get("head", w.widget.head)
         msg = {"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []}
         load = os.getloadavg()[0]

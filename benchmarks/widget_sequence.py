@@ -109,7 +109,7 @@ async def sequence(ex: Any, args: argparse.Namespace) -> None:
 
     comm.create_comm = TimingComm
     t0 = time.perf_counter()
-    w = HeadSNE(ex, n_iter=args.n_iter, speed=0.0)
+    w = HeadSNE(ex, layer=0, head=0, n_iter=args.n_iter, speed=0.0)  # (the first run, not the opening rule's)
     c: TimingComm = w.widget.comm
     while w.widget.state not in ("done", "error"):
         await asyncio.sleep(0.05)
@@ -128,6 +128,11 @@ async def sequence(ex: Any, args: argparse.Namespace) -> None:
     for step, begin, rid, end in steps:
         print(json.dumps(summary(step, frame_times(c, begin, end, rid), ex.n_tokens, load)), flush=True)
         if args.jobs:
+            times = frame_times(c, begin, end, rid)
+            for a, b in itertools.pairwise(times):
+                if b - a > 0.3:  # a gap, and the jobs that ran in it
+                    during = [j["work"] for j in JOBS if j["start"] - begin < b and j.get("end", end) - begin > a]
+                    print("   gap", json.dumps(dict(after=round(a, 2), gap=round(b - a, 2), jobs=during)), flush=True)
             for job in JOBS:
                 if begin <= job["start"] < end:
                     row = {k: (round(v - begin, 2) if k in ("start", "end") else v) for k, v in job.items()}
