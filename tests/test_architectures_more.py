@@ -106,6 +106,21 @@ def model_scores(model, ex) -> list:
     return session.layers
 
 
+@pytest.mark.parametrize("architecture", ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe"])
+def test_a_float64_mixture_of_experts_decomposes_exactly(architecture, tiny):
+    """Loaded in float64, a mixture of experts ran into torch's "Expected mat_a to be Float32" (transformers' grouped
+    experts): the capture puts it on the eager experts, and its decomposition sums to the model's own float64 state
+    (to 1e-10 of its largest entry; the final RMSNorm of some computes in float32, so the last layer to 1e-6)."""
+    path = tiny(architecture)
+    model = load(path, torch.float64)
+    ex = extract_components(path, model)
+    _, states = own_forward(model, ex)
+    for layer in range(ex.n_layers):
+        target = states[layer]
+        tolerance = 1e-6 if layer == ex.n_layers - 1 else 1e-10
+        assert np.abs(decompose(ex, layer).total - target).max() <= tolerance * np.abs(target).max(), layer
+
+
 @pytest.mark.parametrize("architecture", sorted(MORE))
 def test_capture_decompose_and_attribute(architecture, tiny):
     path = tiny(architecture)

@@ -267,7 +267,19 @@ def _prepare(model: Any, device: torch.device) -> Any:
             model.set_attn_implementation("eager")
         except (ValueError, AttributeError, NotImplementedError):
             pass  # extract() reports AttentionUnavailableError if no matrices come back
+    _float64_experts(model)
     return model.eval() if _split_across_devices(model) else model.eval().to(device)
+
+
+def _float64_experts(model: Any) -> None:
+    """A float64 mixture of experts on transformers' eager experts: the default grouped products (``grouped_mm``)
+    take no float64 (torch: "Expected mat_a to be Float32"); eager computes the same sums one expert at a time."""
+    if getattr(model, "dtype", None) != torch.float64 or not hasattr(model, "set_experts_implementation"):
+        return
+    if getattr(model.config, "_experts_implementation", None) in (None, "eager"):
+        return
+    with contextlib.suppress(ValueError, AttributeError, NotImplementedError):
+        model.set_experts_implementation("eager")
 
 
 def _split_across_devices(model: Any) -> bool:
