@@ -92,7 +92,9 @@ def extract(
 
     ``rows``: keep each head's largest keys a row as the forward pass computes them (:mod:`.folds.rows`), so that
     ``ex.sparse_attention`` and a head's P read them instead of recomputing the head: "auto" from
-    ``ROWS_MIN_TOKENS`` (4096) tokens on, True at any length, False never, an int: that many keys a row.
+    ``ROWS_MIN_TOKENS`` (4096) tokens on, True at any length, False never, an int: that many keys a row (90 by
+    default). Where a head's P is sparse (its dense form does not fit the memory budget) each row keeps its mass
+    within them; ``rows=False`` for the uncapped P, recomputed per head (docs/long-texts.md).
 
     The keywords become one :class:`~.options.CaptureOptions`, checked before the model loads; :func:`extract_with`
     takes one made already.
