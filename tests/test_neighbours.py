@@ -95,6 +95,24 @@ def test_the_exact_search_from_half_the_products(offset):
         np.testing.assert_allclose(distances, np.take_along_axis(D, order[:, :k], axis=1), rtol=1e-12, atol=0)
 
 
+def test_equal_distances_come_lower_index_first():
+    """Points of an integer grid, whose squared distances are exact integers with many equal: each row's
+    neighbours in the order of an oracle that sorts every pair's exact distance, then the index (k where no group
+    of equal distances is cut: the 6 faces, the 12 edges, the 8 corners of a cube about a point), from half the
+    products (every point) and for rows asked for alone."""
+    X = np.stack(np.meshgrid(*[np.arange(16.0)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)[::-1].copy()
+    D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+    np.fill_diagonal(D, np.inf)
+    order = np.lexsort((np.broadcast_to(np.arange(len(X)), D.shape), D), axis=1)
+    for k in (6, 18, 26):
+        indices, distances = knn.exact_neighbours(X, k)
+        rows = np.flatnonzero(((X > 0) & (X < 15)).all(axis=1))  # (all 26 about them on the grid)
+        np.testing.assert_array_equal(indices[rows], order[rows, :k])
+        np.testing.assert_array_equal(distances[rows], np.take_along_axis(D, order[:, :k], axis=1)[rows])
+        alone, _ = knn.exact_neighbours(X, k, rows=rows[:50])
+        np.testing.assert_array_equal(alone, order[rows[:50], :k])
+
+
 def _points_rounding_cannot_rank(kind: str) -> np.ndarray:
     """Points whose neighbours float32 products (and for "far", float64 ones) cannot rank: all of them far from
     their centre against the distances between them, or in 2048 dimensions, where distances bunch up."""

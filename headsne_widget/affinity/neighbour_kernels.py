@@ -1,10 +1,12 @@
 """The nearest-neighbour searches' compiled passes, each over a range of rows so that ranges run on the worker
 threads of :mod:`.._parallel`.
 
-- :func:`squared_distances`: the float64 squared distances of each point to the neighbours a search found.
-  Gathered and subtracted by numpy (``X[found] - X[:, None]``), the 65536 x 60 neighbours of 64-dimensional
-  points took 2.1 s of a 10 s hidden-mode click: 2 GB of differences written and read back. Here each distance
-  is summed as it is read.
+- :func:`ordered_distances`: the float64 squared distances of each point to the neighbours a search found, and
+  those neighbours in order, nearest first and the lower index first among equals. Gathered and subtracted by
+  numpy (``X[found] - X[:, None]``), the 65536 x 60 neighbours of 64-dimensional points took 2.1 s of a 10 s
+  hidden-mode click: 2 GB of differences written and read back; here each distance is summed as it is read, and
+  each row ordered as it is made (numpy's row-wise ``argsort`` and ``take_along_axis`` after the distances were
+  0.4-0.6 s of the 65536-point search, in one thread).
 - :func:`smallest`: each row's s smallest entries of distances, a tile of columns at a time, the exact search's
   candidates (``torch.topk`` took 7 s of the 65536-point search; this pass skips 32 entries at a time that are
   none of them below the row's s-th smallest so far).
@@ -16,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["nearest_by_differences", "smallest", "smallest_both", "squared_distances"]
+__all__ = ["nearest_by_differences", "ordered_distances", "smallest", "smallest_both"]
 
 
 @njit(cache=True, nogil=True)
@@ -30,17 +32,19 @@ def _squared_distance(X, j, p):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def squared_distances(X, points, found, lo, hi, out):  # pragma: no cover - compiled
-    """``out[i, a]`` = |X[found[i, a]] - X[points[i]]|^2 for rows lo .. hi - 1, summed over the features in order;
-    infinity where ``found[i, a]`` < 0 (no neighbour found)."""
+def ordered_distances(X, points, found, lo, hi, out_found, out):  # pragma: no cover - compiled
+    """For rows lo .. hi - 1: ``found[i]``'s points (any order; -1 for none) ordered by their squared distances
+    to X[points[i]], nearest first and the lower index first among equals, into ``out_found[i]``, and those
+    distances (summed over the features in order; infinity for none) into ``out[i]``."""
     for i in range(lo, hi):
         p = points[i]
-        for a in range(found.shape[1]):
-            j = found[i, a]
-            if j < 0:
-                out[i, a] = np.inf
-                continue
-            out[i, a] = _squared_distance(X, j, p)
+        columns = np.sort(found[i])
+        distances = np.empty(columns.shape[0])
+        for a in range(columns.shape[0]):
+            distances[a] = np.inf if columns[a] < 0 else _squared_distance(X, columns[a], p)
+        order = np.argsort(distances, kind="mergesort")  # stable: the lower index first among equals
+        for a in range(columns.shape[0]):
+            out_found[i, a], out[i, a] = columns[order[a]], distances[order[a]]
 
 
 @njit(cache=True, nogil=True)
@@ -100,24 +104,29 @@ def smallest_both(D, rows, width, first_row, first_column, found_rows, values_ro
     ..``, columns ``first_column ..``; D's entries are symmetric in the points): row r's entries into the max-heap
     ``values_rows[r]`` (``found_rows[r]``: their columns), column j's into ``values_columns[j]``
     (``found_columns[j]``: their rows). The exact search's half of the products: the tile of the two blocks the
-    other way round is never computed. 32 rows at a time; a column is read for its heap only where the least of
-    its 32 entries is below the heap's root."""
+    other way round is never computed. 32 rows at a time; a column is read for its heap only where one of its 32
+    entries is below the heap's root (marked row by row against the roots' contiguous copy: a running minimum
+    of the column, read and written for each entry, took 3x as long)."""
     s = found_columns.shape[1]
-    least = np.empty(width, D.dtype)
+    roots = np.empty(width, D.dtype)
+    below = np.empty(width, np.uint8)
+    for j in range(width):
+        roots[j] = values_columns[j, 0]
     for lo in range(0, rows, 32):
         hi = min(lo + 32, rows)
         for r in range(lo, hi):
             _into_heap(D[r], width, first_column, -1, found_rows[r], values_rows[r])
-        least[:] = D[lo, :width]
-        for i in range(lo + 1, hi):
+        below[:] = 0
+        for i in range(lo, hi):
             for j in range(width):
-                least[j] = min(least[j], D[i, j])
+                below[j] |= D[i, j] < roots[j]
         for j in range(width):
-            if least[j] < values_columns[j, 0]:
+            if below[j]:
                 for i in range(lo, hi):
                     if D[i, j] < values_columns[j, 0]:
                         values_columns[j, 0], found_columns[j, 0] = D[i, j], first_row + i
                         _sift_down(values_columns[j], found_columns[j], s)
+                roots[j] = values_columns[j, 0]
 
 
 @njit(cache=True, nogil=True)

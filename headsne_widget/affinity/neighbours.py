@@ -35,7 +35,7 @@ import numpy as np
 
 from .._parallel import in_shares, one_blas_thread, shares, threads
 from ..budget import within_budget
-from .neighbour_kernels import nearest_by_differences, smallest, smallest_both, squared_distances
+from .neighbour_kernels import nearest_by_differences, ordered_distances, smallest, smallest_both
 
 __all__ = [
     "APPROX_MIN_POINTS",
@@ -61,11 +61,12 @@ _CHUNK = 4096  # points the product's sides are made from at a time
 _PROBE = 256  # rows the exact search tries in float32 first, to learn whether a float32 pass pays
 #: the searches ``neighbours=`` takes
 NEIGHBOURS = ("auto", "exact", "approx", "pynndescent")
-#: points from which ``"auto"`` searches approximately (benchmarks/knn_recall.py, 2 cores, tiny Mistral states of 64
-#: dimensions, k = 60: at 65536 points the exact search took 9.7 s and the compiled approximate one 12.0 s, medians
-#: of 3; the exact one grows as n^2 and spreads over every core, the approximate one needs a 30-60 s compile in each
-#: new kernel first)
-APPROX_MIN_POINTS = 131072
+#: points from which ``"auto"`` searches approximately (2 cores, the kNN P of a tiny Mistral's 64-dimensional states,
+#: k = 90: at 131072 points 29.1 s exact against 48-50 s approximate, after a 59 s compile in the worker; see
+#: docs/long-texts.md and benchmarks/knn_recall.py. The exact search grows as n^2 and spreads over every core, the
+#: approximate one needs its compile in each new kernel first: they cross near 262144 points on 2 cores, later on
+#: more)
+APPROX_MIN_POINTS = 262144
 #: the search of a call that names none (``neighbours="auto"``): set ``settings.neighbours = "exact"`` to switch
 settings = SimpleNamespace(neighbours="auto")
 
@@ -103,14 +104,14 @@ def neighbours(X: np.ndarray, k: int, method: str | None = None, *, seed: int = 
 def exact_neighbours(X: np.ndarray, k: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The exact k nearest neighbours of every row of X (itself excluded), or of the ``rows`` given: (indices
     (len(rows), k) int64, squared euclidean distances (len(rows), k) float64, summed from X's differences),
-    nearest first.
+    nearest first, the lower index first among equal distances.
 
     O(n^2 d) time, in passes that each settle the rows they can. A pass in float32, then one in float64, takes
     each row's k + :data:`EXACT_MARGIN` nearest candidates by products (:func:`_candidates`) and orders them by
     their distances; a row is settled where the pass's rounding cannot have left out a point nearer than its k-th
     (:func:`_certain`). A row neither settles is searched from all its differences
     (:func:`.neighbour_kernels.nearest_by_differences`). At 65536 points of 64 dimensions on 2 cores: 10 s
-    against 54 s for one float64 pass by torch (benchmarks/knn_recall.py), the same neighbours.
+    against 54 s for one float64 pass by torch (benchmarks/knn_recall.py), the same neighbours; at 131072, 29 s.
 
     Each pass's memory (:func:`exact_bytes`) is checked against the budget before it is allocated
     (``errors.MemoryBudgetError``, naming the approximate search), with the float64 copy of an X given in
@@ -148,12 +149,12 @@ def exact_neighbours(X: np.ndarray, k: int, rows: np.ndarray | None = None) -> t
 def exact_bytes(n: int, d: int, queries: int, k: int, dtype: Any = np.float32) -> int:
     """Bytes one pass of :func:`exact_neighbours` in ``dtype`` may allocate for ``queries`` rows among n points of
     d dimensions (X itself not counted), all taken as held at once: the product's sides, a chunk of centred rows
-    twice, the threads' product buffers, the candidates' heaps (columns and values), their float64 distances, order
-    and ordered copies, the rows settled and the results. tests/test_budget.py measures the peak against it."""
+    twice, the threads' product buffers, the candidates' heaps (columns and values), their ordered copy with float64
+    distances, the rows settled and the results. tests/test_budget.py measures the peak against it."""
     size, s = np.dtype(dtype).itemsize, min(n - 1, k + EXACT_MARGIN)
     sides = (n + queries) * (d + 2) * size + 8 * n + 16 * _CHUNK * d
     tile = _HALF_BLOCK**2 if _halves(n, queries) else _EXACT_BLOCK * _EXACT_TILE
-    return sides + threads() * tile * size + queries * s * (8 + size + 32) + queries * k * 32
+    return sides + threads() * tile * size + queries * s * (8 + size + 16) + queries * k * 32
 
 
 def _check_budget(X: np.ndarray, queries: int, k: int, dtype: Any, held: int) -> None:
@@ -194,11 +195,11 @@ def _settle(X: np.ndarray, queries: np.ndarray, k: int, columns: _Columns) -> tu
 
 def _ordered(X: np.ndarray, queries: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``found`` (a row of neighbour indices a query point) ordered by their squared distances from X's
-    differences (:func:`.neighbour_kernels.squared_distances`), nearest first, and those distances."""
-    distances = np.empty(found.shape)
-    in_shares(len(queries), lambda lo, hi: squared_distances(X, queries, found, lo, hi, distances))
-    order = np.argsort(distances, axis=1, kind="stable")
-    return np.take_along_axis(found, order, axis=1), np.take_along_axis(distances, order, axis=1)
+    differences, nearest first and the lower index first among equals, and those distances
+    (:func:`.neighbour_kernels.ordered_distances`, on the package's threads)."""
+    ordered, distances = np.empty_like(found), np.empty(found.shape)
+    in_shares(len(queries), lambda lo, hi: ordered_distances(X, queries, found, lo, hi, ordered, distances))
+    return ordered, distances
 
 
 def _candidates(
@@ -353,10 +354,7 @@ def approx_neighbours(X: np.ndarray, k: int, *, seed: int = 0) -> tuple[np.ndarr
     n = Xc.shape[0]
     graph = search(Xc, k + 1, seed)
     found = _without_self(graph, k)
-    distances = np.empty(found.shape)
-    in_shares(n, lambda lo, hi: squared_distances(Xc, np.arange(n), found, lo, hi, distances))
-    order = np.argsort(distances, axis=1, kind="stable")
-    found, distances = np.take_along_axis(found, order, axis=1), np.take_along_axis(distances, order, axis=1)
+    found, distances = _ordered(Xc, np.arange(n), found)
     short = np.flatnonzero((found < 0).any(axis=1))
     if short.size:
         found[short], distances[short] = exact_neighbours(X, k, rows=short)

@@ -56,14 +56,14 @@ def _warm_exact_search() -> None:
     """The exact nearest-neighbour search's kernels (a long text's hidden mode): its float32 and float64 passes'
     top-k (one way and both ways), the candidates' distances, and its last resort, each for the arrays the search
     hands them."""
-    from ..affinity.neighbour_kernels import nearest_by_differences, smallest, smallest_both, squared_distances
+    from ..affinity.neighbour_kernels import nearest_by_differences, ordered_distances, smallest, smallest_both
 
     one, X = np.zeros(1, np.int64), np.eye(2)
     for dtype in (np.float32, np.float64):
         found, heap = np.zeros((1, 1), np.int64), np.full((1, 1), np.inf, dtype)
         smallest(np.zeros((1, 2), dtype), 1, 2, 0, one, found, heap)
         smallest_both(np.zeros((1, 1), dtype), 1, 1, 0, 1, found, heap, found.copy(), heap.copy())
-    squared_distances(X, one, np.ones((1, 1), np.int64), 0, 1, np.zeros((1, 1)))
+    ordered_distances(X, one, np.ones((1, 1), np.int64), 0, 1, np.zeros((1, 1), np.int64), np.zeros((1, 1)))
     nearest_by_differences(X, one, 0, 1, np.zeros((1, 1), np.int64))
 
 
