@@ -13,7 +13,11 @@ rest of the run (``--n-iter`` iterations, ``speed`` 0: as fast as it goes). Then
 size; each row prints the load average.
 
     python benchmarks/widget_long.py --sizes 16384 65536 [--model narrow|broad|llama] [--window 1024] [--heads 2]
-        [--n-iter 200] [--neighbours auto|exact|approx] [--no-hidden] [--rows auto|off]
+        [--n-iter 200] [--neighbours auto|exact|approx] [--no-hidden] [--rows auto|off] [--device cuda]
+
+``--device cuda`` runs the model (the capture) on a GPU, as ``load_model(path, device="cuda")`` does for a user;
+the t-SNE runs on the CPU either way. Issue 55's GPU check: ``--device cuda --sizes 65536 --model llama --heads 1
+--n-iter 1000`` prints the capture, a head change's first frame and the frames of 1000 iterations.
 
 ``--rows off`` captures without the rows kept at capture (capture/folds/rows.py; the code before issue 55 has no
 such option and runs as ``off``: run it from a clone of that commit for comparison).
@@ -107,14 +111,14 @@ def child(path: str, n: int, args: argparse.Namespace) -> None:
     from headsne_widget.embedding.background import start_warmup
 
     start_warmup().join()
-    loaded = load_model(path, device="cpu")
+    loaded = load_model(path, device=args.device)
     ids = np.random.default_rng(0).integers(1000, loaded.tokenizer.vocab_size, size=n)
     load = os.getloadavg()[0]
     t = time.perf_counter()
     ex = extract_token_ids(ids, loaded) if args.rows == "auto" else extract_token_ids(ids, loaded, rows=False)
     kept = getattr(ex, "kept_row_keys", None)
     print(json.dumps(dict(n=n, capture_s=round(time.perf_counter() - t, 1), rss_mib=round(rss_mib()),
-                          load_before=round(load, 1), rows=kept)), flush=True)  # fmt: skip
+                          load_before=round(load, 1), rows=kept, device=args.device)), flush=True)  # fmt: skip
     asyncio.run(measure(ex, args))
     print(json.dumps(dict(n=n, peak_rss_mib=round(rss_mib()), load_after=round(os.getloadavg()[0], 1))), flush=True)
 
@@ -129,6 +133,7 @@ def main() -> None:
     parser.add_argument("--neighbours", choices=["auto", "exact", "approx"], default="auto")
     parser.add_argument("--no-hidden", dest="hidden", action="store_false", help="no hidden-mode row")
     parser.add_argument("--rows", choices=["auto", "off"], default="auto", help="rows kept at capture (issue 55)")
+    parser.add_argument("--device", default="cpu", help="the model's device (cuda: issue 55's GPU check)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -139,7 +144,8 @@ def main() -> None:
         path = build(directory, window, max(65536, *args.sizes), heads=8 if args.model == "broad" else 4)
         for n in args.sizes:
             command = [sys.executable, __file__, "--child", path, str(n), "--heads", str(args.heads),
-                       "--n-iter", str(args.n_iter), "--neighbours", args.neighbours, "--rows", args.rows]  # fmt: skip
+                       "--n-iter", str(args.n_iter), "--neighbours", args.neighbours, "--rows", args.rows,
+                       "--device", args.device]  # fmt: skip
             command += [] if args.hidden else ["--no-hidden"]
             subprocess.run(command, check=True)
 
