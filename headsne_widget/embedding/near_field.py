@@ -41,6 +41,7 @@ class NearField:
         self.bases = np.zeros(1, np.int64)  # each piece's first sorted place, its buffer's offset, and the end
         self.offsets = np.zeros(1, np.int64)
         self.sums = np.zeros((3, 0), np.float32)
+        self.total = np.zeros((3, 0), np.float32)  # the pieces summed (:meth:`add_to`)
 
     def sort(self, x: np.ndarray, y: np.ndarray, *, origin: tuple[float, float], cells: tuple[int, int],
              start: np.ndarray, cutoff: float, coefficients: tuple[np.ndarray, np.ndarray]) -> int:  # fmt: skip
@@ -71,11 +72,7 @@ class NearField:
         """Add the pieces' buffers, in piece order, to the far field's ``out`` (2, n) and ``z`` (n,), and take off
         poly1(0), the pair (i, i)'s far kernel the grid counted."""
         n = self.order.shape[0]
-        total = np.zeros((3, n + NEAR_PAD), np.float32)
-        for k in range(len(self.rows) - 1):
-            a, b, base = int(self.offsets[k]), int(self.offsets[k + 1]), int(self.bases[k])
-            total[:, base : base + b - a] += self.sums[:, a:b]
-        self_term = float(np.polynomial.polynomial.polyval(-self.cut, self.coefficients[0]))
-        out[0, self.order] += total[0, :n]
-        out[1, self.order] += total[1, :n]
-        z[self.order] += total[2, :n] - self_term
+        if self.total.shape[1] != n + NEAR_PAD:
+            self.total = np.empty((3, n + NEAR_PAD), np.float32)
+        self_term = np.float32(np.polynomial.polynomial.polyval(-self.cut, self.coefficients[0]))
+        nk.near_add(self.sums, self.offsets, self.bases, self.order, self_term, self.total, out, z)

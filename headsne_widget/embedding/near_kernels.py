@@ -8,7 +8,7 @@ from numba import njit
 
 from .kernel_common import FASTMATH as _FASTMATH
 
-__all__ = ["NEAR_PAD", "cell_counts", "cell_sort", "near_pairs", "near_part"]
+__all__ = ["NEAR_PAD", "cell_counts", "cell_sort", "near_add", "near_pairs", "near_part"]
 
 #: entries past n in the near field's sorted coordinates and past each piece's buffer: each row of cells is read in
 #: whole vectors of this many points, those past its end masked (LLVM's float32 loop on AVX2 takes 8 lanes twice an
@@ -56,6 +56,25 @@ def cell_counts(x, y, x0, y0, side, ncx, ncy, start):  # pragma: no cover - comp
         start[cy * ncx + cx + 1] += 1
     for c in range(ncx * ncy):
         start[c + 1] += start[c]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def near_add(sums, offsets, bases, order, self_term, total, out, z):  # pragma: no cover - compiled
+    """The pieces' buffers ``sums`` (3, ...) summed in piece order into ``total`` (3, n + NEAR_PAD, float32, zeroed
+    here), then added to the far field's ``out`` (2, n) and ``z`` (n,) at the points' own places ``order``, less
+    ``self_term`` (float32) from each z: numpy's arithmetic of :meth:`.near_field.NearField.add_to`, in one pass
+    each (numpy's zeros, slices and fancy-indexed adds took 1.4-1.6 ms of every pass at 65536 points, serial)."""
+    total[:] = 0
+    for k in range(offsets.shape[0] - 1):
+        a, base = offsets[k], bases[k]
+        for t in range(offsets[k + 1] - a):
+            for c in range(3):
+                total[c, base + t] += sums[c, a + t]
+    for t in range(order.shape[0]):
+        o = order[t]
+        out[0, o] += total[0, t]
+        out[1, o] += total[1, t]
+        z[o] += total[2, t] - self_term
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
