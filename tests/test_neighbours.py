@@ -104,9 +104,9 @@ def test_equal_distances_come_lower_index_first():
     D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
     np.fill_diagonal(D, np.inf)
     order = np.lexsort((np.broadcast_to(np.arange(len(X)), D.shape), D), axis=1)
+    rows = np.flatnonzero(((X > 0) & (X < 15)).all(axis=1))  # (all 26 about them on the grid)
     for k in (6, 18, 26):
         indices, distances = knn.exact_neighbours(X, k)
-        rows = np.flatnonzero(((X > 0) & (X < 15)).all(axis=1))  # (all 26 about them on the grid)
         np.testing.assert_array_equal(indices[rows], order[rows, :k])
         np.testing.assert_array_equal(distances[rows], np.take_along_axis(D, order[:, :k], axis=1)[rows])
         alone, _ = knn.exact_neighbours(X, k, rows=rows[:50])

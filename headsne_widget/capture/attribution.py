@@ -121,7 +121,7 @@ def side(
     (K, r, d_h)."""
     qk = layer_qk(trace, layer)
     labels, comps = stream(trace, layer, rows)
-    group = head if kind == "query" else head // (qk.query.shape[0] // qk.key.shape[0])
+    group = head if kind == "query" else qk.kv_head(head)
     w, b = (qk.w_q, qk.b_q) if kind == "query" else (qk.w_k, qk.b_k)
     assert w is not None and b is not None
     if qk.norm is not None:
@@ -160,7 +160,7 @@ def _extra(qk: QKTrace, layer: int, head: int, i: int, j: int) -> list[tuple[str
 
 def _model_score(qk: QKTrace, head: int, i: int, j: int) -> tuple[float, float]:
     """The model's ``q_i . k_j * scaling`` and its size before cancellation, ``|q_i| |k_j| scaling``."""
-    kv = head // (qk.query.shape[0] // qk.key.shape[0])
+    kv = qk.kv_head(head)
     q, k = qk.query[head, i].double(), qk.key[kv, j].double()
     return float(q @ k) * qk.scaling, float(q.norm() * k.norm()) * abs(qk.scaling)
 
@@ -244,7 +244,7 @@ def _one_side(ex: Extraction, layer: int, head: int, token: int, top: int, model
     line = weights[:, token] if kind == "key" else weights[token]
     others = np.argsort(-line, kind="stable")[: int(top)]
     others = others[line[others] > 0]
-    kv = head // (qk.query.shape[0] // qk.key.shape[0])
+    kv = qk.kv_head(head)
     labels, vectors = side(trace, layer, np.array([token]), kind, head)
     opposite = (qk.query[head, others] if kind == "key" else qk.key[kv, others]).double().numpy()
     parts = vectors[:, 0] @ opposite.T * qk.scaling  # (K, t)

@@ -166,20 +166,20 @@ def _group_shares(
     trace: Trace, dst: int, group: list[tuple[int, np.ndarray, np.ndarray]], q_data: np.ndarray, k_data: np.ndarray
 ) -> None:
     qk = layer_qk(trace, dst)
-    kv_groups = qk.query.shape[0] // qk.key.shape[0]
     rows = np.unique(np.concatenate([np.concatenate([i, j]) for _, i, j in group]))
     labels, comps = head_stream(trace, dst, rows)
     n_heads = trace.layers[0].n_heads
     assert qk.w_q is not None and qk.w_k is not None
     for head, i, j in group:
+        kv = qk.kv_head(head)
         query = qk.query[head, i].double().numpy()
-        key = qk.key[head // kv_groups, j].double().numpy()
+        key = qk.key[kv, j].double().numpy()
         total = float(np.einsum("ed,ed->", query, key)) * qk.scaling
         if total == 0:
             continue
         at_i, at_j = np.searchsorted(rows, i), np.searchsorted(rows, j)
         q_side = qk.finish(comps[:, at_i] @ qk.w_q[:, head], "query", head, i)
-        k_side = qk.finish(comps[:, at_j] @ qk.w_k[:, head // kv_groups], "key", head // kv_groups, j)
+        k_side = qk.finish(comps[:, at_j] @ qk.w_k[:, kv], "key", kv, j)
         q_parts = np.einsum("krd,rd->k", q_side, key) * qk.scaling / total
         k_parts = np.einsum("krd,rd->k", k_side, query) * qk.scaling / total
         for (layer, src), qp, kp in zip(labels, q_parts, k_parts):

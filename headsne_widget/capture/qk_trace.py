@@ -125,6 +125,10 @@ class QKTrace:
         tensors = self.query.numel() * self.query.element_size() + self.key.numel() * self.key.element_size()
         return tensors + sum(0 if a is None else a.nbytes for a in arrays)
 
+    def kv_head(self, head: int) -> int:
+        """The key/value head query head ``head`` reads (grouped-query attention: H / H_kv query heads a group)."""
+        return head // (self.query.shape[0] // self.key.shape[0])
+
     def rebuilt(self) -> QKTrace:
         """This trace with its maps rebuilt and checked against the model's queries and keys, or ``error`` saying
         why they could not be: the first call does it (module doc), from any thread."""
