@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import os
+import sys
 from typing import TYPE_CHECKING, Any
+
+if "torch" not in sys.modules:  # (libgomp reads it once, as torch is imported: _parallel.torch_threads_sleep)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __version__ = importlib.metadata.version("headsne-widget")  # the one place: pyproject.toml
 

@@ -13,6 +13,14 @@ splits a product of some 0.3 M multiply-adds or more between its own threads, wh
 waiting for the next call, and so take a core from the compiled passes that follow (at 512 tokens on two cores,
 a third of a head-output click's time; see ``docs/benchmarks.md``).
 
+torch's OpenMP threads (libgomp) spin for some milliseconds after each parallel region by default, waiting for
+the next one, and so take the cores from the work this package's threads do between torch's operations: the
+capture's folds (:mod:`.capture.folds`) run after each chunk's scores and softmax. The package's ``__init__``
+therefore sets ``OMP_WAIT_POLICY=PASSIVE`` where the environment has no setting and torch is not yet imported
+(libgomp reads it once, at torch's import; :func:`torch_threads_sleep`): the tiny causal Llama's capture with
+its kept rows at 16384 tokens on two cores took 16.7-16.9 s against 23.6-24.4 s (docs/benchmarks.md). Where
+torch came first and spins, work that a torch thread would contend for stays on the calling thread.
+
 How many threads: :func:`threads`, one per core this process may use (``os.sched_getaffinity``; the environment
 variable ``NUMBA_NUM_THREADS``, where set, stands for the core count, so that a small machine can be asked what a
 large one would do), less the cores :func:`set_spare_cores` (or ``HEADSNE_SPARE_CORES``) keeps free for other
@@ -29,7 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 __all__ = [
-    "cores", "each", "in_shares", "in_worker", "one_blas_thread", "set_spare_cores", "shares", "threads", "workers",
+    "cores", "each", "in_shares", "in_worker", "one_blas_thread", "set_spare_cores", "shares", "threads",
+    "torch_threads_sleep", "workers",
 ]  # fmt: skip
 
 #: environment variable: cores kept free of this package's threads (default 0)
@@ -41,6 +50,12 @@ _THREAD = threading.local()  # ``worker`` is True on the pool's own threads, set
 _SPARE: list[int] = []  # set_spare_cores' count, else the environment's
 _BLAS_LOCK = threading.Lock()
 _BLAS: dict[str, Any] = {"users": 0, "limiter": None, "controller": None}  # one_blas_thread's shared limit
+
+
+def torch_threads_sleep() -> bool:
+    """Whether torch's OpenMP threads sleep between its parallel regions (``OMP_WAIT_POLICY=PASSIVE``, as the
+    package's ``__init__`` sets it before torch's import) rather than spin (module doc)."""
+    return os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
 
 
 def _mark_worker() -> None:

@@ -249,3 +249,26 @@ def test_the_sparse_engine_does_not_depend_on_the_machines_thread_count(machine)
         r = tsne(P, n_iter=400, seed=0, every=100)
         results.append(r.embedding.tobytes() + np.float64(r.kl).tobytes())
     assert results[0] == results[1] == results[2]
+
+
+@pytest.mark.parametrize(
+    ("first", "given", "seen"),
+    [("headsne_widget", None, "PASSIVE"), ("torch", None, None), ("headsne_widget", "ACTIVE", "ACTIVE")],
+)
+def test_torchs_threads_are_told_to_sleep_when_the_package_comes_first(first, given, seen):
+    """Imported before torch, the package sets OMP_WAIT_POLICY=PASSIVE for torch's OpenMP threads to read (they
+    then leave the cores to the package's threads between torch's operations); after torch, or where the user set
+    it, it leaves the setting alone (torch has read it already; it is the user's)."""
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    code = (
+        f"import {first}, headsne_widget, torch, os\n"
+        "from headsne_widget._parallel import torch_threads_sleep\n"
+        "print(os.environ.get('OMP_WAIT_POLICY'), torch_threads_sleep())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(seen), str(seen == "PASSIVE")]
