@@ -41,7 +41,7 @@ class NearField:
         self.bases = np.zeros(1, np.int64)  # each piece's first sorted place, its buffer's offset, and the end
         self.offsets = np.zeros(1, np.int64)
         self.sums = np.zeros((3, 0), np.float32)
-        self.total = np.zeros((3, 0), np.float32)  # the pieces summed (:meth:`add_to`)
+        self.total = np.empty((3, n + NEAR_PAD), np.float32)  # the pieces summed (:meth:`add_to`)
 
     def sort(self, x: np.ndarray, y: np.ndarray, *, origin: tuple[float, float], cells: tuple[int, int],
              start: np.ndarray, cutoff: float, coefficients: tuple[np.ndarray, np.ndarray]) -> int:  # fmt: skip
@@ -71,8 +71,5 @@ class NearField:
     def add_to(self, out: np.ndarray, z: np.ndarray) -> None:
         """Add the pieces' buffers, in piece order, to the far field's ``out`` (2, n) and ``z`` (n,), and take off
         poly1(0), the pair (i, i)'s far kernel the grid counted."""
-        n = self.order.shape[0]
-        if self.total.shape[1] != n + NEAR_PAD:
-            self.total = np.empty((3, n + NEAR_PAD), np.float32)
         self_term = np.float32(np.polynomial.polynomial.polyval(-self.cut, self.coefficients[0]))
         nk.near_add(self.sums, self.offsets, self.bases, self.order, self_term, self.total, out, z)

@@ -62,8 +62,9 @@ def cell_counts(x, y, x0, y0, side, ncx, ncy, start):  # pragma: no cover - comp
 def near_add(sums, offsets, bases, order, self_term, total, out, z):  # pragma: no cover - compiled
     """The pieces' buffers ``sums`` (3, ...) summed in piece order into ``total`` (3, n + NEAR_PAD, float32, zeroed
     here), then added to the far field's ``out`` (2, n) and ``z`` (n,) at the points' own places ``order``, less
-    ``self_term`` (float32) from each z: numpy's arithmetic of :meth:`.near_field.NearField.add_to`, in one pass
-    each (numpy's zeros, slices and fancy-indexed adds took 1.4-1.6 ms of every pass at 65536 points, serial)."""
+    ``self_term`` (float32) from each z: the arithmetic of the numpy code it replaced in
+    :meth:`.near_field.NearField.add_to`, in one pass each (numpy's zeros, slices and fancy-indexed adds took
+    1.4-1.6 ms of every pass at 65536 points, serial)."""
     total[:] = 0
     for k in range(offsets.shape[0] - 1):
         a, base = offsets[k], bases[k]
