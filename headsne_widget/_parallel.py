@@ -17,8 +17,9 @@ torch's OpenMP threads (libgomp) spin for some milliseconds after each parallel 
 the next one, and so take the cores from the work this package's threads do between torch's operations: the
 capture's folds (:mod:`.capture.folds`) run after each chunk's scores and softmax. The package's ``__init__``
 therefore sets ``OMP_WAIT_POLICY=PASSIVE`` where the environment has no setting and torch is not yet imported
-(libgomp reads it once, at torch's import; :func:`torch_threads_sleep`): the tiny causal Llama's capture with
-its kept rows at 16384 tokens on two cores took 16.7-16.9 s against 23.6-24.4 s (docs/benchmarks.md). Where
+(libgomp reads it once, at torch's import; :func:`torch_threads_sleep`): the tiny causal Llama's capture at 16384
+tokens on two cores took 10.9-11.8 s against 12.7-14.4 s, and with its kept rows, their selection then shared
+between the threads, 16.2-17.2 s against 21.6-21.7 s (docs/long-texts.md). Where
 torch came first and spins, work that a torch thread would contend for stays on the calling thread.
 
 How many threads: :func:`threads`, one per core this process may use (``os.sched_getaffinity``; the environment

@@ -14,6 +14,7 @@ import torch
 from hypothesis import settings
 from recording_comm import RecordingComm, run_threads, wait_until
 
+from headsne_widget import _parallel
 from headsne_widget.capture.extraction import Extraction, LoadedModel, extract, load_model
 from headsne_widget.texts import TSNE_ABSTRACT
 from headsne_widget.widget.headsne import HeadSNE
@@ -197,6 +198,24 @@ def long_llama_dir(bert_tokenizer, tmp_path_factory) -> str:
 
 
 # ------------------------------------------------------------------------------------------ widgets
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    """A machine of ``cores`` cores (NUMBA_NUM_THREADS stands for the core count), the pool made again for it and
+    once more afterwards for the real one."""
+
+    def make(cores: int | None, spare: int | None = None) -> None:
+        if cores is None:
+            monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+        else:
+            monkeypatch.setenv("NUMBA_NUM_THREADS", str(cores))
+        _parallel.set_spare_cores(spare)
+
+    monkeypatch.delenv(_parallel.SPARE_ENV, raising=False)
+    yield make
+    monkeypatch.undo()
+    _parallel.set_spare_cores(None)
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ import torch
 from conftest import build_tiny_model
 
 from headsne_widget import extract
-from headsne_widget._parallel import set_spare_cores
 from headsne_widget.affinity.sparse import largest_entries
 from headsne_widget.budget import set_memory_budget
 from headsne_widget.capture.folds import rows as rows_module
@@ -69,18 +68,13 @@ def test_kept_rows_are_largest_entries_of_the_dense_head(architecture, tiny_mode
     same_rows(ex.sparse_attention(1, 3, 0.9, max_keys=12), largest_entries(ex.attention(1, 3), 0.9, max_keys=12))
 
 
-@pytest.mark.parametrize("cores", ["1", "7"])
-def test_the_rows_do_not_depend_on_the_threads_sharing_the_fold(cores, tiny_model_dir, monkeypatch):
+@pytest.mark.parametrize("cores", [1, 7])
+def test_the_rows_do_not_depend_on_the_threads_sharing_the_fold(cores, tiny_model_dir, machine, monkeypatch):
     """One thread, or seven (each head's chunk rows then split in blocks between them): every head's kept rows are
     still ``largest_entries`` of its dense attention."""
-    monkeypatch.setenv("NUMBA_NUM_THREADS", cores)  # the core count the package's pool is sized by
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # (the fold then shares its pieces: torch_threads_sleep)
-    set_spare_cores(None)  # (the pool made again at its next use)
-    try:
-        ex = capture(tiny_model_dir("llama"), rows=24)
-    finally:
-        monkeypatch.undo()
-        set_spare_cores(None)
+    machine(cores)
+    ex = capture(tiny_model_dir("llama"), rows=24)
     for layer in range(ex.n_layers):
         for head in range(ex.n_heads):
             same_rows(

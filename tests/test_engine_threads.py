@@ -22,24 +22,6 @@ def random_P(n: int, seed: int = 0) -> np.ndarray:
     return (P / P.sum()).astype(np.float32)
 
 
-@pytest.fixture
-def machine(monkeypatch):
-    """A machine of ``cores`` cores (NUMBA_NUM_THREADS stands for the core count), the pool made again for it and
-    once more afterwards for the real one."""
-
-    def make(cores: int | None, spare: int | None = None) -> None:
-        if cores is None:
-            monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
-        else:
-            monkeypatch.setenv("NUMBA_NUM_THREADS", str(cores))
-        _parallel.set_spare_cores(spare)
-
-    monkeypatch.delenv(_parallel.SPARE_ENV, raising=False)
-    yield make
-    monkeypatch.undo()
-    _parallel.set_spare_cores(None)
-
-
 def test_the_threads_follow_the_cores_and_the_spare_cores_setting(machine, monkeypatch):
     """One thread per core the process may use (its CPU affinity; NUMBA_NUM_THREADS where set), less the cores the
     setting keeps free, at least one; a single thread means no pool at all."""

@@ -104,10 +104,12 @@ class _LayerRows:
 
         def select(p: int) -> None:
             head, a = pieces[p]
-            part = slice(head, head + 1)
             counts, cols, vals, _, totals = top_mass_totals(chunk[head, a : a + step], self.mass, self.max_keys)
             start = rows.start + a
-            store_ranked(counts, cols, vals, counts.size, start, keys.start, *self._at(part))
+            at = slice(head, head + 1)
+            store_ranked(
+                counts, cols, vals, counts.size, start, keys.start, self.columns[at], self.values[at], self.counts[at]
+            )
             self.totals[head, start : start + counts.size] = totals
 
         if torch_threads_sleep():
@@ -115,9 +117,6 @@ class _LayerRows:
         else:
             for p in range(len(pieces)):
                 select(p)
-
-    def _at(self, heads: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.columns[heads], self.values[heads], self.counts[heads]
 
 
 class KeptRowStore:
