@@ -76,10 +76,10 @@ def _into_heap(row, width, first, own, found, values):  # pragma: no cover - com
     root = values[0]
     for lo in range(0, width, 32):
         hi = min(lo + 32, width)
-        least = row[lo]
-        for j in range(lo + 1, hi):
-            least = min(least, row[j])
-        if least < root:
+        below = False  # an OR of comparisons, which LLVM vectorises (a running float minimum it cannot): 8 % of
+        for j in range(lo, hi):  # the search of 65536 points of 64 dimensions (4.63 against 5.06 s)
+            below |= row[j] < root
+        if below:
             for j in range(lo, hi):
                 if row[j] < root:
                     values[0], found[0] = row[j], first + j
