@@ -97,6 +97,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import openTSNE  # noqa: F401 - before the package: the peers' OpenMP runtime keeps the user's wait policy
 
 EXAGGERATION = 12.0
 

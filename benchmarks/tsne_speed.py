@@ -37,6 +37,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import openTSNE  # noqa: F401 - before the package: the peers' OpenMP runtime keeps the user's wait policy
 
 N_ITER = 1000
 EXAGGERATION = 12.0
