@@ -317,12 +317,15 @@ def test_kl_of_a_sparse_P_is_the_exact_kl(P):
     assert kl_divergence(P, Y) == pytest.approx(kl_divergence(P.toarray().astype(np.float64), Y), rel=1e-8)
 
 
-def test_final_kl_is_close_to_the_exact_engines_on_the_same_P(P):
+def test_final_kl_is_no_worse_than_the_exact_engines_on_the_same_P(P):
+    """The sparse engine's map of the same P is as good as the exact engine's: its median final KL is within the
+    exact engine's seeds (their spread, about 0.05-0.1 here, is the scale) or below them. Below is a better map,
+    not an error: each KL is the exact one of its embedding (checked last). Where it lands among or below them
+    depends on the CPU (the same code: among them on one machine, 0.02 below on an AVX-512 one)."""
     dense = P.toarray()
     ours = [tsne(P, n_iter=600, seed=s).kl for s in range(3)]
     exact = [tsne(dense, n_iter=600, seed=s, device="cpu").kl for s in range(3)]
-    # the seeds' spread of the exact engine's KL (about 0.1 here) is the scale: ours lands among them
-    assert min(exact) - 0.02 <= np.median(ours) <= max(exact) + 0.02, (ours, exact)
+    assert np.median(ours) <= max(exact) + 0.02, (ours, exact)
     result = tsne(P, n_iter=600, seed=0)
     assert result.kl == pytest.approx(kl_divergence(P, result.embedding), abs=1e-3)  # the interpolated Z's error
 
