@@ -214,7 +214,8 @@ def timed_run(name: str, tree: str | None, P_path: str, n_iter: int, seed: int, 
     env = dict(os.environ, **({"PYTHONPATH": tree} if tree else {}))
     if name == "openTSNE":  # the peer as it runs on its own
         env.pop("OMP_WAIT_POLICY", None)
-        env.update({} if USERS_OMP_WAIT_POLICY is None else {"OMP_WAIT_POLICY": USERS_OMP_WAIT_POLICY})
+        if USERS_OMP_WAIT_POLICY is not None:
+            env["OMP_WAIT_POLICY"] = USERS_OMP_WAIT_POLICY
     with tempfile.TemporaryDirectory() as directory:
         out = str(Path(directory, "Y.npy"))
         cmd = [sys.executable, __file__, "--child", "ours" if name != "openTSNE" else "openTSNE", "--P", P_path,

@@ -197,7 +197,7 @@ def long_llama_dir(bert_tokenizer, tmp_path_factory) -> str:
     return build_tiny_model("llama", directory, bert_tokenizer, hidden_size=64, max_position_embeddings=16384)
 
 
-# ------------------------------------------------------------------------------------------ widgets
+# ------------------------------------------------------------------------------------------ threads
 
 
 @pytest.fixture
@@ -216,6 +216,9 @@ def machine(monkeypatch):
     yield make
     monkeypatch.undo()
     _parallel.set_spare_cores(None)
+
+
+# ------------------------------------------------------------------------------------------ widgets
 
 
 @pytest.fixture
